@@ -1,0 +1,99 @@
+/**
+ * The validated, frozen configuration every module receives. Built once at start by
+ * `config/load.ts` (file + environment) and `config/validate.ts` (all problems at once);
+ * nothing reads `process.env` after that.
+ */
+
+export type SigningAlgorithm = 'ES256' | 'EdDSA' | 'RS256';
+export const SIGNING_ALGORITHMS: readonly SigningAlgorithm[] = ['ES256', 'EdDSA', 'RS256'];
+
+export type ResponseFieldSet = 'reference' | 'guide';
+
+export interface ListenerConfig {
+  readonly host: string;
+  readonly port: number;
+}
+
+export interface ServerConfig extends ListenerConfig {
+  /** Time allowed to receive the complete request headers (slowloris guard). */
+  readonly headersTimeoutMs: number;
+  /** Time allowed to receive the complete request, body included. */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection is kept open. */
+  readonly keepAliveTimeoutMs: number;
+  /** Largest total size of request headers, bytes (Node's `maxHeaderSize`). */
+  readonly maxHeaderBytes: number;
+  /** On SIGTERM: how long in-flight requests may take before connections are cut. */
+  readonly shutdownGraceMs: number;
+  /**
+   * Trust incoming `X-Forwarded-For/Proto/Host` (set only behind a proxy you control).
+   * When false they are replaced, never appended to.
+   */
+  readonly trustForwardedHeaders: boolean;
+}
+
+export interface TokenConfig {
+  /** Default access-token lifetime, seconds (a client may override it). */
+  readonly lifetimeSeconds: number;
+  readonly algorithm: SigningAlgorithm;
+  /** `reference` (token_de_acesso, …) or `guide` (accesstoken, …). */
+  readonly responseFields: ResponseFieldSet;
+  /** Largest accepted token-request body, bytes. */
+  readonly bodyLimitBytes: number;
+}
+
+export interface VerifyConfig {
+  /** Verified-token cache capacity (entries). 0 disables the cache. */
+  readonly cacheSize: number;
+}
+
+export interface RouteConfig {
+  /** Bounded identifier used in metrics and logs. */
+  readonly id: string;
+  /** Canonical path prefix, matched on segment boundaries (`/v1/orders` matches `/v1/orders/1`, not `/v1/ordersX`). */
+  readonly prefix: string;
+  /** Upstream origin (`http://host:port`), optionally with a base path that replaces nothing: the request path is appended as is. */
+  readonly upstream: string;
+  /** Scopes a token must carry for this route. */
+  readonly scopes: readonly string[];
+  /** Time allowed for the upstream's response headers, and between body chunks. */
+  readonly timeoutMs: number;
+}
+
+export interface UpstreamConfig {
+  /** Route used when no prefix matches; null → 404 for unmatched paths. */
+  readonly default: { readonly upstream: string; readonly scopes: readonly string[]; readonly timeoutMs: number } | null;
+  /** Default timeout for routes that name none. */
+  readonly timeoutMs: number;
+  /** Keep-alive connections per upstream origin. */
+  readonly connections: number;
+}
+
+export interface Config {
+  readonly server: ServerConfig;
+  readonly admin: ListenerConfig;
+  /** `iss` of the tokens we issue. */
+  readonly issuer: string;
+  /** `aud` of the tokens we issue and require. */
+  readonly audience: string;
+  /** Allowed difference between our clock and the token's time claims, seconds. */
+  readonly clockSkewSeconds: number;
+  readonly token: TokenConfig;
+  readonly verify: VerifyConfig;
+  readonly keys: { readonly dir: string };
+  readonly clients: { readonly file: string };
+  readonly routes: readonly RouteConfig[];
+  readonly upstream: UpstreamConfig;
+  /** Claim name → request header set on forwarded requests (incoming copies always removed). */
+  readonly identityHeaders: Readonly<Record<string, string>>;
+  /** Forward the `Authorization` header to upstreams (they may re-verify). */
+  readonly forwardAuthorization: boolean;
+  /** Base of problem-details `tipo` URIs; the code is appended. */
+  readonly problemTypeBase: string;
+  readonly log: { readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  /**
+   * Demo mode (`npm start`): create a signing key and a demo client when missing, and
+   * start a demo upstream. Never on in a production config.
+   */
+  readonly demo: boolean;
+}

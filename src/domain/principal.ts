@@ -1,0 +1,22 @@
+/**
+ * The verified identity a request carries after bearer verification. This is the only
+ * type the proxy layer sees of authentication.
+ */
+export interface Principal {
+  /** `sub` claim; for tokens we issue, the client id. */
+  readonly subject: string;
+  /** `client_id` claim (RFC 9068), or `sub` when absent. */
+  readonly clientId: string;
+  /** Granted scopes, as issued (space-separated in the token). */
+  readonly scope: string;
+  readonly scopes: ReadonlySet<string>;
+  /** `jti` claim. */
+  readonly tokenId: string;
+  /** `iss` claim. */
+  readonly issuer: string;
+  /** `iat` and `exp` claims, seconds since the epoch. */
+  readonly issuedAt: number;
+  readonly expiresAt: number;
+  /** All verified claims, for the identity-header mapping. */
+  readonly claims: Readonly<Record<string, unknown>>;
+}
