@@ -62,7 +62,11 @@ export interface RouteConfig {
 
 export interface UpstreamConfig {
   /** Route used when no prefix matches; null → 404 for unmatched paths. */
-  readonly default: { readonly upstream: string; readonly scopes: readonly string[]; readonly timeoutMs: number } | null;
+  readonly default: {
+    readonly upstream: string;
+    readonly scopes: readonly string[];
+    readonly timeoutMs: number;
+  } | null;
   /** Default timeout for routes that name none. */
   readonly timeoutMs: number;
   /** Keep-alive connections per upstream origin. */
@@ -90,7 +94,9 @@ export interface Config {
   readonly forwardAuthorization: boolean;
   /** Base of problem-details `tipo` URIs; the code is appended. */
   readonly problemTypeBase: string;
-  readonly log: { readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent' };
+  readonly log: {
+    readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+  };
   /**
    * Demo mode (`npm start`): create a signing key and a demo client when missing, and
    * start a demo upstream. Never on in a production config.

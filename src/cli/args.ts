@@ -1,0 +1,99 @@
+/**
+ * Argument parsing shared by the CLI commands: `node:util` `parseArgs` in strict mode,
+ * with its errors turned into one short usage line (`unknown option --foo`), plus the
+ * context every command runs in (environment, output, stdin, clock), injected so the
+ * commands never touch `process` themselves.
+ */
+import { type ParseArgsConfig, parseArgs } from 'node:util';
+
+export interface CliContext {
+  readonly env: Readonly<Record<string, string | undefined>>;
+  /** Writes to standard output. */
+  readonly out: (text: string) => void;
+  /** Reads standard input to its end. */
+  readonly readStdin: () => Promise<string>;
+  readonly now: () => Date;
+}
+
+/** Wrong invocation: exit code 2, one line naming the command and what is wrong. */
+export class UsageError extends Error {
+  override readonly name = 'UsageError';
+  /** The command path (`clients add`), '' for the top level. */
+  readonly command: string;
+  constructor(command: string, message: string) {
+    super(message);
+    this.command = command;
+  }
+}
+
+export type OptionsConfig = NonNullable<ParseArgsConfig['options']>;
+
+export interface ParsedCommand {
+  readonly values: Readonly<Record<string, string | boolean | undefined>>;
+  readonly positionals: readonly string[];
+}
+
+export function parseCommandArgs(
+  command: string,
+  args: readonly string[],
+  options: OptionsConfig,
+): ParsedCommand {
+  try {
+    const { values, positionals } = parseArgs({
+      args,
+      options,
+      strict: true,
+      allowPositionals: true,
+    });
+    return { values: values as ParsedCommand['values'], positionals };
+  } catch (err) {
+    throw new UsageError(command, describeParseError(err));
+  }
+}
+
+/** Exactly the named positionals, in order; anything missing or extra is a usage error. */
+export function expectPositionals(
+  command: string,
+  parsed: ParsedCommand,
+  names: readonly string[],
+): string[] {
+  const given = parsed.positionals;
+  if (given.length < names.length)
+    throw new UsageError(command, `missing <${names[given.length]}>`);
+  if (given.length > names.length) {
+    throw new UsageError(command, `unexpected argument ${JSON.stringify(given[names.length])}`);
+  }
+  return [...given];
+}
+
+export function stringValue(parsed: ParsedCommand, name: string): string | undefined {
+  const value = parsed.values[name];
+  return typeof value === 'string' ? value : undefined;
+}
+
+/** True when the arguments ask for help (before any `--` terminator). */
+export function wantsHelp(args: readonly string[]): boolean {
+  for (const arg of args) {
+    if (arg === '--') return false;
+    if (arg === '--help' || arg === '-h') return true;
+  }
+  return false;
+}
+
+/** An environment variable, with empty treated as unset. */
+export function envValue(ctx: CliContext, name: string): string | undefined {
+  const value = ctx.env[name];
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function describeParseError(err: unknown): string {
+  const { code, message } = err as { code?: string; message?: string };
+  const option = /'(-[^' ]+)/.exec(message ?? '')?.[1] ?? 'option';
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option}`;
+  if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
+    return message?.includes('does not take')
+      ? `option ${option} does not take a value`
+      : `option ${option} needs a value`;
+  }
+  return (message ?? 'invalid arguments').split('\n')[0] ?? 'invalid arguments';
+}

@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+/**
+ * `portaria`: the operator's command line (clients, signing keys).
+ *
+ * Exit codes: 0 success, 1 failure (bad file, refused change, I/O error), 2 usage error.
+ * Every error is one line on stderr, `portaria: <command>: <what>` (a file with several
+ * problems lists them one per line below it); never a stack trace.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { type CliContext, UsageError } from './args.js';
+import { runClientsCommand } from './clientsCommand.js';
+import { runKeysCommand } from './keysCommand.js';
+
+const HELP = `Usage: portaria <group> <command> [options]
+
+Operator commands for the Portaria API gateway.
+
+Groups:
+  clients   add, list and disable the clients that may request tokens
+  keys      generate token-signing keys
+
+Options:
+  --help, -h   show help (also after a group or command)
+  --version    show the version
+
+Files: --clients-file / $PORTARIA_CLIENTS_FILE (default ./data/clients.json),
+       --keys-dir / $PORTARIA_KEYS_DIR (default ./data/keys).
+`;
+
+async function run(args: readonly string[], ctx: CliContext): Promise<void> {
+  const [group, ...rest] = args;
+  if (group === undefined) throw new UsageError('', 'missing command');
+  if (group === '--help' || group === '-h') return ctx.out(HELP);
+  if (group === '--version') return ctx.out(`portaria ${await packageVersion()}\n`);
+  if (group === 'clients') return runClientsCommand(rest, ctx);
+  if (group === 'keys') return runKeysCommand(rest, ctx);
+  if (group.startsWith('-')) throw new UsageError('', `unknown option ${group}`);
+  throw new UsageError('', `unknown command ${JSON.stringify(group)}`);
+}
+
+/** The version in the nearest package.json above this file (works from dist/ and dist-test/). */
+async function packageVersion(): Promise<string> {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {
+        version?: unknown;
+      };
+      if (typeof pkg.version === 'string') return pkg.version;
+    } catch {
+      // Not here (or unreadable): keep walking up.
+    }
+    const parent = dirname(dir);
+    if (parent === dir) return 'unknown';
+    dir = parent;
+  }
+}
+
+/** The one stderr line (plus a file's problem list) and exit code for a failure. */
+function errorLine(err: unknown, args: readonly string[]): { text: string; code: number } {
+  if (err instanceof UsageError) {
+    const where = err.command === '' ? 'portaria' : `portaria ${err.command}`;
+    const prefix = err.command === '' ? 'portaria' : `portaria: ${err.command}`;
+    return { text: `${prefix}: ${err.message} (see "${where} --help")`, code: 2 };
+  }
+  const command = args.slice(0, 2).join(' ');
+  // ConfigError's message is a head line plus one line per problem in the file.
+  const message = err instanceof Error ? err.message : String(err);
+  return { text: `portaria: ${command}: ${message}`, code: 1 };
+}
+
+async function readStdin(): Promise<string> {
+  if (process.stdin.isTTY)
+    process.stderr.write('Reading the secret from stdin (end with Ctrl-D)…\n');
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+// A closed pipe (`portaria clients list | head -1`) is not worth a stack trace.
+process.stdout.on('error', (err: NodeJS.ErrnoException) => {
+  if (err.code !== 'EPIPE') throw err;
+});
+
+const argv = process.argv.slice(2);
+const context: CliContext = {
+  env: process.env,
+  out: (text) => process.stdout.write(text),
+  readStdin,
+  now: () => new Date(),
+};
+try {
+  await run(argv, context);
+} catch (err) {
+  const { text, code } = errorLine(err, argv);
+  process.stderr.write(`${text}\n`);
+  process.exitCode = code;
+}

@@ -1,0 +1,112 @@
+/**
+ * Loads the configuration: the YAML file named by `--config` or `PORTARIA_CONFIG`, then
+ * the environment overrides below, then `validateConfig`. This module is the only one
+ * that reads `process.env`; it is handed the environment so tests pass their own.
+ *
+ * Environment overrides (for secrets and per-deployment values, e.g. Kubernetes):
+ *   PORTARIA_PORT, PORTARIA_ADMIN_PORT, PORTARIA_KEYS_DIR, PORTARIA_CLIENTS_FILE,
+ *   PORTARIA_LOG_LEVEL.
+ */
+import { readFile } from 'node:fs/promises';
+import { dirname, resolve } from 'node:path';
+import { parseDocument } from 'yaml';
+import { ConfigError } from './configError.js';
+import type { Config } from './types.js';
+import { validateConfig } from './validateConfig.js';
+
+export interface LoadOptions {
+  /** Config file path; undefined → PORTARIA_CONFIG; both undefined → no file. */
+  readonly file?: string | undefined;
+  readonly env: Readonly<Record<string, string | undefined>>;
+  readonly cwd: string;
+  /** Demo mode: embedded defaults with the data under `.portaria-demo/`. */
+  readonly demo?: boolean;
+  /** Demo mode: the demo upstream's URL, used as the default upstream. */
+  readonly demoUpstream?: string;
+}
+
+const ENV_OVERRIDES: readonly [string, readonly string[], 'int' | 'string'][] = [
+  ['PORTARIA_PORT', ['server', 'port'], 'int'],
+  ['PORTARIA_ADMIN_PORT', ['admin', 'port'], 'int'],
+  ['PORTARIA_KEYS_DIR', ['keys', 'dir'], 'string'],
+  ['PORTARIA_CLIENTS_FILE', ['clients', 'file'], 'string'],
+  ['PORTARIA_LOG_LEVEL', ['log', 'level'], 'string'],
+];
+
+export async function loadConfig(options: LoadOptions): Promise<Config> {
+  const file = options.file ?? options.env.PORTARIA_CONFIG;
+  let raw: Record<string, unknown> = {};
+  let baseDir = options.cwd;
+  if (file) {
+    const path = resolve(options.cwd, file);
+    raw = await readYaml(path);
+    baseDir = dirname(path);
+  } else if (options.demo) {
+    raw = demoSettings(options.demoUpstream);
+  } else {
+    throw new ConfigError([
+      'no configuration file: pass --config FILE or set PORTARIA_CONFIG (or run "npm start" for the demo)',
+    ]);
+  }
+  const problems: string[] = [];
+  for (const [name, path, kind] of ENV_OVERRIDES) {
+    const value = options.env[name];
+    if (value === undefined || value === '') continue;
+    if (kind === 'int' && !/^\d+$/.test(value)) {
+      problems.push(`${path.join('.')} (${name}): must be an integer`);
+      continue;
+    }
+    setPath(raw, path, kind === 'int' ? Number(value) : value);
+  }
+  if (problems.length > 0) throw new ConfigError(problems);
+  return validateConfig(raw, { baseDir, demo: options.demo === true });
+}
+
+/** The embedded demo: local data directory, one scoped route and a default upstream. */
+function demoSettings(upstream: string | undefined): Record<string, unknown> {
+  const settings: Record<string, unknown> = {
+    server: { host: '127.0.0.1' },
+    keys: { dir: '.portaria-demo/keys' },
+    clients: { file: '.portaria-demo/clients.json' },
+  };
+  if (upstream) {
+    settings.routes = [
+      { id: 'orders', prefix: '/v1/orders', upstream, scopes: ['orders:read'] },
+      { id: 'reports', prefix: '/v1/reports', upstream, scopes: ['reports:read'] },
+    ];
+    settings.upstream = { default: { upstream } };
+  }
+  return settings;
+}
+
+async function readYaml(path: string): Promise<Record<string, unknown>> {
+  let text: string;
+  try {
+    text = await readFile(path, 'utf8');
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new ConfigError([`${path}: cannot read the configuration file (${code ?? 'error'})`]);
+  }
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      doc.errors.map((e) => `${path}: ${(e.message.split('\n')[0] ?? '').replace(/:$/, '')}`),
+    );
+  }
+  const value: unknown = doc.toJS({ maxAliasCount: 100 });
+  if (value === null || value === undefined) return {};
+  if (typeof value !== 'object' || Array.isArray(value)) {
+    throw new ConfigError([`${path}: the top level must be a mapping of settings`]);
+  }
+  return value as Record<string, unknown>;
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (next === null || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1] as string] = value;
+}

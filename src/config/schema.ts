@@ -1,0 +1,140 @@
+/**
+ * JSON Schema of the configuration file, with every default. Validation fills the
+ * defaults in (ajv `useDefaults`), so `config/portaria.example.yaml` and this file are
+ * the two places a setting is described; a test checks they agree.
+ */
+
+const port = { type: 'integer', minimum: 0, maximum: 65535 } as const;
+const host = { type: 'string', minLength: 1 } as const;
+const positiveMs = { type: 'integer', minimum: 1, maximum: 3_600_000 } as const;
+const scopeItems = {
+  type: 'array',
+  items: { type: 'string', pattern: '^[\\x21\\x23-\\x5B\\x5D-\\x7E]+$' },
+  uniqueItems: true,
+} as const;
+const scopeList = { ...scopeItems, default: [] } as const;
+
+export const configSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    server: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host: { ...host, default: '0.0.0.0' },
+        port: { ...port, default: 8080 },
+        headersTimeoutMs: { ...positiveMs, default: 10_000 },
+        requestTimeoutMs: { ...positiveMs, default: 30_000 },
+        keepAliveTimeoutMs: { ...positiveMs, default: 5_000 },
+        maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1_048_576, default: 16_384 },
+        shutdownGraceMs: { ...positiveMs, default: 10_000 },
+        trustForwardedHeaders: { type: 'boolean', default: false },
+      },
+    },
+    admin: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host: { ...host, default: '127.0.0.1' },
+        port: { ...port, default: 9091 },
+      },
+    },
+    issuer: { type: 'string', minLength: 1, default: 'http://localhost:8080' },
+    audience: { type: 'string', minLength: 1, default: 'portaria' },
+    clockSkewSeconds: { type: 'integer', minimum: 0, maximum: 600, default: 60 },
+    token: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        lifetimeSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 3600 },
+        algorithm: { enum: ['ES256', 'EdDSA', 'RS256'], default: 'ES256' },
+        responseFields: { enum: ['reference', 'guide'], default: 'reference' },
+        bodyLimitBytes: { type: 'integer', minimum: 64, maximum: 1_048_576, default: 16_384 },
+      },
+    },
+    verify: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        cacheSize: { type: 'integer', minimum: 0, maximum: 10_000_000, default: 10_000 },
+      },
+    },
+    keys: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { dir: { type: 'string', minLength: 1, default: './data/keys' } },
+    },
+    clients: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { file: { type: 'string', minLength: 1, default: './data/clients.json' } },
+    },
+    routes: {
+      type: 'array',
+      default: [],
+      items: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['id', 'prefix', 'upstream'],
+        properties: {
+          id: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' },
+          prefix: { type: 'string', pattern: '^/' },
+          upstream: { type: 'string', minLength: 1 },
+          scopes: scopeList,
+          timeoutMs: positiveMs,
+        },
+      },
+    },
+    upstream: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        default: {
+          default: null,
+          oneOf: [
+            { type: 'null' },
+            {
+              type: 'object',
+              additionalProperties: false,
+              required: ['upstream'],
+              properties: {
+                upstream: { type: 'string', minLength: 1 },
+                scopes: scopeItems,
+                timeoutMs: positiveMs,
+              },
+            },
+          ],
+        },
+        timeoutMs: { ...positiveMs, default: 30_000 },
+        connections: { type: 'integer', minimum: 1, maximum: 10_000, default: 128 },
+      },
+    },
+    identityHeaders: {
+      type: 'object',
+      default: { sub: 'X-Client-Id', scope: 'X-Token-Scope', jti: 'X-Token-Jti' },
+      propertyNames: { pattern: '^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$' },
+      additionalProperties: { type: 'string', pattern: '^[A-Za-z0-9-]{1,64}$' },
+    },
+    forwardAuthorization: { type: 'boolean', default: true },
+    problemTypeBase: { type: 'string', minLength: 1, default: 'urn:portaria:problem:' },
+    log: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        level: {
+          enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
+          default: 'info',
+        },
+      },
+    },
+  },
+} as const;

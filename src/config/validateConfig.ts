@@ -1,0 +1,188 @@
+/**
+ * Validates a raw configuration object in one pass and returns it frozen.
+ *
+ * Every problem is collected and reported together, each with the path of the setting
+ * (`routes[2].prefix: …`), so an operator fixes a file in one round. Schema checks come
+ * from `schema.ts` (ajv, defaults filled in); the rules a schema cannot say (URLs,
+ * canonical prefixes, duplicates, header-name collisions) are checked here.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { Ajv, type ErrorObject } from 'ajv';
+import { deepFreeze } from '../lib/deepFreeze.js';
+import { ConfigError } from './configError.js';
+import { configSchema } from './schema.js';
+import type { Config } from './types.js';
+
+const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
+const validateSchema = ajv.compile(configSchema);
+
+/** Headers the gateway owns: an identity-header mapping may not name them. */
+const RESERVED_HEADERS = new Set([
+  'authorization',
+  'host',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'te',
+  'trailer',
+  'transfer-encoding',
+  'upgrade',
+  'content-length',
+  'content-type',
+  'cookie',
+  'x-request-id',
+  'x-forwarded-for',
+  'x-forwarded-proto',
+  'x-forwarded-host',
+  'forwarded',
+]);
+
+export interface ValidateOptions {
+  /** Directory that relative file paths in the config are resolved against. */
+  readonly baseDir: string;
+  readonly demo?: boolean;
+}
+
+export function validateConfig(raw: unknown, options: ValidateOptions): Config {
+  const input = structuredClone(raw ?? {});
+  const problems: string[] = [];
+  if (!validateSchema(input)) {
+    for (const error of validateSchema.errors ?? []) problems.push(formatAjvError(error));
+    throw new ConfigError(dedupe(problems));
+  }
+  const config = input as unknown as MutableConfig;
+  checkUrl(problems, 'issuer', config.issuer, ['http:', 'https:']);
+  checkUrl(problems, 'problemTypeBase', config.problemTypeBase, null);
+
+  const ids = new Set<string>();
+  const prefixes = new Set<string>();
+  config.routes.forEach((route, i) => {
+    const at = `routes[${i}]`;
+    if (ids.has(route.id)) problems.push(`${at}.id: duplicate route id "${route.id}"`);
+    ids.add(route.id);
+    if (prefixes.has(route.prefix))
+      problems.push(`${at}.prefix: duplicate prefix "${route.prefix}"`);
+    prefixes.add(route.prefix);
+    const prefixProblem = prefixIssue(route.prefix);
+    if (prefixProblem) problems.push(`${at}.prefix: ${prefixProblem}`);
+    checkUpstream(problems, `${at}.upstream`, route.upstream);
+    route.timeoutMs ??= config.upstream.timeoutMs;
+  });
+  if (ids.has('default')) {
+    problems.push('routes: the id "default" is reserved for upstream.default');
+  }
+  const fallback = config.upstream.default as {
+    upstream: string;
+    scopes?: string[];
+    timeoutMs?: number;
+  } | null;
+  if (fallback) {
+    fallback.scopes ??= [];
+    checkUpstream(problems, 'upstream.default.upstream', fallback.upstream);
+    fallback.timeoutMs ??= config.upstream.timeoutMs;
+  }
+
+  const headerNames = new Map<string, string>();
+  for (const [claim, header] of Object.entries(config.identityHeaders)) {
+    const lower = header.toLowerCase();
+    if (RESERVED_HEADERS.has(lower)) {
+      problems.push(`identityHeaders.${claim}: "${header}" is a header the gateway manages`);
+    }
+    const other = headerNames.get(lower);
+    if (other)
+      problems.push(`identityHeaders.${claim}: "${header}" is also used for claim "${other}"`);
+    headerNames.set(lower, claim);
+  }
+
+  const { server, admin } = config;
+  if (server.port !== 0 && server.port === admin.port) {
+    problems.push('admin.port: must differ from server.port (the admin surface is never public)');
+  }
+
+  if (problems.length > 0) throw new ConfigError(problems);
+  config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
+  config.clients.file = resolvePath(options.baseDir, config.clients.file);
+  config.demo = options.demo === true;
+  return deepFreeze(config as Config);
+}
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
+type MutableConfig = Mutable<Config> & {
+  routes: (Mutable<Config['routes'][number]> & { timeoutMs?: number })[];
+};
+
+function resolvePath(baseDir: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(baseDir, path);
+}
+
+/** Why a route prefix is not a canonical path (same rules as request paths), or null. */
+function prefixIssue(prefix: string): string | null {
+  if (prefix.length > 1 && prefix.endsWith('/')) return 'must not end with "/"';
+  if (prefix.includes('//')) return 'must not contain "//"';
+  if (/[%\\?#\s]/.test(prefix)) return 'must not contain "%", "\\", "?", "#" or spaces';
+  if (prefix.split('/').some((s) => s === '.' || s === '..'))
+    return 'must not contain dot segments';
+  return null;
+}
+
+function checkUpstream(problems: string[], at: string, value: string): void {
+  const url = checkUrl(problems, at, value, ['http:', 'https:']);
+  if (!url) return;
+  if (url.username || url.password) problems.push(`${at}: must not carry credentials`);
+  if (url.search || url.hash) problems.push(`${at}: must not have a query or fragment`);
+}
+
+function checkUrl(
+  problems: string[],
+  at: string,
+  value: string,
+  protocols: string[] | null,
+): URL | null {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    problems.push(`${at}: must be an absolute URL`);
+    return null;
+  }
+  if (protocols && !protocols.includes(url.protocol)) {
+    problems.push(`${at}: must use ${protocols.join(' or ')}`);
+    return null;
+  }
+  return url;
+}
+
+function formatAjvError(error: ErrorObject): string {
+  const path = pointerToPath(error.instancePath);
+  const params = error.params as Record<string, unknown>;
+  switch (error.keyword) {
+    case 'additionalProperties':
+      return `${join(path, String(params.additionalProperty))}: unknown setting`;
+    case 'required':
+      return `${join(path, String(params.missingProperty))}: is required`;
+    case 'enum':
+      return `${path || '(root)'}: must be one of ${(params.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`;
+    case 'oneOf':
+      return `${path || '(root)'}: must be null or an object with "upstream"`;
+    default:
+      return `${path || '(root)'}: ${error.message ?? 'is invalid'}`;
+  }
+}
+
+/** `/routes/2/prefix` → `routes[2].prefix`. */
+function pointerToPath(pointer: string): string {
+  let out = '';
+  for (const raw of pointer.split('/').slice(1)) {
+    const part = raw.replace(/~1/g, '/').replace(/~0/g, '~');
+    out += /^\d+$/.test(part) ? `[${part}]` : out === '' ? part : `.${part}`;
+  }
+  return out;
+}
+
+function join(path: string, key: string): string {
+  return path === '' ? key : `${path}.${key}`;
+}
+
+function dedupe(items: string[]): string[] {
+  return [...new Set(items)];
+}

@@ -1,0 +1,128 @@
+/**
+ * The request target, checked once at the edge so that routing, scope checks and the
+ * upstream all see the same path.
+ *
+ * Only origin-form is accepted (RFC 9112 §3.2.1: absolute-path ["?" query]); absolute-form,
+ * authority-form and `*` are refused. The path is returned exactly as received, never
+ * decoded or normalised: instead of resolving ambiguity we refuse every path that two
+ * parsers could read differently (RFC 3986 §5.2.4 dot-segment removal, §2.1 percent
+ * decoding, servers that treat `\` or `;` specially):
+ *
+ * - `//` anywhere (an empty segment);
+ * - `.` and `..` segments, also before a `;` parameter (`..;` is `..` to Tomcat);
+ * - percent-encoded `.`, `/`, `\`, NUL and other control characters, in any case, and the
+ *   same characters double-encoded (`%252e`), which an upstream decoding twice would see;
+ * - a raw `\`, `#`, control character, space or non-ASCII character;
+ * - malformed percent-encoding (`%zz`, a trailing `%`).
+ *
+ * The query is passed through as is; only raw control characters are refused there.
+ * Paths are case-sensitive: `/V1/...` is simply a different path. Only the exact
+ * `TOKEN_PATH` is the token operation: `/v1/authentication/accesstoken/` is a protected
+ * path like any other.
+ */
+import { PortariaError } from '../errors.js';
+
+export const TOKEN_PATH = '/v1/authentication/accesstoken';
+
+export interface RequestTarget {
+  /** The path, exactly as received (no decoding). */
+  readonly path: string;
+  /** The query including its leading `?`, or `''`. */
+  readonly search: string;
+}
+
+const SLASH = 0x2f;
+const DOT = 0x2e;
+const SEMICOLON = 0x3b;
+const PERCENT = 0x25;
+const QUESTION = 0x3f;
+const BACKSLASH = 0x5c;
+const HASH = 0x23;
+
+function refuse(detail: string, reason: string): never {
+  throw new PortariaError('invalid-path', detail, { reason });
+}
+
+/** Value of an ASCII hex digit, or -1. */
+function hexValue(code: number): number {
+  if (code >= 0x30 && code <= 0x39) return code - 0x30;
+  const lower = code | 0x20;
+  if (lower >= 0x61 && lower <= 0x66) return lower - 0x61 + 10;
+  return -1;
+}
+
+/** Bytes that must never appear percent-encoded in a path: `.`, `/`, `\` and controls. */
+function isForbiddenEncoded(byte: number): boolean {
+  return byte === DOT || byte === SLASH || byte === BACKSLASH || byte < 0x20 || byte === 0x7f;
+}
+
+/** True when `path[start, end)` is `.` or `..` (the caller cut it at `;`). */
+function isDotSegment(path: string, start: number, end: number): boolean {
+  const length = end - start;
+  if (length === 1) return path.charCodeAt(start) === DOT;
+  if (length === 2) return path.charCodeAt(start) === DOT && path.charCodeAt(start + 1) === DOT;
+  return false;
+}
+
+/** Splits and checks a raw request target; throws `invalid-path` on any ambiguity. */
+export function parseRequestTarget(rawUrl: string): RequestTarget {
+  const length = rawUrl.length;
+  if (length === 0 || rawUrl.charCodeAt(0) !== SLASH) {
+    refuse('The request target must be an absolute path.', 'not-origin-form');
+  }
+
+  // Segment bookkeeping: `segmentStart` is the index after the last `/`, `paramAt` the
+  // first `;` in the current segment (or -1).
+  let segmentStart = 1;
+  let paramAt = -1;
+  let i = 1;
+  for (; i < length; i++) {
+    const code = rawUrl.charCodeAt(i);
+    if (code === QUESTION) break;
+    if (code === SLASH) {
+      if (i === segmentStart) refuse('The request path must not contain "//".', 'empty-segment');
+      if (isDotSegment(rawUrl, segmentStart, paramAt === -1 ? i : paramAt)) {
+        refuse('The request path must not contain "." or ".." segments.', 'dot-segment');
+      }
+      segmentStart = i + 1;
+      paramAt = -1;
+    } else if (code === SEMICOLON) {
+      if (paramAt === -1) paramAt = i;
+    } else if (code === PERCENT) {
+      const high = i + 2 < length ? hexValue(rawUrl.charCodeAt(i + 1)) : -1;
+      const low = high === -1 ? -1 : hexValue(rawUrl.charCodeAt(i + 2));
+      if (low === -1) refuse('The request path has malformed percent-encoding.', 'bad-percent');
+      const byte = high * 16 + low;
+      if (isForbiddenEncoded(byte)) {
+        refuse('The request path must not contain encoded ".", "/", "\\" or controls.', 'encoded');
+      }
+      if (byte === PERCENT && i + 4 < length) {
+        // `%25` followed by an encoding of a forbidden byte: ambiguous after a second decode.
+        const high2 = hexValue(rawUrl.charCodeAt(i + 3));
+        const low2 = high2 === -1 ? -1 : hexValue(rawUrl.charCodeAt(i + 4));
+        if (low2 !== -1 && isForbiddenEncoded(high2 * 16 + low2)) {
+          refuse('The request path must not contain double-encoded characters.', 'double-encoded');
+        }
+      }
+      i += 2;
+    } else if (code === BACKSLASH) {
+      refuse('The request path must not contain "\\".', 'backslash');
+    } else if (code === HASH) {
+      refuse('The request target must not contain a fragment.', 'fragment');
+    } else if (code <= 0x20 || code >= 0x7f) {
+      refuse('The request path must contain only printable ASCII.', 'invalid-character');
+    }
+  }
+  if (isDotSegment(rawUrl, segmentStart, paramAt === -1 ? i : paramAt)) {
+    refuse('The request path must not contain "." or ".." segments.', 'dot-segment');
+  }
+  if (i === length) return { path: rawUrl, search: '' };
+
+  for (let q = i + 1; q < length; q++) {
+    const code = rawUrl.charCodeAt(q);
+    if (code < 0x20 || code === 0x7f) {
+      refuse('The request query must not contain control characters.', 'invalid-character');
+    }
+  }
+  return { path: rawUrl.slice(0, i), search: rawUrl.slice(i) };
+}

@@ -1,0 +1,60 @@
+/**
+ * The admin listener (default 127.0.0.1:9091), never reachable through the public port:
+ *   GET /healthz  — 200 while the process runs (liveness);
+ *   GET /readyz   — 200 once keys and clients are loaded and until shutdown begins,
+ *                   503 otherwise (readiness: take me out of the load balancer);
+ *   GET /metrics  — Prometheus text exposition.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PortariaError } from '../errors.js';
+import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js';
+
+export interface AdminDeps {
+  readonly metricsText: () => Promise<{ contentType: string; text: string }>;
+  readonly ready: () => { ready: boolean; reason?: string };
+  readonly problemTypeBase: string;
+}
+
+export function createAdminHandler(deps: AdminDeps) {
+  return (req: IncomingMessage, res: ServerResponse): void => {
+    handleAdmin(req, res, deps).catch(() => sendServerError(res));
+  };
+}
+
+async function handleAdmin(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: AdminDeps,
+): Promise<void> {
+  const path = (req.url ?? '').split('?')[0] ?? '';
+  const known = path === '/healthz' || path === '/readyz' || path === '/metrics';
+  if (!known) {
+    const error = new PortariaError('not-found', 'No admin endpoint at this path.');
+    return sendProblem(res, error, deps.problemTypeBase, instanceOf(path, 'admin'));
+  }
+  if (req.method !== 'GET' && req.method !== 'HEAD') {
+    const error = new PortariaError(
+      'method-not-allowed',
+      'Admin endpoints accept GET and HEAD only.',
+      {
+        headers: { allow: 'GET, HEAD' },
+      },
+    );
+    return sendProblem(res, error, deps.problemTypeBase, instanceOf(path, 'admin'));
+  }
+  const head = req.method === 'HEAD';
+  const noStore = { 'cache-control': 'no-store' };
+  if (path === '/healthz') return sendJson(res, 200, '{"status":"ok"}', noStore, head);
+  if (path === '/readyz') {
+    const state = deps.ready();
+    const body = JSON.stringify(
+      state.ready ? { status: 'ready' } : { status: 'not ready', reason: state.reason },
+    );
+    return sendJson(res, state.ready ? 200 : 503, body, noStore, head);
+  }
+  const { contentType, text } = await deps.metricsText();
+  res.statusCode = 200;
+  res.setHeader('content-type', contentType);
+  res.setHeader('cache-control', 'no-store');
+  res.end(head ? undefined : text);
+}

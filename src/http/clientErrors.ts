@@ -1,0 +1,50 @@
+/**
+ * Answers requests Node's parser refuses before any handler runs — headers too large
+ * (431), a request too slow to arrive (408), malformed framing such as both
+ * `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.1: a request smuggling vector;
+ * 400) — with problem details and `Connection: close` instead of Node's bare default.
+ */
+import type { Duplex } from 'node:stream';
+import { PortariaError } from '../errors.js';
+import { writeSocketProblem } from '../proxy/socketProblem.js';
+
+export function createClientErrorHandler(
+  problemTypeBase: string,
+  onError: (reason: string) => void,
+) {
+  return (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void => {
+    socket.on('error', () => {});
+    if (error.code === 'ECONNRESET' || !socket.writable) {
+      socket.destroy();
+      return;
+    }
+    const problem = problemFor(error.code);
+    onError(problem.reason);
+    writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);
+  };
+}
+
+function problemFor(code: string | undefined): PortariaError {
+  switch (code) {
+    case 'HPE_HEADER_OVERFLOW':
+      return new PortariaError('headers-too-large', 'The request headers are too large.', {
+        reason: 'header-overflow',
+      });
+    case 'ERR_HTTP_REQUEST_TIMEOUT':
+      return new PortariaError('request-timeout', 'The request took too long to arrive.', {
+        reason: 'request-timeout',
+      });
+    case 'HPE_UNEXPECTED_CONTENT_LENGTH':
+      return new PortariaError(
+        'invalid-request',
+        'Content-Length and Transfer-Encoding must not both be sent.',
+        {
+          reason: 'cl-and-te',
+        },
+      );
+    default:
+      return new PortariaError('invalid-request', 'The request is not valid HTTP/1.1.', {
+        reason: 'bad-framing',
+      });
+  }
+}

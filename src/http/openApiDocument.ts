@@ -1,0 +1,200 @@
+/**
+ * The OpenAPI 3.1 description of what Portaria serves itself (the token operation, the
+ * public key set, this document) and of the bearer scheme every other path requires.
+ * `openapi.json` at the repository root is generated from this object
+ * (`npm run openapi`); a test fails when the two drift apart.
+ */
+
+const problemRef = { $ref: '#/components/schemas/ProblemDetails' } as const;
+const problem = (description: string) => ({
+  description,
+  content: { 'application/problem+json': { schema: problemRef } },
+});
+
+export const openApiDocument = {
+  openapi: '3.1.0',
+  info: {
+    title: 'Portaria — integration API access tokens',
+    version: '1.0',
+    description:
+      'Issues access tokens for client credentials and verifies `Authorization: Bearer` on every other request before forwarding it to the upstream services. ' +
+      'Token results use the reference field names (`token_de_acesso`, …) by default; a gateway configured with `token.responseFields: guide` emits the authentication guide names (`accesstoken`, …) instead. ' +
+      'Errors are problem details with the fields tipo, titulo, status, detalhe, instancia.',
+  },
+  servers: [{ url: '/' }],
+  security: [{ bearerAuth: [] }],
+  paths: {
+    '/v1/authentication/accesstoken': {
+      post: {
+        operationId: 'generateAccessToken',
+        tags: ['authentication'],
+        summary: 'Exchange client credentials for an access token',
+        security: [],
+        requestBody: {
+          required: true,
+          content: {
+            'application/json': { schema: { $ref: '#/components/schemas/TokenRequest' } },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'Access token issued.',
+            headers: {
+              'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
+              Pragma: { schema: { type: 'string', const: 'no-cache' } },
+            },
+            content: {
+              'application/json': {
+                schema: {
+                  oneOf: [
+                    { $ref: '#/components/schemas/TokenResult' },
+                    { $ref: '#/components/schemas/TokenResultGuide' },
+                  ],
+                },
+              },
+            },
+          },
+          '400': problem(
+            'The token request is invalid (not JSON, a missing, empty or extra field, a duplicate key).',
+          ),
+          '401': problem(
+            'The client credentials were not accepted (unknown client, wrong secret, disabled client: one answer).',
+          ),
+          '405': problem('Only POST is accepted.'),
+          '413': problem('The body exceeds the configured limit (default 16 KiB).'),
+          '415': problem('Content-Type is not application/json, or the body is compressed.'),
+          '500': { description: 'Unexpected server failure; no body.' },
+        },
+      },
+    },
+    '/.well-known/jwks.json': {
+      get: {
+        operationId: 'getSigningKeys',
+        tags: ['keys'],
+        summary: 'Public keys that verify the access tokens (RFC 7517)',
+        security: [],
+        responses: {
+          '200': {
+            description: 'The public signing keys.',
+            content: { 'application/json': { schema: { $ref: '#/components/schemas/Jwks' } } },
+          },
+        },
+      },
+    },
+    '/v1/openapi.json': {
+      get: {
+        operationId: 'getOpenApiDescription',
+        tags: ['meta'],
+        summary: 'This document',
+        security: [],
+        responses: {
+          '200': { description: 'The OpenAPI description.', content: { 'application/json': {} } },
+        },
+      },
+    },
+  },
+  components: {
+    securitySchemes: {
+      bearerAuth: {
+        type: 'http',
+        scheme: 'bearer',
+        bearerFormat: 'JWT',
+        description:
+          'Every request other than the open operations above carries `Authorization: Bearer <access token>`. ' +
+          'Refusals: 401 (token missing, invalid, expired or revoked; `WWW-Authenticate: Bearer` per RFC 6750), 403 (a scope the route requires is missing), ' +
+          '400 (ambiguous path), 404 (no route), 502/504 (upstream unavailable / too slow), all as problem details.',
+      },
+    },
+    schemas: {
+      TokenRequest: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['clientId', 'clientSecret'],
+        properties: {
+          clientId: { type: 'string', minLength: 1 },
+          clientSecret: { type: 'string', minLength: 1 },
+        },
+      },
+      TokenResult: {
+        type: 'object',
+        description: 'Token result with the reference field names (the default).',
+        additionalProperties: false,
+        required: ['token_de_acesso', 'expira_em_segundos', 'expira_em', 'tipo_de_token', 'escopo'],
+        properties: {
+          token_de_acesso: { type: 'string', description: 'The access token (a JWT, RFC 9068).' },
+          expira_em_segundos: {
+            type: 'integer',
+            format: 'int32',
+            description: 'Seconds until expiry.',
+          },
+          expira_em: {
+            type: 'string',
+            format: 'date-time',
+            readOnly: true,
+            description: 'Moment of expiry, ISO 8601 UTC with milliseconds.',
+          },
+          tipo_de_token: { type: 'string', const: 'Bearer' },
+          escopo: { type: 'string', description: 'Granted scopes, space-separated.' },
+        },
+      },
+      TokenResultGuide: {
+        type: 'object',
+        description:
+          'Token result with the authentication guide field names (`token.responseFields: guide`).',
+        additionalProperties: false,
+        required: ['accesstoken', 'expiresIn', 'expiresAt', 'tokenType', 'scope'],
+        properties: {
+          accesstoken: { type: 'string' },
+          expiresIn: { type: 'integer', format: 'int32' },
+          expiresAt: { type: 'string', format: 'date-time' },
+          tokenType: { type: 'string', const: 'Bearer' },
+          scope: { type: 'string' },
+        },
+      },
+      ProblemDetails: {
+        type: 'object',
+        additionalProperties: false,
+        required: ['tipo', 'titulo', 'status', 'detalhe', 'instancia'],
+        properties: {
+          tipo: {
+            type: ['string', 'null'],
+            description:
+              'URI identifying the problem type (`urn:portaria:problem:<code>` by default).',
+          },
+          titulo: { type: ['string', 'null'], description: 'Short summary, fixed per type.' },
+          status: {
+            type: ['integer', 'null'],
+            format: 'int32',
+            description: 'The HTTP status code.',
+          },
+          detalhe: { type: ['string', 'null'], description: 'Explanation of this occurrence.' },
+          instancia: { type: ['string', 'null'], description: 'Request path and request id.' },
+        },
+      },
+      Jwks: {
+        type: 'object',
+        required: ['keys'],
+        properties: {
+          keys: {
+            type: 'array',
+            items: {
+              type: 'object',
+              required: ['kty', 'kid', 'alg', 'use'],
+              properties: {
+                kty: { type: 'string' },
+                kid: { type: 'string' },
+                alg: { type: 'string', enum: ['ES256', 'EdDSA', 'RS256'] },
+                use: { type: 'string', const: 'sig' },
+                crv: { type: 'string' },
+                x: { type: 'string' },
+                y: { type: 'string' },
+                n: { type: 'string' },
+                e: { type: 'string' },
+              },
+            },
+          },
+        },
+      },
+    },
+  },
+} as const;

@@ -1,0 +1,231 @@
+/**
+ * The public listener's request and upgrade handling: one canonical path, then one of
+ * four kinds of request —
+ *   the token operation (open), the public key set (open), the OpenAPI description
+ *   (open), or a protected request: bearer verification → route → route scopes →
+ *   forward (HTTP via undici, WebSocket upgrades via http-proxy).
+ * Only exact canonical paths reach the open handlers; everything else needs a token.
+ *
+ * Refusals are PortariaErrors written as problem details; anything else thrown is a
+ * bare 500, with the error logged under the request id. The access log line and the
+ * request metrics are written once, when the response closes.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import type { Config } from '../config/types.js';
+import type { Principal } from '../domain/principal.js';
+import { parseRequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
+import { hasScopes } from '../domain/scope.js';
+import { isPortariaError, PortariaError } from '../errors.js';
+import type { Logger } from '../observability/logger.js';
+import { type Metrics, methodClass, statusClass } from '../observability/metrics.js';
+import type { Forwarder } from '../proxy/forwarder.js';
+import type { RouteTable } from '../proxy/routeTable.js';
+import { writeSocketProblem } from '../proxy/socketProblem.js';
+import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
+import { bearerToken } from '../verify/parseAuthorization.js';
+import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { instanceOf, sendProblem, sendServerError } from './replies.js';
+import { type GatewayResponse, requestIdFor } from './requestScope.js';
+import type { StaticDocument } from './staticDocument.js';
+import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
+
+export const JWKS_PATH = '/.well-known/jwks.json';
+export const OPENAPI_PATH = '/v1/openapi.json';
+
+export interface PublicGatewayDeps {
+  readonly config: Config;
+  readonly tokenRoute: TokenRouteDeps;
+  readonly jwks: () => StaticDocument;
+  readonly openapi: StaticDocument;
+  readonly verifier: TokenVerifier;
+  readonly routes: RouteTable;
+  readonly forwarder: Forwarder;
+  readonly webSockets: WebSocketProxy;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** True once shutdown began: responses then carry `Connection: close`. */
+  readonly draining: () => boolean;
+}
+
+export class PublicGateway {
+  readonly #d: PublicGatewayDeps;
+  readonly #typeBase: string;
+  readonly #proto: 'http' | 'https' = 'http';
+
+  /** The one `close` listener every response shares (Node calls it with the response as `this`). */
+  readonly #onResponseClose: (this: GatewayResponse) => void;
+
+  constructor(deps: PublicGatewayDeps) {
+    this.#d = deps;
+    this.#typeBase = deps.config.problemTypeBase;
+    const accessLog = (res: GatewayResponse) => this.#accessLog(res);
+    this.#onResponseClose = function (this: GatewayResponse) {
+      accessLog(this);
+    };
+  }
+
+  /** `request` listener. */
+  readonly handleRequest = (req: IncomingMessage, res: GatewayResponse): void => {
+    const scope = res.scope;
+    scope.start = performance.now();
+    scope.method = req.method ?? '';
+    scope.id = requestIdFor(req.headers['x-request-id']);
+    res.setHeader('x-request-id', scope.id);
+    if (this.#d.draining()) res.setHeader('connection', 'close');
+    this.#d.metrics.requestStarted();
+    res.on('close', this.#onResponseClose);
+    this.#route(req, res).catch((error: unknown) => this.#fail(req, res, error));
+  };
+
+  /** `upgrade` listener: WebSocket handshakes are authenticated like any request. */
+  readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
+    socket.on('error', ignoreSocketError);
+    const requestId = requestIdFor(req.headers['x-request-id']);
+    this.#upgrade(req, socket, head, requestId).catch((error: unknown) => {
+      const problem = isPortariaError(error)
+        ? error
+        : new PortariaError('upstream-unavailable', 'The upgrade could not be completed.', {
+            reason: 'upgrade-error',
+          });
+      if (!isPortariaError(error))
+        this.#d.logger.error({ reqId: requestId, err: error }, 'upgrade failed');
+      else
+        this.#d.logger.info(
+          { reqId: requestId, status: problem.status, reason: problem.reason },
+          'upgrade refused',
+        );
+      if (problem.status === 401) this.#d.metrics.authFailure(problem.reason);
+      writeSocketProblem(socket, problem, instanceOf(pathOnly(req.url), requestId), this.#typeBase);
+    });
+  };
+
+  async #route(req: IncomingMessage, res: GatewayResponse): Promise<void> {
+    const scope = res.scope;
+    const target = parseRequestTarget(req.url ?? '');
+    switch (target.path) {
+      case TOKEN_PATH:
+        scope.routeId = 'token';
+        return handleTokenRequest(req, res, this.#d.tokenRoute);
+      case JWKS_PATH:
+        scope.routeId = 'jwks';
+        return this.#d.jwks().serve(req, res);
+      case OPENAPI_PATH:
+        scope.routeId = 'openapi';
+        return this.#d.openapi.serve(req, res);
+    }
+    const principal = await this.#authenticate(req, target.search);
+    scope.clientId = principal.clientId;
+    const route = this.#authorize(target.path, principal);
+    scope.routeId = route.id;
+    await this.#d.forwarder.forward(req, res, route, target, principal, {
+      requestId: scope.id,
+      clientIp: req.socket.remoteAddress ?? '',
+      proto: this.#proto,
+    });
+  }
+
+  async #upgrade(
+    req: IncomingMessage,
+    socket: Duplex,
+    head: Buffer,
+    requestId: string,
+  ): Promise<void> {
+    const target = parseRequestTarget(req.url ?? '');
+    if (target.path === TOKEN_PATH || target.path === JWKS_PATH || target.path === OPENAPI_PATH) {
+      throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
+        reason: 'upgrade-on-open-path',
+      });
+    }
+    const principal = await this.#authenticate(req, target.search);
+    const route = this.#authorize(target.path, principal);
+    this.#d.logger.info(
+      {
+        reqId: requestId,
+        method: req.method,
+        route: route.id,
+        clientId: principal.clientId,
+        status: 101,
+      },
+      'upgrade',
+    );
+    this.#d.webSockets.upgrade(req, socket, head, route, target, principal, {
+      requestId,
+      clientIp: req.socket.remoteAddress ?? '',
+      proto: this.#proto,
+    });
+  }
+
+  #authenticate(req: IncomingMessage, search: string): Promise<Principal> {
+    const token = bearerToken(req.headers.authorization, req.rawHeaders, search);
+    return this.#d.verifier.verify(token);
+  }
+
+  /** Route lookup after authentication (the route table is not revealed to strangers). */
+  #authorize(path: string, principal: Principal) {
+    const route = this.#d.routes.match(path);
+    if (route === null) {
+      throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
+    }
+    if (!hasScopes(principal.scopes, route.scopes)) {
+      const needed = route.scopes.join(' ');
+      throw new PortariaError(
+        'insufficient-scope',
+        'The access token lacks a scope this route requires.',
+        {
+          reason: 'insufficient-scope',
+          headers: {
+            'www-authenticate': `Bearer realm="portaria", error="insufficient_scope", scope="${needed}"`,
+          },
+        },
+      );
+    }
+    return route;
+  }
+
+  #fail(req: IncomingMessage, res: GatewayResponse, error: unknown): void {
+    const scope = res.scope;
+    if (isPortariaError(error)) {
+      scope.reason = error.reason;
+      if (error.status === 401) this.#d.metrics.authFailure(error.reason);
+      // A refused request whose body was not read must not leave it on the connection.
+      const close = !req.complete;
+      sendProblem(res, error, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
+      return;
+    }
+    scope.error = error;
+    sendServerError(res);
+  }
+
+  /** Writes the access log line and request metrics; runs once per response. */
+  #accessLog(res: GatewayResponse): void {
+    const scope = res.scope;
+    const seconds = (performance.now() - scope.start) / 1000;
+    const status = res.writableFinished ? res.statusCode : 499;
+    this.#d.metrics.requestFinished(
+      scope.routeId,
+      methodClass(scope.method),
+      statusClass(status),
+      seconds,
+    );
+    const line = {
+      reqId: scope.id,
+      method: scope.method,
+      route: scope.routeId,
+      status,
+      durationMs: Math.round(seconds * 1e6) / 1e3,
+      clientId: scope.clientId,
+      reason: scope.reason,
+    };
+    if (status >= 500) this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
+    else this.#d.logger.info(line, 'request');
+  }
+}
+
+function pathOnly(url: string | undefined): string {
+  if (url === undefined) return '';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
+function ignoreSocketError(): void {}

@@ -1,0 +1,35 @@
+/**
+ * One typed scope per request, created at the edge and read when the response ends
+ * (access log and metrics). It lives on the response object (`GatewayResponse`), so the
+ * "response closed" listener is one shared function, not a closure per request.
+ */
+import { type IncomingMessage, ServerResponse } from 'node:http';
+
+export class RequestScope {
+  /** Request id: the caller's valid `X-Request-Id`, or a generated UUID. */
+  id = '';
+  /** Bounded route label: a route id or one of the fixed names (token, jwks, …). */
+  routeId = 'unmatched';
+  method = '';
+  /** `performance.now()` at arrival. */
+  start = 0;
+  /** Client id of the verified token or of the token request, once known. */
+  clientId: string | undefined = undefined;
+  /** Private reason of a refusal (log and metric label only). */
+  reason: string | undefined = undefined;
+  /** The unexpected error behind a 500, logged with the request id. */
+  error: unknown = undefined;
+}
+
+export class GatewayResponse<
+  Request extends IncomingMessage = IncomingMessage,
+> extends ServerResponse<Request> {
+  readonly scope = new RequestScope();
+}
+
+const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+
+/** Keeps a caller's `X-Request-Id` when it is short and plain, else makes one. */
+export function requestIdFor(header: string | string[] | undefined): string {
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : crypto.randomUUID();
+}

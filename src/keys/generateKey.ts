@@ -1,0 +1,79 @@
+/**
+ * Creates signing keys for `portaria keys generate`.
+ *
+ * The kid is `<UTC YYYYMMDDTHHMMSSZ>-<8 hex>`: it sorts by creation time, which is how
+ * the key ring picks the newest key as signer, and the random suffix keeps two keys
+ * made in the same second apart. The key is written as a PKCS#8 PEM, mode 0600, in a
+ * directory created with mode 0700; the write is atomic and never replaces a file.
+ */
+import { generateKeyPair, randomBytes } from 'node:crypto';
+import { link, mkdir, open, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import type { SigningAlgorithm } from '../config/types.js';
+import { KID_PATTERN } from './loadKeyRing.js';
+
+export interface GeneratedKey {
+  readonly kid: string;
+  /** PKCS#8 private key, PEM. */
+  readonly pem: string;
+}
+
+const RSA_BITS = 3072;
+const generate = promisify(generateKeyPair);
+
+export async function generateSigningKey(alg: SigningAlgorithm, now: Date): Promise<GeneratedKey> {
+  const encoding = { privateKeyEncoding: { type: 'pkcs8', format: 'pem' } } as const;
+  const publicKeyEncoding = { type: 'spki', format: 'pem' } as const;
+  let pair: { privateKey: string };
+  if (alg === 'ES256') {
+    pair = await generate('ec', { namedCurve: 'P-256', publicKeyEncoding, ...encoding });
+  } else if (alg === 'EdDSA') {
+    pair = await generate('ed25519', { publicKeyEncoding, ...encoding });
+  } else {
+    pair = await generate('rsa', { modulusLength: RSA_BITS, publicKeyEncoding, ...encoding });
+  }
+  return { kid: newKid(now), pem: pair.privateKey };
+}
+
+/** `20260101T000000Z-1a2b3c4d` */
+export function newKid(now: Date): string {
+  const stamp = now.toISOString().slice(0, 19).replace(/[-:]/g, '');
+  return `${stamp}Z-${randomBytes(4).toString('hex')}`;
+}
+
+/** Writes `<dir>/<kid>.pem` (0600) and returns its path; fails if the file exists. */
+export async function writeSigningKey(dir: string, key: GeneratedKey): Promise<string> {
+  if (!KID_PATTERN.test(key.kid)) throw new Error(`invalid kid ${JSON.stringify(key.kid)}`);
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, `${key.kid}.pem`);
+  const temp = join(dir, `.${key.kid}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temp, 'wx', 0o600);
+  try {
+    try {
+      await handle.writeFile(key.pem, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    // link() fails with EEXIST instead of replacing, unlike rename().
+    await link(temp, path);
+  } finally {
+    await rm(temp, { force: true });
+  }
+  await syncDirectory(dir);
+  return path;
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Some platforms cannot fsync a directory; the link is still atomic.
+  }
+}

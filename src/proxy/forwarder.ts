@@ -1,0 +1,261 @@
+/**
+ * Forwards a verified HTTP request to its upstream and streams the answer back.
+ *
+ * One undici `Pool` per upstream origin, created at start (keep-alive, `connections`
+ * sockets, no pipelining). Each request is one `dispatch` with one handler object: the
+ * request body streams from the client (only when it has one: `Content-Length` > 0 or
+ * `Transfer-Encoding`, RFC 9112 §6.3), response bytes are written to the client as they
+ * arrive, and undici is paused while the client's socket buffer is full (backpressure).
+ *
+ * Time limits are the route's: `headersTimeout` (no response headers in time) and
+ * `bodyTimeout` (a stall between body chunks) — both surface as 504.
+ *
+ * Failure semantics:
+ * - before the response headers were written: the promise rejects with the public
+ *   problem (`upstream-timeout` 504, `upstream-unavailable` 502); the caller answers it;
+ * - after: the client's response is destroyed (it sees a truncated message; HTTP/1.1 has
+ *   no other way to signal a failed body) and the promise resolves;
+ * - the client went away (response closed before it finished): the upstream request is
+ *   aborted — also while it is still queued for a connection — and the promise resolves.
+ *
+ * 1xx responses (e.g. 103 Early Hints) are not relayed; undici refuses an unsolicited 101.
+ * The response listeners are module-level functions that find their exchange through a
+ * WeakMap, so a request allocates its handler, header objects and the promise only.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Dispatcher } from 'undici';
+import { Pool } from 'undici';
+import type { Principal } from '../domain/principal.js';
+import type { RequestTarget } from '../domain/requestPath.js';
+import type { ForwardedProto, HeaderPolicy } from './headers.js';
+import type { CompiledRoute } from './routeTable.js';
+import {
+  classifyUpstreamError,
+  type UpstreamErrorKind,
+  upstreamProblem,
+} from './upstreamErrors.js';
+
+export interface ForwarderHooks {
+  /** The upstream answered; `durationMs` runs from dispatch to the end of its body. */
+  upstreamResponse?(routeId: string, durationMs: number, statusCode: number): void;
+  /** The exchange with the upstream failed (not reported when the client went away). */
+  upstreamError?(routeId: string, kind: UpstreamErrorKind): void;
+}
+
+export interface ForwardContext {
+  readonly requestId: string;
+  readonly clientIp: string;
+  readonly proto: ForwardedProto;
+}
+
+export interface ForwarderOptions {
+  /** Every upstream origin of the route table; one pool each. */
+  readonly routesOrigins: readonly string[];
+  /** Keep-alive connections per origin. */
+  readonly connections: number;
+  readonly headerPolicy: HeaderPolicy;
+  readonly hooks?: ForwarderHooks;
+}
+
+export interface Forwarder {
+  forward(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: CompiledRoute,
+    target: RequestTarget,
+    principal: Principal,
+    ctx: ForwardContext,
+  ): Promise<void>;
+  /** Lets in-flight exchanges finish, then closes every pool. */
+  close(): Promise<void>;
+}
+
+/** Abort reason when the client is gone; never reported as an upstream failure. */
+class ClientGoneError extends Error {
+  readonly code = 'PORTARIA_CLIENT_GONE';
+}
+
+const NO_HOOKS: ForwarderHooks = Object.freeze({});
+const exchanges = new WeakMap<ServerResponse, Exchange>();
+
+function onClientClose(this: ServerResponse): void {
+  exchanges.get(this)?.clientClosed();
+}
+
+function onClientDrain(this: ServerResponse): void {
+  exchanges.get(this)?.clientDrained();
+}
+
+function hasBody(req: IncomingMessage): boolean {
+  if (req.headers['transfer-encoding'] !== undefined) return true;
+  const length = req.headers['content-length'];
+  return length !== undefined && length !== '0';
+}
+
+/** The dispatch handler of one forwarded request. */
+class Exchange implements Dispatcher.DispatchHandler {
+  readonly #req: IncomingMessage;
+  readonly #res: ServerResponse;
+  readonly #routeId: string;
+  readonly #requestId: string;
+  readonly #policy: HeaderPolicy;
+  readonly #hooks: ForwarderHooks;
+  readonly #start: number;
+  readonly #resolve: () => void;
+  readonly #reject: (error: Error) => void;
+  #controller: Dispatcher.DispatchController | null = null;
+  #statusCode = 0;
+  #clientGone = false;
+  #settled = false;
+
+  constructor(
+    req: IncomingMessage,
+    res: ServerResponse,
+    routeId: string,
+    requestId: string,
+    policy: HeaderPolicy,
+    hooks: ForwarderHooks,
+    resolve: () => void,
+    reject: (error: Error) => void,
+  ) {
+    this.#req = req;
+    this.#res = res;
+    this.#routeId = routeId;
+    this.#requestId = requestId;
+    this.#policy = policy;
+    this.#hooks = hooks;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    this.#start = performance.now();
+    exchanges.set(res, this);
+    res.on('close', onClientClose);
+  }
+
+  clientClosed(): void {
+    if (this.#settled || this.#res.writableFinished) return;
+    this.#clientGone = true;
+    this.#controller?.abort(new ClientGoneError('client closed the connection'));
+  }
+
+  clientDrained(): void {
+    this.#controller?.resume();
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.#controller = controller;
+    if (this.#clientGone) controller.abort(new ClientGoneError('client closed the connection'));
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: Record<string, string | string[] | undefined>,
+  ): void {
+    if (statusCode < 200) return;
+    try {
+      this.#res.writeHead(
+        statusCode,
+        this.#policy.downstreamResponseHeaders(headers, this.#requestId),
+      );
+    } catch (error) {
+      // A status or field Node will not send: the upstream's answer is unusable (502).
+      controller.abort(error as Error);
+      return;
+    }
+    this.#statusCode = statusCode;
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (!this.#res.write(chunk)) {
+      controller.pause();
+      this.#res.once('drain', onClientDrain);
+    }
+  }
+
+  onResponseEnd(): void {
+    if (!this.#finish()) return;
+    this.#res.end();
+    this.#hooks.upstreamResponse?.(
+      this.#routeId,
+      performance.now() - this.#start,
+      this.#statusCode,
+    );
+    this.#resolve();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    if (!this.#finish()) return;
+    const req = this.#req;
+    const clientAway =
+      this.#clientGone ||
+      error instanceof ClientGoneError ||
+      this.#res.destroyed ||
+      (req.destroyed && !req.complete);
+    if (!clientAway) {
+      const kind = classifyUpstreamError(error);
+      this.#hooks.upstreamError?.(this.#routeId, kind);
+      if (this.#statusCode === 0) {
+        this.#reject(upstreamProblem(kind, error));
+        return;
+      }
+    }
+    // Headers already sent, or nobody listening: cut the client's response short.
+    this.#res.destroy();
+    this.#resolve();
+  }
+
+  /** Detaches from the response once; false if already settled. */
+  #finish(): boolean {
+    if (this.#settled) return false;
+    this.#settled = true;
+    this.#res.removeListener('close', onClientClose);
+    this.#res.removeListener('drain', onClientDrain);
+    exchanges.delete(this.#res);
+    return true;
+  }
+}
+
+export function createForwarder(opts: ForwarderOptions): Forwarder {
+  const pools = new Map<string, Pool>();
+  for (const origin of opts.routesOrigins) {
+    if (!pools.has(origin)) {
+      pools.set(origin, new Pool(origin, { connections: opts.connections, pipelining: 1 }));
+    }
+  }
+  const policy = opts.headerPolicy;
+  const hooks = opts.hooks ?? NO_HOOKS;
+
+  return {
+    forward(req, res, route, target, principal, ctx) {
+      const pool = pools.get(route.origin);
+      if (pool === undefined) {
+        return Promise.reject(new Error(`no connection pool for route ${route.id}`));
+      }
+      const headers = policy.upstreamRequestHeaders(req.headers, {
+        principal,
+        requestId: ctx.requestId,
+        clientIp: ctx.clientIp,
+        host: req.headers.host,
+        proto: ctx.proto,
+      });
+      const options: Dispatcher.DispatchOptions = {
+        path: route.basePath + target.path + target.search,
+        method: req.method ?? 'GET',
+        headers,
+        body: hasBody(req) ? req : null,
+        headersTimeout: route.timeoutMs,
+        bodyTimeout: route.timeoutMs,
+      };
+      return new Promise<void>((resolve, reject) => {
+        pool.dispatch(
+          options,
+          new Exchange(req, res, route.id, ctx.requestId, policy, hooks, resolve, reject),
+        );
+      });
+    },
+
+    async close() {
+      await Promise.all(Array.from(pools.values(), (pool) => pool.close()));
+    },
+  };
+}

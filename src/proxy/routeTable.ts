@@ -1,0 +1,96 @@
+/**
+ * The route table, compiled once from the frozen config.
+ *
+ * A route matches a canonical path (see `domain/requestPath.ts`; the query is not part of
+ * it) when its prefix equals the path or is followed in it by `/`: `/v1/orders` matches
+ * `/v1/orders` and `/v1/orders/1`, never `/v1/ordersX`. The prefix `/` matches every
+ * path. The longest matching prefix wins; routes are sorted by prefix length once, so a
+ * lookup is a scan that stops at the first hit and allocates nothing. When nothing
+ * matches, `upstream.default` (id `default`) is used if configured, else `null` (404).
+ *
+ * The upstream URL is split into its origin (one connection pool each) and a base path
+ * without trailing slash: the forwarded path is `basePath + path`, never rewritten.
+ */
+import type { Config } from '../config/types.js';
+
+export interface CompiledRoute {
+  readonly id: string;
+  readonly prefix: string;
+  /** `scheme://host[:port]`, the key of the connection pool. */
+  readonly origin: string;
+  /** Upstream URL path without trailing slash, `''` if none. */
+  readonly basePath: string;
+  readonly scopes: readonly string[];
+  readonly timeoutMs: number;
+}
+
+export interface RouteTable {
+  /** The route for a canonical path (no query), or `null`. */
+  match(path: string): CompiledRoute | null;
+  /** Every route, the default last; for pool creation and diagnostics. */
+  readonly routes: readonly CompiledRoute[];
+  /** Distinct upstream origins. */
+  readonly origins: readonly string[];
+}
+
+export const DEFAULT_ROUTE_ID = 'default';
+
+function compileRoute(
+  id: string,
+  prefix: string,
+  upstream: string,
+  scopes: readonly string[],
+  timeoutMs: number,
+): CompiledRoute {
+  const url = new URL(upstream);
+  let basePath = url.pathname;
+  while (basePath.endsWith('/')) basePath = basePath.slice(0, -1);
+  return Object.freeze({
+    id,
+    prefix,
+    origin: url.origin,
+    basePath,
+    scopes: Object.freeze([...scopes]),
+    timeoutMs,
+  });
+}
+
+function matches(prefix: string, path: string): boolean {
+  if (!path.startsWith(prefix)) return false;
+  // A prefix ending in `/` (including `/` itself) already ends on a boundary.
+  return (
+    path.length === prefix.length ||
+    prefix.charCodeAt(prefix.length - 1) === 0x2f ||
+    path.charCodeAt(prefix.length) === 0x2f
+  );
+}
+
+export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): RouteTable {
+  const routes = config.routes.map((r) =>
+    compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs),
+  );
+  // Stable sort: among equal prefixes the first configured wins (validation rejects those).
+  const byLength = Object.freeze([...routes].sort((a, b) => b.prefix.length - a.prefix.length));
+  const fallback =
+    config.upstream.default === null
+      ? null
+      : compileRoute(
+          DEFAULT_ROUTE_ID,
+          '/',
+          config.upstream.default.upstream,
+          config.upstream.default.scopes,
+          config.upstream.default.timeoutMs,
+        );
+  const all = fallback === null ? routes : [...routes, fallback];
+
+  return Object.freeze({
+    routes: Object.freeze(all),
+    origins: Object.freeze([...new Set(all.map((r) => r.origin))]),
+    match(path: string): CompiledRoute | null {
+      for (const route of byLength) {
+        if (matches(route.prefix, path)) return route;
+      }
+      return fallback;
+    },
+  });
+}

@@ -1,0 +1,75 @@
+/**
+ * The token operation after the HTTP layer has checked the method and media type and
+ * read the bounded body: schema → client authentication → issue → shape.
+ *
+ * Unknown client, wrong secret, disabled client and expired secret are one public
+ * answer (401 invalid-client, same detail); the private reason goes to the log and
+ * metrics only. The client authenticator does the same work in each case.
+ */
+import type { ResponseFieldSet } from '../config/types.js';
+import { PortariaError } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
+import { type IssuedToken, issueAccessToken, type SigningKey } from './issueAccessToken.js';
+import { parseTokenRequest } from './parseTokenRequest.js';
+import { shapeTokenResult } from './shapeTokenResult.js';
+
+export type AuthenticationResult =
+  | {
+      readonly ok: true;
+      readonly client: {
+        readonly id: string;
+        readonly scope: string;
+        readonly lifetimeSeconds: number | null;
+      };
+    }
+  | { readonly ok: false; readonly reason: string };
+
+export type ClientAuthenticator = (
+  clientId: string,
+  secret: string,
+) => Promise<AuthenticationResult>;
+
+export interface TokenServiceOptions {
+  readonly authenticate: () => ClientAuthenticator;
+  readonly signingKey: () => SigningKey;
+  readonly issuer: string;
+  readonly audience: string;
+  readonly defaultLifetimeSeconds: number;
+  readonly responseFields: ResponseFieldSet;
+  readonly clock: Clock;
+}
+
+export interface TokenExchange {
+  readonly clientId: string;
+  readonly issued: IssuedToken;
+  readonly body: object;
+}
+
+export class TokenService {
+  readonly #o: TokenServiceOptions;
+
+  constructor(options: TokenServiceOptions) {
+    this.#o = options;
+  }
+
+  async exchange(bodyText: string): Promise<TokenExchange> {
+    const request = parseTokenRequest(bodyText);
+    const result = await this.#o.authenticate()(request.clientId, request.clientSecret);
+    if (!result.ok) {
+      throw new PortariaError('invalid-client', 'The client credentials were not accepted.', {
+        reason: result.reason,
+      });
+    }
+    const { client } = result;
+    const issued = await issueAccessToken(
+      this.#o.signingKey(),
+      { issuer: this.#o.issuer, audience: this.#o.audience, clock: this.#o.clock },
+      {
+        clientId: client.id,
+        scope: client.scope,
+        lifetimeSeconds: client.lifetimeSeconds ?? this.#o.defaultLifetimeSeconds,
+      },
+    );
+    return { clientId: client.id, issued, body: shapeTokenResult(this.#o.responseFields, issued) };
+  }
+}

@@ -1,0 +1,73 @@
+/**
+ * Extracts the bearer token from a request (RFC 6750 §2.1), refusing every ambiguous
+ * form before any cryptography runs:
+ *   - no Authorization header, or another scheme → token-missing (no error code, §3.1);
+ *   - more than one Authorization header, `Bearer` with no or several tokens, a value
+ *     that is not a compact JWS, an over-long token → token-invalid;
+ *   - an `access_token` query parameter (§2.3, which we do not support) → token-invalid,
+ *     even when a header is present too (a client must use one method only).
+ * Node keeps only the first of duplicate Authorization headers in `headers`, so the raw
+ * header list is counted.
+ */
+import { PortariaError } from '../errors.js';
+
+/** Larger tokens are refused before parsing; ours are well under 1 KiB. */
+export const MAX_TOKEN_LENGTH = 8192;
+
+/** Three base64url segments: a compact JWS (RFC 7515 §7.1). */
+const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+export const WWW_AUTHENTICATE_MISSING = 'Bearer realm="portaria"';
+export const WWW_AUTHENTICATE_INVALID = 'Bearer realm="portaria", error="invalid_token"';
+
+export function bearerToken(
+  authorization: string | undefined,
+  rawHeaders: readonly string[],
+  search: string,
+): string {
+  if (search.length > 0 && search.includes('access_token')) {
+    if (new URLSearchParams(search).has('access_token')) {
+      throw invalid('token-in-query', 'Access tokens are not accepted in the query string.');
+    }
+  }
+  if (authorization === undefined) {
+    throw new PortariaError('token-missing', 'The request carries no bearer token.', {
+      reason: 'no-authorization',
+      headers: { 'www-authenticate': WWW_AUTHENTICATE_MISSING },
+    });
+  }
+  let count = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i] as string;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
+  }
+  if (count > 1) throw invalid('multiple-authorization', 'Send exactly one Authorization header.');
+
+  const space = authorization.indexOf(' ');
+  const scheme = space === -1 ? authorization : authorization.slice(0, space);
+  if (scheme.toLowerCase() !== 'bearer') {
+    throw new PortariaError(
+      'token-missing',
+      'The Authorization header must use the Bearer scheme.',
+      {
+        reason: 'other-scheme',
+        headers: { 'www-authenticate': WWW_AUTHENTICATE_MISSING },
+      },
+    );
+  }
+  const token = space === -1 ? '' : authorization.slice(space + 1).trim();
+  if (token === '') throw invalid('empty-token', 'The Bearer token is empty.');
+  if (token.length > MAX_TOKEN_LENGTH)
+    throw invalid('token-too-long', 'The access token is too long.');
+  if (!COMPACT_JWS.test(token)) {
+    throw invalid('malformed', 'The access token is not a compact JWT.');
+  }
+  return token;
+}
+
+export function invalid(reason: string, detail: string): PortariaError {
+  return new PortariaError('token-invalid', detail, {
+    reason,
+    headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
+  });
+}

@@ -1,0 +1,40 @@
+/**
+ * Verified-token cache: token text → Principal, bounded by count (LRU eviction).
+ *
+ * An entry is served only while the token is unexpired by our clock (`exp` strictly in
+ * the future, no skew), so a cached entry never outlives the token; past that the
+ * token goes through full verification again (where the configured skew applies).
+ * It caches signature and claim checks only: revocation is checked on every request.
+ */
+import { LRUCache } from 'lru-cache';
+import type { Principal } from '../domain/principal.js';
+import type { Clock } from '../lib/clock.js';
+
+export class VerifiedTokenCache {
+  readonly #entries: LRUCache<string, Principal> | null;
+  readonly #clock: Clock;
+
+  constructor(capacity: number, clock: Clock) {
+    this.#entries = capacity > 0 ? new LRUCache<string, Principal>({ max: capacity }) : null;
+    this.#clock = clock;
+  }
+
+  get(token: string): Principal | undefined {
+    if (this.#entries === null) return undefined;
+    const principal = this.#entries.get(token);
+    if (principal === undefined) return undefined;
+    if (principal.expiresAt * 1000 <= this.#clock.now()) {
+      this.#entries.delete(token);
+      return undefined;
+    }
+    return principal;
+  }
+
+  set(token: string, principal: Principal): void {
+    this.#entries?.set(token, principal);
+  }
+
+  get size(): number {
+    return this.#entries?.size ?? 0;
+  }
+}

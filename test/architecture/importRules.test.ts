@@ -1,0 +1,183 @@
+/**
+ * The import rule of DESIGN.md, enforced: imports point inward, there are no cycles,
+ * and each third-party library has one home. Reads the TypeScript sources as text.
+ */
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
+import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const root = findRoot(dirname(fileURLToPath(import.meta.url)));
+const src = join(root, 'src');
+
+/** Which internal areas each area may import (an area is a top-level dir or file of src/). */
+const ALLOWED: Record<string, readonly string[]> = {
+  lib: [],
+  errors: [],
+  config: ['lib', 'errors'],
+  domain: ['lib', 'errors'],
+  observability: ['lib', 'errors'],
+  keys: ['domain', 'config', 'lib', 'errors'],
+  clients: ['domain', 'config', 'lib', 'errors'],
+  revocation: ['domain', 'config', 'lib', 'errors'],
+  token: ['keys', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
+  verify: ['keys', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
+  proxy: ['domain', 'config', 'lib', 'errors'],
+  http: ['token', 'verify', 'proxy', 'observability', 'domain', 'config', 'lib', 'errors'],
+  cli: ['clients', 'keys', 'config', 'domain', 'lib', 'errors'],
+  demo: ['clients', 'keys', 'config', 'lib', 'errors'],
+  app: [
+    'http',
+    'token',
+    'verify',
+    'proxy',
+    'keys',
+    'clients',
+    'revocation',
+    'observability',
+    'domain',
+    'config',
+    'lib',
+    'errors',
+  ],
+  main: ['app', 'config', 'demo'],
+};
+
+/** The only areas that may import each third-party package. */
+const HOMES: Record<string, readonly string[]> = {
+  undici: ['proxy'],
+  'http-proxy': ['proxy'],
+  jose: ['keys', 'verify', 'token'],
+  'lru-cache': ['verify'],
+  'prom-client': ['observability'],
+  pino: ['observability'],
+  yaml: ['config'],
+  ajv: ['config'],
+};
+
+interface Edge {
+  from: string;
+  to: string;
+  specifier: string;
+}
+
+function findRoot(start: string): string {
+  let dir = start;
+  while (true) {
+    try {
+      readFileSync(join(dir, 'package.json'));
+      return dir;
+    } catch {
+      const up = dirname(dir);
+      if (up === dir) throw new Error('package.json not found');
+      dir = up;
+    }
+  }
+}
+
+function sourceFiles(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
+    const path = join(dir, entry.name);
+    if (entry.isDirectory()) return sourceFiles(path);
+    return entry.name.endsWith('.ts') ? [path] : [];
+  });
+}
+
+function areaOf(file: string): string {
+  const rel = relative(src, file);
+  const first = rel.split('/')[0] ?? '';
+  return first.endsWith('.ts') ? first.slice(0, -3) : first;
+}
+
+const IMPORT =
+  /(?:^|\n)\s*(?:import|export)\s[^'"]*?from\s+['"]([^'"]+)['"]|(?:^|\n)\s*import\s+['"]([^'"]+)['"]|import\(\s*['"]([^'"]+)['"]\s*\)/g;
+
+function importsOf(file: string): string[] {
+  const text = readFileSync(file, 'utf8');
+  return [...text.matchAll(IMPORT)].map((m) => (m[1] ?? m[2] ?? m[3]) as string);
+}
+
+const files = sourceFiles(src);
+const internal: Edge[] = [];
+const external: Edge[] = [];
+for (const file of files) {
+  for (const specifier of importsOf(file)) {
+    if (specifier.startsWith('.')) {
+      const target = resolve(dirname(file), specifier).replace(/\.js$/, '.ts');
+      internal.push({ from: file, to: target, specifier });
+    } else if (!specifier.startsWith('node:')) {
+      external.push({ from: file, to: specifier, specifier });
+    }
+  }
+}
+
+test('the source tree was found and read', () => {
+  assert.ok(files.length > 20, `only ${files.length} files under ${src}`);
+  assert.ok(internal.length > 50);
+});
+
+test('every relative import resolves to a source file', () => {
+  const known = new Set(files);
+  const missing = internal
+    .filter((e) => !known.has(e.to))
+    .map((e) => `${relative(root, e.from)} → ${e.specifier}`);
+  assert.deepEqual(missing, []);
+});
+
+test('imports point inward (DESIGN.md import rule)', () => {
+  const violations: string[] = [];
+  for (const edge of internal) {
+    const from = areaOf(edge.from);
+    const to = areaOf(edge.to);
+    if (from === to) continue;
+    const allowed = ALLOWED[from];
+    assert.ok(
+      allowed,
+      `area "${from}" (${relative(root, edge.from)}) is not in the import rule table`,
+    );
+    if (!allowed.includes(to))
+      violations.push(`${relative(root, edge.from)} (${from}) imports ${edge.specifier} (${to})`);
+  }
+  assert.deepEqual(violations, []);
+});
+
+test('each third-party library is imported from its one home only', () => {
+  const violations: string[] = [];
+  for (const edge of external) {
+    const pkg = edge.to.startsWith('@')
+      ? edge.to.split('/').slice(0, 2).join('/')
+      : (edge.to.split('/')[0] as string);
+    const homes = HOMES[pkg];
+    const area = areaOf(edge.from);
+    if (homes === undefined)
+      violations.push(
+        `${relative(root, edge.from)} imports ${pkg}, which has no home in the table`,
+      );
+    else if (!homes.includes(area))
+      violations.push(`${relative(root, edge.from)} imports ${pkg} outside ${homes.join(', ')}`);
+  }
+  assert.deepEqual(violations, []);
+});
+
+test('there are no import cycles between modules', () => {
+  const graph = new Map<string, string[]>();
+  for (const edge of internal) graph.set(edge.from, [...(graph.get(edge.from) ?? []), edge.to]);
+  const state = new Map<string, 'visiting' | 'done'>();
+  const cycles: string[] = [];
+  const visit = (node: string, path: string[]) => {
+    const s = state.get(node);
+    if (s === 'done') return;
+    if (s === 'visiting') {
+      cycles.push(
+        [...path.slice(path.indexOf(node)), node].map((f) => relative(src, f)).join(' → '),
+      );
+      return;
+    }
+    state.set(node, 'visiting');
+    for (const next of graph.get(node) ?? []) visit(next, [...path, node]);
+    state.set(node, 'done');
+  };
+  for (const file of files) visit(file, []);
+  assert.deepEqual(cycles, []);
+});

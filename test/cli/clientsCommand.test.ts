@@ -1,0 +1,161 @@
+import assert from 'node:assert/strict';
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { createClientAuthenticator } from '../../src/clients/authenticateClient.js';
+import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
+import { verifySecret } from '../../src/clients/secretHash.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { runCli, tempDir } from './runCli.js';
+
+const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
+
+describe('portaria clients', () => {
+  test('add, list, disable: the printed secret authenticates and is never shown again', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+
+    const added = await runCli(
+      [
+        'clients',
+        'add',
+        'acme',
+        '--scopes',
+        'orders:read,orders:write',
+        '--lifetime',
+        '900',
+        '--clients-file',
+        file,
+      ],
+      { cwd },
+    );
+    assert.equal(added.code, 0);
+    assert.equal(added.stderr, '');
+    const secret = SECRET_LINE.exec(added.stdout)?.[1];
+    assert.ok(secret, added.stdout);
+    assert.equal(added.stdout.split(secret).length, 2, 'the secret is printed exactly once');
+    assert.match(added.stdout, /Store the secret now: it cannot be shown again/);
+    assert.equal((await stat(file)).mode & 0o777, 0o600);
+
+    const stored = await readFile(file, 'utf8');
+    assert.equal(stored.includes(secret), false, 'the secret itself is never stored');
+    const registry = await loadClientRegistry(file);
+    const acme = registry.get('acme');
+    assert.ok(acme);
+    assert.equal(acme.scope, 'orders:read orders:write');
+    assert.equal(acme.lifetimeSeconds, 900);
+    assert.equal(acme.secrets[0]?.hash.scheme, 'sha256');
+    assert.equal(await verifySecret(secret, acme.secrets[0]?.hash ?? assert.fail()), true);
+    const auth = createClientAuthenticator(registry, new ManualClock());
+    assert.equal((await auth('acme', secret)).ok, true);
+
+    const listed = await runCli(['clients', 'list', '--clients-file', file], { cwd });
+    assert.equal(listed.code, 0);
+    assert.equal(
+      listed.stdout,
+      'ID    SCOPES                    LIFETIME  DISABLED  SECRETS\n' +
+        'acme  orders:read,orders:write  900s      no        1\n',
+    );
+    assert.equal(listed.stdout.includes(secret), false);
+
+    const disabled = await runCli(['clients', 'disable', 'acme', '--clients-file', file], { cwd });
+    assert.equal(disabled.code, 0);
+    assert.equal(
+      disabled.stdout,
+      `Disabled client "acme" in ${file} (effective from the gateway's next start).\n`,
+    );
+    const relisted = await runCli(['clients', 'list', '--clients-file', file], { cwd });
+    assert.match(relisted.stdout, /^acme +orders:read,orders:write +900s +yes +1$/m);
+    assert.deepEqual(
+      await auth('acme', secret),
+      { ok: true, client: acme },
+      'loaded registries do not change',
+    );
+    const reloaded = createClientAuthenticator(await loadClientRegistry(file), new ManualClock());
+    assert.deepEqual(await reloaded('acme', secret), { ok: false, reason: 'disabled-client' });
+  });
+
+  test('stores a secret read from stdin as a scrypt hash', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const chosen = 'a long operator chosen secret';
+    const result = await runCli(
+      ['clients', 'add', 'globex', '--scopes', 'stock', '--secret-stdin', '--clients-file', file],
+      { cwd, input: `${chosen}\n` },
+    );
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stdout.includes(chosen), false);
+    assert.doesNotMatch(result.stdout, /client secret:/);
+    const hash = (await loadClientRegistry(file)).get('globex')?.secrets[0]?.hash;
+    assert.equal(hash?.scheme, 'scrypt');
+    assert.equal(await verifySecret(chosen, hash ?? assert.fail()), true);
+  });
+
+  test('refuses a secret from stdin shorter than 16 characters', async (t) => {
+    const cwd = await tempDir(t);
+    const result = await runCli(['clients', 'add', 'globex', '--scopes', 'a', '--secret-stdin'], {
+      cwd,
+      input: '123456789012345\n',
+    });
+    assert.equal(result.code, 2);
+    assert.equal(
+      result.stderr,
+      'portaria: clients add: the secret on stdin must be 16 to 1024 characters (got 15) (see "portaria clients add --help")\n',
+    );
+  });
+
+  test('uses PORTARIA_CLIENTS_FILE, else ./data/clients.json', async (t) => {
+    const cwd = await tempDir(t);
+    const fromEnv = join(cwd, 'env.json');
+    const a = await runCli(['clients', 'add', 'a', '--scopes', 'x'], {
+      cwd,
+      env: { PORTARIA_CLIENTS_FILE: fromEnv },
+    });
+    assert.equal(a.code, 0, a.stderr);
+    assert.deepEqual((await loadClientRegistry(fromEnv)).ids(), ['a']);
+    const b = await runCli(['clients', 'add', 'b', '--scopes', 'x'], { cwd });
+    assert.equal(b.code, 0, b.stderr);
+    assert.deepEqual((await loadClientRegistry(join(cwd, 'data', 'clients.json'))).ids(), ['b']);
+  });
+
+  test('lists an empty or missing file as having no clients', async (t) => {
+    const cwd = await tempDir(t);
+    const result = await runCli(['clients', 'list'], { cwd });
+    assert.equal(result.code, 0);
+    assert.equal(result.stdout, 'No clients in ./data/clients.json.\n');
+  });
+
+  test('fails with exit 1 on a duplicate id, an unknown id and an invalid file', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    await runCli(['clients', 'add', 'acme', '--scopes', 'a', '--clients-file', file], { cwd });
+    const before = await readFile(file, 'utf8');
+
+    const duplicate = await runCli(
+      ['clients', 'add', 'acme', '--scopes', 'b', '--clients-file', file],
+      { cwd },
+    );
+    assert.equal(duplicate.code, 1);
+    assert.equal(duplicate.stdout, '');
+    assert.equal(
+      duplicate.stderr,
+      `portaria: clients add: client "acme" already exists in ${file}\n`,
+    );
+    assert.equal(await readFile(file, 'utf8'), before);
+
+    const unknown = await runCli(['clients', 'disable', 'nobody', '--clients-file', file], { cwd });
+    assert.equal(unknown.code, 1);
+    assert.equal(unknown.stderr, `portaria: clients disable: no client "nobody" in ${file}\n`);
+
+    const bad = join(cwd, 'bad.json');
+    await writeFile(bad, '{"clients":[{"id":"x","secrets":[],"scopes":"a"}]}');
+    const invalid = await runCli(['clients', 'list', '--clients-file', bad], { cwd });
+    assert.equal(invalid.code, 1);
+    assert.equal(
+      invalid.stderr,
+      `portaria: clients list: invalid configuration (clients.file (${bad})):\n` +
+        '  - clients[0].scopes: must be an array of scope tokens\n' +
+        '  - clients[0].secrets: must hold 1 or 2 secrets\n',
+    );
+  });
+});

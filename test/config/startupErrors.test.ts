@@ -1,0 +1,189 @@
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
+import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
+
+const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
+
+interface Run {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs the gateway's entry point as a process; kills it if it is still up after 10 s. */
+function runMain(args: readonly string[], cwd: string, env: Record<string, string> = {}) {
+  const childEnv: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith('PORTARIA_')) childEnv[name] = value;
+  }
+  Object.assign(childEnv, env);
+  return new Promise<Run>((resolve, reject) => {
+    const child = spawn(process.execPath, [MAIN, ...args], { cwd, env: childEnv });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end();
+  });
+}
+
+function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+interface Layout {
+  /** Working directory of the process (empty). */
+  cwd: string;
+  /** The config file, in its own directory. */
+  file: string;
+  keysDir: string;
+  clientsFile: string;
+}
+
+/** A temp tree: `cwd/` (where the process runs) and `etc/portaria.yaml` with `etc/keys`, `etc/clients.json`. */
+async function layout(t: TestContext, yaml: string): Promise<Layout> {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-start-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const cwd = join(dir, 'cwd');
+  const etc = join(dir, 'etc');
+  await mkdir(cwd);
+  await mkdir(etc);
+  const file = join(etc, 'portaria.yaml');
+  await writeFile(file, yaml);
+  return { cwd, file, keysDir: join(etc, 'keys'), clientsFile: join(etc, 'clients.json') };
+}
+
+const PRODUCTION = [
+  'server:',
+  '  host: 127.0.0.1',
+  '  port: 0',
+  'admin:',
+  '  port: 0',
+  'keys:',
+  '  dir: keys',
+  'clients:',
+  '  file: clients.json',
+  '',
+].join('\n');
+
+async function writeClients(file: string): Promise<void> {
+  const secret = hashGeneratedSecret('acme-secret-0123456789abcdefghijklmnopqrstu');
+  const clients = [{ id: 'acme', secrets: [{ hash: secret }], scopes: ['orders:read'] }];
+  await writeFile(file, JSON.stringify({ clients }));
+}
+
+async function writeKey(dir: string): Promise<void> {
+  await writeSigningKey(dir, await generateSigningKey('ES256', new Date()));
+}
+
+describe('gateway start-up errors', () => {
+  test('a missing keys.dir exits 1 naming keys.dir and how to create a key, creating nothing', async (t) => {
+    const l = await layout(t, PRODUCTION);
+    await writeClients(l.clientsFile);
+    const run = await runMain(['--config', l.file], l.cwd);
+    assert.equal(run.code, 1);
+    assert.equal(run.stdout, '');
+    assert.equal(
+      run.stderr,
+      `portaria: invalid configuration (keys.dir (${l.keysDir})):\n` +
+        `  - keys.dir: ${l.keysDir} does not exist (create a key with "portaria keys generate --alg ES256")\n`,
+    );
+    assert.equal(await exists(l.keysDir), false);
+    assert.deepEqual(await readdir(l.cwd), []);
+  });
+
+  test('a missing clients.file exits 1 naming clients.file and how to add a client, creating nothing', async (t) => {
+    const l = await layout(t, PRODUCTION);
+    await writeKey(l.keysDir);
+    const run = await runMain(['--config', l.file], l.cwd);
+    assert.equal(run.code, 1);
+    assert.equal(run.stdout, '');
+    assert.equal(
+      run.stderr,
+      `portaria: invalid configuration (clients.file (${l.clientsFile})):\n` +
+        `  - clients.file: ${l.clientsFile} does not exist (create it with "portaria clients add <id> --scopes …")\n`,
+    );
+    assert.equal(await exists(l.clientsFile), false);
+    assert.deepEqual(await readdir(l.cwd), []);
+  });
+
+  test('missing keys and clients are both reported in one run', async (t) => {
+    const l = await layout(t, PRODUCTION);
+    const run = await runMain(['--config', l.file], l.cwd);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /keys\.dir: .* does not exist/);
+    assert.match(run.stderr, /clients\.file: .* does not exist/);
+    assert.equal(await exists(l.keysDir), false);
+    assert.equal(await exists(l.clientsFile), false);
+  });
+
+  test('an invalid config exits 1 listing all three problems, without a stack trace', async (t) => {
+    const l = await layout(t, 'frob: 1\nserver:\n  port: http\ntoken:\n  algorithm: HS256\n');
+    const run = await runMain(['--config', l.file], l.cwd);
+    assert.equal(run.code, 1);
+    assert.equal(run.stdout, '');
+    assert.equal(
+      run.stderr,
+      'portaria: invalid configuration:\n' +
+        '  - frob: unknown setting\n' +
+        '  - server.port: must be integer\n' +
+        '  - token.algorithm: must be one of "ES256", "EdDSA", "RS256"\n',
+    );
+    assert.equal(run.stderr.includes('    at '), false);
+  });
+
+  test('the config file can be named by PORTARIA_CONFIG', async (t) => {
+    const l = await layout(t, 'frob: 1\n');
+    const run = await runMain([], l.cwd, { PORTARIA_CONFIG: l.file });
+    assert.equal(run.code, 1);
+    assert.equal(run.stderr, 'portaria: invalid configuration:\n  - frob: unknown setting\n');
+  });
+
+  test('no --config, no PORTARIA_CONFIG and no --demo exits 1 naming --config', async (t) => {
+    const l = await layout(t, '');
+    const run = await runMain([], l.cwd);
+    assert.equal(run.code, 1);
+    assert.match(
+      run.stderr,
+      /^portaria: invalid configuration:\n {2}- no configuration file: .*--config/,
+    );
+    assert.deepEqual(await readdir(l.cwd), []);
+  });
+
+  test('--help prints the usage and exits 0', async (t) => {
+    const l = await layout(t, '');
+    const run = await runMain(['--help'], l.cwd);
+    assert.equal(run.code, 0);
+    assert.match(run.stdout, /^Usage: .*--config FILE/);
+    assert.equal(run.stderr, '');
+  });
+
+  test('an unknown option exits 2 with the usage on stderr', async (t) => {
+    const l = await layout(t, '');
+    const run = await runMain(['--frob'], l.cwd);
+    assert.equal(run.code, 2);
+    assert.equal(run.stdout, '');
+    assert.match(run.stderr, /^portaria: .*'--frob'/);
+    assert.match(run.stderr, /\nUsage: /);
+    assert.equal(run.stderr.includes('    at '), false);
+  });
+});

@@ -1,0 +1,340 @@
+import assert from 'node:assert/strict';
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
+import { ConfigError } from '../../src/config/configError.js';
+import { type LoadOptions, loadConfig } from '../../src/config/loadConfig.js';
+import { validateConfig } from '../../src/config/validateConfig.js';
+
+const BASE = '/srv/portaria';
+
+/** The problems of the ConfigError `run` throws (fails if it throws anything else). */
+async function problemsOf(run: () => unknown): Promise<readonly string[]> {
+  try {
+    await run();
+  } catch (error) {
+    assert.ok(error instanceof ConfigError, `not a ConfigError: ${String(error)}`);
+    return error.problems;
+  }
+  assert.fail('no ConfigError was thrown');
+}
+
+function validate(raw: unknown) {
+  return validateConfig(raw, { baseDir: BASE });
+}
+
+const route = (id: string, prefix: string, upstream = 'http://orders.internal:8080') => ({
+  id,
+  prefix,
+  upstream,
+});
+
+async function tempDir(t: TestContext): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-config-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Writes `text` as `<dir>/etc/portaria.yaml` and loads it from a different cwd. */
+async function loadText(t: TestContext, text: string, options: Partial<LoadOptions> = {}) {
+  const dir = await tempDir(t);
+  await mkdir(join(dir, 'etc'));
+  await mkdir(join(dir, 'cwd'));
+  const file = join(dir, 'etc', 'portaria.yaml');
+  await writeFile(file, text);
+  return {
+    dir,
+    file,
+    load: () => loadConfig({ file, env: {}, cwd: join(dir, 'cwd'), ...options }),
+  };
+}
+
+describe('validateConfig', () => {
+  test('schema problems are all reported at once, each with its path', async () => {
+    const problems = await problemsOf(() =>
+      validate({
+        extra: true,
+        server: { port: '8080', frob: 1 },
+        clockSkewSeconds: -1,
+        token: { algorithm: 'HS256' },
+        routes: [{ prefix: '/a', upstream: 'http://a' }],
+        identityHeaders: { sub: 'X Client' },
+        log: { level: 'loud' },
+      }),
+    );
+    assert.deepEqual(problems, [
+      'extra: unknown setting',
+      'server.frob: unknown setting',
+      'server.port: must be integer',
+      'clockSkewSeconds: must be >= 0',
+      'token.algorithm: must be one of "ES256", "EdDSA", "RS256"',
+      'routes[0].id: is required',
+      'identityHeaders.sub: must match pattern "^[A-Za-z0-9-]{1,64}$"',
+      'log.level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+    ]);
+  });
+
+  test('rule problems are all reported at once, each with its path', async () => {
+    const problems = await problemsOf(() =>
+      validate({
+        issuer: 'ftp://portaria',
+        routes: [
+          route('orders', '/v1/orders', 'ftp://orders.internal'),
+          route('orders', '/v1/a', 'http://user:pass@orders.internal'),
+          route('b', '/a/', 'http://orders.internal/?debug=1'),
+          route('c', '/a//b', 'http://orders.internal/#top'),
+          route('d', '/a/../b', 'orders.internal'),
+          route('e', '/a%2fb'),
+          route('f', '/v1/orders'),
+        ],
+        upstream: { default: { upstream: 'https://user@legacy.internal' } },
+        identityHeaders: { sub: 'Authorization', scope: 'X-Identity', jti: 'x-identity' },
+      }),
+    );
+    assert.deepEqual(problems, [
+      'issuer: must use http: or https:',
+      'routes[0].upstream: must use http: or https:',
+      'routes[1].id: duplicate route id "orders"',
+      'routes[1].upstream: must not carry credentials',
+      'routes[2].prefix: must not end with "/"',
+      'routes[2].upstream: must not have a query or fragment',
+      'routes[3].prefix: must not contain "//"',
+      'routes[3].upstream: must not have a query or fragment',
+      'routes[4].prefix: must not contain dot segments',
+      'routes[4].upstream: must be an absolute URL',
+      'routes[5].prefix: must not contain "%", "\\", "?", "#" or spaces',
+      'routes[6].prefix: duplicate prefix "/v1/orders"',
+      'upstream.default.upstream: must not carry credentials',
+      'identityHeaders.sub: "Authorization" is a header the gateway manages',
+      'identityHeaders.jti: "x-identity" is also used for claim "scope"',
+    ]);
+  });
+
+  const managedHeaders = ['Authorization', 'host', 'X-Forwarded-For', 'X-Request-Id', 'Cookie'];
+  for (const header of managedHeaders) {
+    test(`an identity header named ${header} is refused`, async () => {
+      assert.deepEqual(await problemsOf(() => validate({ identityHeaders: { sub: header } })), [
+        `identityHeaders.sub: "${header}" is a header the gateway manages`,
+      ]);
+    });
+  }
+
+  test('the route id "default" is reserved for upstream.default', async () => {
+    assert.deepEqual(await problemsOf(() => validate({ routes: [route('default', '/x')] })), [
+      'routes: the id "default" is reserved for upstream.default',
+    ]);
+  });
+
+  const samePorts: [string, Record<string, unknown>][] = [
+    ['on the same host', { server: { port: 8080, host: '127.0.0.1' }, admin: { port: 8080 } }],
+    [
+      'on the default hosts (0.0.0.0 covers 127.0.0.1)',
+      { server: { port: 8080 }, admin: { port: 8080 } },
+    ],
+  ];
+  for (const [name, settings] of samePorts) {
+    test(`an admin port equal to the public port is refused ${name}`, async () => {
+      assert.deepEqual(await problemsOf(() => validate(settings)), [
+        'admin.port: must differ from server.port (the admin surface is never public)',
+      ]);
+    });
+  }
+
+  test('port 0 for both listeners is allowed (each gets a free port)', () => {
+    const config = validate({ server: { port: 0 }, admin: { port: 0 } });
+    assert.equal(config.server.port, 0);
+    assert.equal(config.admin.port, 0);
+  });
+
+  test('an empty config gets every default', () => {
+    assert.deepEqual(validate({}), {
+      server: {
+        host: '0.0.0.0',
+        port: 8080,
+        headersTimeoutMs: 10_000,
+        requestTimeoutMs: 30_000,
+        keepAliveTimeoutMs: 5_000,
+        maxHeaderBytes: 16_384,
+        shutdownGraceMs: 10_000,
+        trustForwardedHeaders: false,
+      },
+      admin: { host: '127.0.0.1', port: 9091 },
+      issuer: 'http://localhost:8080',
+      audience: 'portaria',
+      clockSkewSeconds: 60,
+      token: {
+        lifetimeSeconds: 3600,
+        algorithm: 'ES256',
+        responseFields: 'reference',
+        bodyLimitBytes: 16_384,
+      },
+      verify: { cacheSize: 10_000 },
+      keys: { dir: `${BASE}/data/keys` },
+      clients: { file: `${BASE}/data/clients.json` },
+      routes: [],
+      upstream: { default: null, timeoutMs: 30_000, connections: 128 },
+      identityHeaders: { sub: 'X-Client-Id', scope: 'X-Token-Scope', jti: 'X-Token-Jti' },
+      forwardAuthorization: true,
+      problemTypeBase: 'urn:portaria:problem:',
+      log: { level: 'info' },
+      demo: false,
+    });
+    assert.deepEqual(validate(null), validate({}));
+  });
+
+  test('route and default-upstream timeouts default to upstream.timeoutMs', () => {
+    const config = validate({
+      routes: [route('a', '/a'), { ...route('b', '/b'), timeoutMs: 250 }],
+      upstream: { timeoutMs: 1234, default: { upstream: 'http://legacy.internal' } },
+    });
+    assert.deepEqual(
+      config.routes.map((r) => [r.id, r.timeoutMs, r.scopes]),
+      [
+        ['a', 1234, []],
+        ['b', 250, []],
+      ],
+    );
+    assert.deepEqual(config.upstream.default, {
+      upstream: 'http://legacy.internal',
+      scopes: [],
+      timeoutMs: 1234,
+    });
+  });
+
+  test('the result is deeply frozen and the input is left untouched', () => {
+    const raw = {
+      routes: [{ ...route('a', '/a'), scopes: ['orders:read'] }],
+      upstream: { default: { upstream: 'http://legacy.internal' } },
+    };
+    const before = structuredClone(raw);
+    const config = validate(raw);
+    assert.deepEqual(raw, before);
+    const [first] = config.routes;
+    const fallback = config.upstream.default;
+    assert.ok(first && fallback);
+    const writes: [string, () => void][] = [
+      ['server.port', () => Object.assign(config.server, { port: 1 })],
+      ['issuer', () => Object.assign(config, { issuer: 'x' })],
+      ['routes', () => (config.routes as unknown[]).push({})],
+      ['routes[0].scopes', () => (first.scopes as string[]).push('x')],
+      ['routes[0].timeoutMs', () => Object.assign(first, { timeoutMs: 1 })],
+      ['upstream.default', () => Object.assign(fallback, { upstream: 'x' })],
+      ['identityHeaders', () => Object.assign(config.identityHeaders, { iss: 'X-Iss' })],
+      ['log', () => delete (config.log as { level?: string }).level],
+    ];
+    for (const [path, write] of writes) assert.throws(write, TypeError, path);
+    assert.equal(config.server.port, 8080);
+    assert.equal(config.identityHeaders.iss, undefined);
+  });
+});
+
+describe('loadConfig', () => {
+  test('relative keys.dir and clients.file resolve against the config file directory', async (t) => {
+    const { dir, load } = await loadText(
+      t,
+      'keys:\n  dir: keys\nclients:\n  file: ../shared/clients.json\n',
+    );
+    const config = await load();
+    assert.equal(config.keys.dir, join(dir, 'etc', 'keys'));
+    assert.equal(config.clients.file, join(dir, 'shared', 'clients.json'));
+  });
+
+  test('absolute paths are kept as written', async (t) => {
+    const { load } = await loadText(
+      t,
+      'keys:\n  dir: /var/lib/portaria/keys\nclients:\n  file: /etc/portaria/clients.json\n',
+    );
+    const config = await load();
+    assert.equal(config.keys.dir, '/var/lib/portaria/keys');
+    assert.equal(config.clients.file, '/etc/portaria/clients.json');
+  });
+
+  test('environment overrides apply on top of the file', async (t) => {
+    const { dir, load } = await loadText(t, 'server:\n  port: 8000\nlog:\n  level: warn\n', {
+      env: {
+        PORTARIA_PORT: '8443',
+        PORTARIA_ADMIN_PORT: '9443',
+        PORTARIA_KEYS_DIR: '/run/keys',
+        PORTARIA_CLIENTS_FILE: 'clients.json',
+        PORTARIA_LOG_LEVEL: 'error',
+      },
+    });
+    const config = await load();
+    assert.equal(config.server.port, 8443);
+    assert.equal(config.admin.port, 9443);
+    assert.equal(config.keys.dir, '/run/keys');
+    assert.equal(config.clients.file, join(dir, 'etc', 'clients.json'));
+    assert.equal(config.log.level, 'error');
+  });
+
+  test('an empty environment variable is ignored', async (t) => {
+    const { load } = await loadText(t, 'server:\n  port: 8000\n', { env: { PORTARIA_PORT: '' } });
+    assert.equal((await load()).server.port, 8000);
+  });
+
+  test('PORTARIA_CONFIG names the file when --config is not given', async (t) => {
+    const { file, dir } = await loadText(t, 'audience: from-env-file\n');
+    const config = await loadConfig({ env: { PORTARIA_CONFIG: file }, cwd: join(dir, 'cwd') });
+    assert.equal(config.audience, 'from-env-file');
+  });
+
+  const badPorts = ['8080x', '80.5', '-1', ' 80', '0x50'];
+  for (const value of badPorts) {
+    test(`PORTARIA_PORT=${JSON.stringify(value)} is reported with its setting path`, async (t) => {
+      const { load } = await loadText(t, '', { env: { PORTARIA_PORT: value } });
+      assert.deepEqual(await problemsOf(load), ['server.port (PORTARIA_PORT): must be an integer']);
+    });
+  }
+
+  test('an environment value the schema refuses is reported with the setting path', async (t) => {
+    const { load } = await loadText(t, '', {
+      env: { PORTARIA_ADMIN_PORT: '70000', PORTARIA_LOG_LEVEL: 'loud' },
+    });
+    assert.deepEqual(await problemsOf(load), [
+      'admin.port: must be <= 65535',
+      'log.level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+    ]);
+  });
+
+  test('YAML with a duplicate key is refused', async (t) => {
+    const { file, load } = await loadText(t, 'server:\n  port: 1\n  port: 2\n');
+    const problems = await problemsOf(load);
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] as string, /^.+: Map keys must be unique at line 3, column 3/);
+    assert.ok(problems[0]?.startsWith(`${file}: `));
+  });
+
+  const notMappings: [string, string][] = [
+    ['a list', '- server\n- admin\n'],
+    ['a scalar', 'portaria\n'],
+  ];
+  for (const [name, text] of notMappings) {
+    test(`YAML that is ${name} at the top level is refused`, async (t) => {
+      const { file, load } = await loadText(t, text);
+      assert.deepEqual(await problemsOf(load), [
+        `${file}: the top level must be a mapping of settings`,
+      ]);
+    });
+  }
+
+  test('an empty file means every default', async (t) => {
+    const { load } = await loadText(t, '# nothing set\n');
+    assert.equal((await load()).server.port, 8080);
+  });
+
+  test('a missing file is reported with its path', async (t) => {
+    const dir = await tempDir(t);
+    const file = join(dir, 'missing.yaml');
+    assert.deepEqual(await problemsOf(() => loadConfig({ file, env: {}, cwd: dir })), [
+      `${file}: cannot read the configuration file (ENOENT)`,
+    ]);
+  });
+
+  test('no config file and no demo is a ConfigError naming --config', async () => {
+    const problems = await problemsOf(() => loadConfig({ env: {}, cwd: BASE }));
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] as string, /--config/);
+    assert.match(problems[0] as string, /PORTARIA_CONFIG/);
+  });
+});

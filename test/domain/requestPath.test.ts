@@ -1,0 +1,106 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { parseRequestTarget, TOKEN_PATH } from '../../src/domain/requestPath.js';
+import { isPortariaError } from '../../src/errors.js';
+
+const accepted: ReadonlyArray<readonly [string, string, string]> = [
+  ['/', '/', ''],
+  ['/v1/orders', '/v1/orders', ''],
+  ['/v1/orders/', '/v1/orders/', ''],
+  ['/v1/orders?x=1&y=%2e', '/v1/orders', '?x=1&y=%2e'],
+  ['/v1/orders?', '/v1/orders', '?'],
+  ['/v1/orders?a=../b//c', '/v1/orders', '?a=../b//c'],
+  ['/V1/Authentication/AccessToken', '/V1/Authentication/AccessToken', ''],
+  [`${TOKEN_PATH}/`, `${TOKEN_PATH}/`, ''],
+  ['/v1/files/a.b/.hidden/..x/x..', '/v1/files/a.b/.hidden/..x/x..', ''],
+  ['/v1/files/...', '/v1/files/...', ''],
+  ['/v1/orders;jsessionid=1', '/v1/orders;jsessionid=1', ''],
+  ['/v1/a%20b/%C3%A9/%41', '/v1/a%20b/%C3%A9/%41', ''],
+  ['/v1/%25/%2541', '/v1/%25/%2541', ''],
+  ['/v1/orders/%3f%23', '/v1/orders/%3f%23', ''],
+];
+
+const refused: ReadonlyArray<readonly [string, string]> = [
+  ['', 'not-origin-form'],
+  ['*', 'not-origin-form'],
+  ['http://example.com/v1/orders', 'not-origin-form'],
+  ['example.com:443', 'not-origin-form'],
+  ['v1/orders', 'not-origin-form'],
+  ['//v1/orders', 'empty-segment'],
+  ['/v1//orders', 'empty-segment'],
+  ['/v1/orders//', 'empty-segment'],
+  ['/.', 'dot-segment'],
+  ['/..', 'dot-segment'],
+  ['/v1/./orders', 'dot-segment'],
+  ['/v1/orders/..', 'dot-segment'],
+  ['/v1/orders/../admin', 'dot-segment'],
+  [`${TOKEN_PATH}/../../orders`, 'dot-segment'],
+  ['/v1/orders/..;/admin', 'dot-segment'],
+  ['/v1/orders/.;x/admin', 'dot-segment'],
+  ['/v1/orders/..;', 'dot-segment'],
+  ['/v1/orders/..?x', 'dot-segment'],
+  [`${TOKEN_PATH}%2f..`, 'encoded'],
+  ['/v1/orders%2F..%2Fadmin', 'encoded'],
+  ['/v1/%2e%2e/admin', 'encoded'],
+  ['/v1/%2E/admin', 'encoded'],
+  ['/v1/orders%5cadmin', 'encoded'],
+  ['/v1/orders%5Cadmin', 'encoded'],
+  ['/v1/orders%00', 'encoded'],
+  ['/v1/orders%0a', 'encoded'],
+  ['/v1/orders%7F', 'encoded'],
+  ['/v1/orders%252e%252e', 'double-encoded'],
+  ['/v1/orders%252F', 'double-encoded'],
+  ['/v1/orders%255c', 'double-encoded'],
+  ['/v1/orders%zz', 'bad-percent'],
+  ['/v1/orders%2', 'bad-percent'],
+  ['/v1/orders%', 'bad-percent'],
+  ['/v1/orders%g0', 'bad-percent'],
+  ['/v1/orders\\..\\admin', 'backslash'],
+  ['/v1\\orders', 'backslash'],
+  ['/v1/orders#frag', 'fragment'],
+  ['/v1/or\u0000ders', 'invalid-character'],
+  ['/v1/or\tders', 'invalid-character'],
+  ['/v1/or ders', 'invalid-character'],
+  ['/v1/or\u007fders', 'invalid-character'],
+  ['/v1/ordérs', 'invalid-character'],
+  ['/v1/orders?x=\u0001', 'invalid-character'],
+];
+
+describe('parseRequestTarget', () => {
+  for (const [raw, path, search] of accepted) {
+    test(`accepts ${JSON.stringify(raw)} as path ${JSON.stringify(path)} and search ${JSON.stringify(search)}`, () => {
+      assert.deepEqual(parseRequestTarget(raw), { path, search });
+    });
+  }
+
+  for (const [raw, reason] of refused) {
+    test(`refuses ${JSON.stringify(raw)} with reason ${reason}`, () => {
+      assert.throws(
+        () => parseRequestTarget(raw),
+        (error: unknown) =>
+          isPortariaError(error) &&
+          error.code === 'invalid-path' &&
+          error.status === 400 &&
+          error.reason === reason,
+      );
+    });
+  }
+
+  test('returns the path exactly as received, so the token path is reached only verbatim', () => {
+    assert.equal(parseRequestTarget(TOKEN_PATH).path, TOKEN_PATH);
+    assert.equal(parseRequestTarget(`${TOKEN_PATH}?a=b`).path, TOKEN_PATH);
+    assert.notEqual(parseRequestTarget(`${TOKEN_PATH}/`).path, TOKEN_PATH);
+    assert.notEqual(parseRequestTarget('/v1/authentication/%61ccesstoken').path, TOKEN_PATH);
+    assert.notEqual(parseRequestTarget('/V1/authentication/accesstoken').path, TOKEN_PATH);
+  });
+
+  test('public details name the problem, never echo the path', () => {
+    try {
+      parseRequestTarget('/secret-value/../x');
+      assert.fail('expected a refusal');
+    } catch (error) {
+      assert.ok(isPortariaError(error));
+      assert.equal(error.detail, 'The request path must not contain "." or ".." segments.');
+    }
+  });
+});

@@ -1,0 +1,264 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { compileErrors, dereference, validate } from '@readme/openapi-parser';
+import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { openApiDocument } from '../../src/http/openApiDocument.js';
+import { CLIENT_ID, CLIENT_SECRET, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
+import { readCommittedOpenApi, renderOpenApi } from '../tools/writeOpenApi.js';
+
+type Json = Record<string, unknown>;
+
+/** A private copy: the parser dereferences in place, the served document must not change. */
+function documentCopy(): Json {
+  return structuredClone(openApiDocument) as unknown as Json;
+}
+
+/** RFC 3339 §5.6 date-time, with real calendar and clock ranges. */
+function isDateTime(value: string): boolean {
+  const m =
+    /^(\d{4})-(\d\d)-(\d\d)[Tt](\d\d):(\d\d):(\d\d)(?:\.\d+)?(?:[Zz]|[+-](\d\d):(\d\d))$/.exec(
+      value,
+    );
+  if (m === null) return false;
+  const [year, month, day, hour, minute, second] = m.slice(1, 7).map(Number) as number[];
+  const daysInMonth = new Date(Date.UTC(year as number, month as number, 0)).getUTCDate();
+  const offsetOk = m[7] === undefined || (Number(m[7]) <= 23 && Number(m[8]) <= 59);
+  return (
+    (month as number) >= 1 &&
+    (month as number) <= 12 &&
+    (day as number) >= 1 &&
+    (day as number) <= daysInMonth &&
+    (hour as number) <= 23 &&
+    (minute as number) <= 59 &&
+    (second as number) <= 60 &&
+    offsetOk
+  );
+}
+
+function isInt32(value: number): boolean {
+  return Number.isInteger(value) && value >= -(2 ** 31) && value <= 2 ** 31 - 1;
+}
+
+function newAjv(): Ajv2020 {
+  const ajv = new Ajv2020({ allErrors: true, strict: true, allowUnionTypes: true });
+  ajv.addFormat('date-time', { type: 'string', validate: isDateTime });
+  ajv.addFormat('int32', { type: 'number', validate: isInt32 });
+  return ajv;
+}
+
+interface ResponseSpec {
+  description: string;
+  headers?: Record<string, { schema: object }>;
+  content?: Record<string, { schema?: object }>;
+}
+
+interface Contract {
+  token: Record<string, ResponseSpec>;
+  jwks: Record<string, ResponseSpec>;
+  schema(name: string): ValidateFunction;
+}
+
+/** The dereferenced document's pieces the response checks need, compiled once. */
+async function contract(): Promise<Contract> {
+  const doc = (await dereference(documentCopy() as never)) as unknown as {
+    paths: Record<string, Record<string, { responses: Record<string, ResponseSpec> }>>;
+    components: { schemas: Record<string, object> };
+  };
+  const ajv = newAjv();
+  const compiled = new Map<string, ValidateFunction>();
+  return {
+    token: doc.paths[TOKEN_PATH]?.post?.responses ?? {},
+    jwks: doc.paths['/.well-known/jwks.json']?.get?.responses ?? {},
+    schema(name) {
+      let fn = compiled.get(name);
+      if (fn === undefined) {
+        const schema = doc.components.schemas[name];
+        assert.ok(schema, `no schema ${name}`);
+        fn = ajv.compile(schema);
+        compiled.set(name, fn);
+      }
+      return fn;
+    },
+  };
+}
+
+/** Asserts a real response matches what the document declares for its status. */
+async function assertConforms(
+  responses: Record<string, ResponseSpec>,
+  res: Response,
+  ajv: Ajv2020,
+): Promise<unknown> {
+  const declared = responses[String(res.status)];
+  assert.ok(declared, `status ${res.status} is not declared`);
+  const mediaType = res.headers.get('content-type') ?? '';
+  const content = declared.content?.[mediaType];
+  assert.ok(content?.schema, `${res.status}: media type ${mediaType} is not declared`);
+  const body: unknown = await res.json();
+  const check = ajv.compile(content.schema);
+  assert.ok(check(body), `${res.status} body: ${ajv.errorsText(check.errors)}`);
+  for (const [name, header] of Object.entries(declared.headers ?? {})) {
+    const checkHeader = ajv.compile(header.schema);
+    const value = res.headers.get(name);
+    assert.ok(checkHeader(value), `${res.status} header ${name}: ${value}`);
+  }
+  return body;
+}
+
+function postToken(url: string, body: string | Uint8Array, headers: Record<string, string> = {}) {
+  return fetch(url + TOKEN_PATH, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', ...headers },
+    body,
+  });
+}
+
+const credentials = JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET });
+
+describe('OpenAPI description', () => {
+  test('the committed openapi.json equals the generated document', async () => {
+    assert.equal(
+      await readCommittedOpenApi(),
+      renderOpenApi(),
+      'openapi.json is out of date: run `npm run openapi` and commit the result',
+    );
+  });
+
+  test('the document is valid OpenAPI 3.1 with no warnings', async () => {
+    const result = await validate(documentCopy() as never);
+    assert.equal(result.valid, true, result.valid ? '' : compileErrors(result));
+    assert.equal(result.specification, 'OpenAPI');
+    assert.deepEqual(result.warnings, []);
+    assert.equal(openApiDocument.openapi, '3.1.0');
+  });
+
+  test('the document carries version 1.0 and an open generateAccessToken operation', () => {
+    const operation = openApiDocument.paths[TOKEN_PATH].post;
+    assert.equal(openApiDocument.info.version, '1.0');
+    assert.equal(operation.operationId, 'generateAccessToken');
+    assert.deepEqual(operation.security, []);
+    assert.deepEqual(operation.tags, ['authentication']);
+    assert.deepEqual(openApiDocument.security, [{ bearerAuth: [] }]);
+    const { type, scheme, bearerFormat } = openApiDocument.components.securitySchemes.bearerAuth;
+    assert.deepEqual(
+      { type, scheme, bearerFormat },
+      { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+    );
+    assert.deepEqual(Object.keys(operation.requestBody.content), ['application/json']);
+  });
+
+  test('GET /v1/openapi.json serves exactly the document, without a token', async (t) => {
+    const gw = await startGateway(t);
+    const res = await fetch(`${gw.url}/v1/openapi.json`);
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('content-type'), 'application/json');
+    assert.equal(res.headers.get('cache-control'), 'public, max-age=3600');
+    assert.deepEqual(await res.json(), JSON.parse(renderOpenApi()));
+    assert.equal(gw.upstream.received.length, 0);
+  });
+
+  test('a token result with the reference fields matches TokenResult only', async (t) => {
+    const [gw, doc] = await Promise.all([startGateway(t), contract()]);
+    const res = await postToken(gw.url, credentials);
+    assert.equal(res.status, 200);
+    const body = await assertConforms(doc.token, res, newAjv());
+    assert.equal(doc.schema('TokenResult')(body), true);
+    assert.equal(doc.schema('TokenResultGuide')(body), false);
+  });
+
+  test('a token result with the guide fields matches TokenResultGuide only', async (t) => {
+    const [gw, doc] = await Promise.all([
+      startGateway(t, { settings: () => ({ token: { responseFields: 'guide' } }) }),
+      contract(),
+    ]);
+    const res = await postToken(gw.url, credentials);
+    assert.equal(res.status, 200);
+    const body = await assertConforms(doc.token, res, newAjv());
+    assert.equal(doc.schema('TokenResultGuide')(body), true);
+    assert.equal(doc.schema('TokenResult')(body), false);
+  });
+
+  test('the public key set matches the Jwks schema', async (t) => {
+    const [gw, doc] = await Promise.all([startGateway(t), contract()]);
+    const res = await fetch(`${gw.url}/.well-known/jwks.json`);
+    assert.equal(res.status, 200);
+    const body = (await assertConforms(doc.jwks, res, newAjv())) as { keys: Json[] };
+    assert.equal(body.keys.length, 1);
+    assert.equal(body.keys[0]?.kid, gw.keyRing.signingKey.kid);
+  });
+
+  test('every problem the token path emits is declared and matches ProblemDetails', async (t) => {
+    const [gw, doc] = await Promise.all([
+      startGateway(t, { settings: () => ({ token: { bodyLimitBytes: 1024 } }) }),
+      contract(),
+    ]);
+    const cases: [string, () => Promise<Response>, number][] = [
+      ['a missing field', () => postToken(gw.url, '{"clientId":"acme"}'), 400],
+      ['a body that is not JSON', () => postToken(gw.url, '{'), 400],
+      [
+        'a body that is not UTF-8',
+        () => postToken(gw.url, new Uint8Array([0x22, 0xff, 0x22])),
+        400,
+      ],
+      [
+        'a wrong secret',
+        () => postToken(gw.url, JSON.stringify({ clientId: CLIENT_ID, clientSecret: 'no' })),
+        401,
+      ],
+      ['an unknown client', () => postToken(gw.url, '{"clientId":"x","clientSecret":"y"}'), 401],
+      ['GET', () => fetch(gw.url + TOKEN_PATH), 405],
+      ['DELETE', () => fetch(gw.url + TOKEN_PATH, { method: 'DELETE' }), 405],
+      [
+        'a body over the limit',
+        () => postToken(gw.url, JSON.stringify({ x: 'y'.repeat(2000) })),
+        413,
+      ],
+      ['text/plain', () => postToken(gw.url, credentials, { 'content-type': 'text/plain' }), 415],
+      ['a gzip body', () => postToken(gw.url, credentials, { 'content-encoding': 'gzip' }), 415],
+    ];
+    const ajv = newAjv();
+    const emitted = new Set<string>();
+    for (const [name, send, status] of cases) {
+      const res = await send();
+      assert.equal(res.status, status, name);
+      assert.equal(res.headers.get('content-type'), 'application/problem+json', name);
+      const body = (await assertConforms(doc.token, res, ajv)) as Json;
+      assert.equal(doc.schema('ProblemDetails')(body), true, name);
+      assert.equal(body.status, status, name);
+      emitted.add(String(status));
+    }
+    assert.deepEqual([...emitted].sort(), ['400', '401', '405', '413', '415']);
+    // The declared responses are exactly these, the success and the bodiless 500.
+    assert.deepEqual(Object.keys(openApiDocument.paths[TOKEN_PATH].post.responses).sort(), [
+      '200',
+      '400',
+      '401',
+      '405',
+      '413',
+      '415',
+      '500',
+    ]);
+    assert.equal(doc.token['500']?.content, undefined);
+  });
+
+  test('the date-time and int32 checks used above refuse what they must', () => {
+    const ajv = newAjv();
+    const check = ajv.compile({
+      type: 'object',
+      properties: {
+        at: { type: 'string', format: 'date-time' },
+        n: { type: 'integer', format: 'int32' },
+      },
+    });
+    const cases: [Json, boolean][] = [
+      [{ at: '2026-01-01T00:00:00.000Z', n: 3600 }, true],
+      [{ at: '2024-02-29T23:59:60+02:00' }, true],
+      [{ at: '2026-02-29T00:00:00Z' }, false],
+      [{ at: '2026-13-01T00:00:00Z' }, false],
+      [{ at: '2026-01-01 00:00:00Z' }, false],
+      [{ at: '2026-01-01T00:00:00' }, false],
+      [{ n: 2 ** 31 }, false],
+      [{ n: -(2 ** 31) }, true],
+    ];
+    for (const [value, valid] of cases) assert.equal(check(value), valid, JSON.stringify(value));
+  });
+});

@@ -1,0 +1,107 @@
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import type { RouteConfig, UpstreamConfig } from '../../src/config/types.js';
+import { compileRouteTable } from '../../src/proxy/routeTable.js';
+
+function route(id: string, prefix: string, upstream: string, timeoutMs = 1000): RouteConfig {
+  return { id, prefix, upstream, scopes: [`${id}:read`], timeoutMs };
+}
+
+const upstream: UpstreamConfig = { default: null, timeoutMs: 30_000, connections: 8 };
+
+const table = compileRouteTable({
+  routes: [
+    route('orders', '/v1/orders', 'http://127.0.0.1:3000'),
+    route('order-items', '/v1/orders/items', 'http://127.0.0.1:3001/api/', 2500),
+    route('v1', '/v1', 'http://[::1]:3002/base'),
+    route('docs', '/docs/', 'https://docs.internal'),
+  ],
+  upstream,
+});
+
+describe('compileRouteTable', () => {
+  const cases: ReadonlyArray<readonly [string, string | null]> = [
+    ['/v1/orders', 'orders'],
+    ['/v1/orders/', 'orders'],
+    ['/v1/orders/1', 'orders'],
+    ['/v1/orders/items', 'order-items'],
+    ['/v1/orders/items/7', 'order-items'],
+    ['/v1/orders/itemsX', 'orders'],
+    ['/v1/ordersX', 'v1'],
+    ['/v1', 'v1'],
+    ['/v1/', 'v1'],
+    ['/v10', null],
+    ['/V1/orders', null],
+    ['/docs/', 'docs'],
+    ['/docs/a', 'docs'],
+    ['/docs', null],
+    ['/', null],
+  ];
+  for (const [path, id] of cases) {
+    test(`matches ${path} to ${id ?? 'no route'}`, () => {
+      assert.equal(table.match(path)?.id ?? null, id);
+    });
+  }
+
+  test('splits the upstream URL into origin and base path without trailing slash', () => {
+    assert.deepEqual(
+      table.routes.map((r) => [r.id, r.origin, r.basePath, r.timeoutMs]),
+      [
+        ['orders', 'http://127.0.0.1:3000', '', 1000],
+        ['order-items', 'http://127.0.0.1:3001', '/api', 2500],
+        ['v1', 'http://[::1]:3002', '/base', 1000],
+        ['docs', 'https://docs.internal', '', 1000],
+      ],
+    );
+    assert.deepEqual(table.match('/v1/orders')?.scopes, ['orders:read']);
+  });
+
+  test('lists each upstream origin once', () => {
+    const twice = compileRouteTable({
+      routes: [
+        route('a', '/a', 'http://127.0.0.1:3000'),
+        route('b', '/b', 'http://127.0.0.1:3000/b'),
+      ],
+      upstream,
+    });
+    assert.deepEqual(twice.origins, ['http://127.0.0.1:3000']);
+  });
+
+  test('falls back to the default upstream, with id default, when no prefix matches', () => {
+    const withDefault = compileRouteTable({
+      routes: [route('orders', '/v1/orders', 'http://127.0.0.1:3000')],
+      upstream: {
+        ...upstream,
+        default: { upstream: 'http://127.0.0.1:4000/fallback/', scopes: ['any'], timeoutMs: 700 },
+      },
+    });
+    assert.equal(withDefault.match('/v1/orders/1')?.id, 'orders');
+    assert.deepEqual(withDefault.match('/elsewhere'), {
+      id: 'default',
+      prefix: '/',
+      origin: 'http://127.0.0.1:4000',
+      basePath: '/fallback',
+      scopes: ['any'],
+      timeoutMs: 700,
+    });
+    assert.deepEqual(withDefault.origins, ['http://127.0.0.1:3000', 'http://127.0.0.1:4000']);
+  });
+
+  test('a route with prefix / matches every path', () => {
+    const catchAll = compileRouteTable({
+      routes: [
+        route('all', '/', 'http://127.0.0.1:3000'),
+        route('x', '/x', 'http://127.0.0.1:3001'),
+      ],
+      upstream,
+    });
+    assert.equal(catchAll.match('/')?.id, 'all');
+    assert.equal(catchAll.match('/anything/at/all')?.id, 'all');
+    assert.equal(catchAll.match('/x/1')?.id, 'x');
+  });
+
+  test('compiled routes are frozen', () => {
+    const compiled = table.match('/v1/orders');
+    assert.ok(compiled !== null && Object.isFrozen(compiled) && Object.isFrozen(compiled.scopes));
+  });
+});

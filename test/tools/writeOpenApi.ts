@@ -1,0 +1,45 @@
+/**
+ * Writes `openapi.json` at the repository root from `src/http/openApiDocument.ts`
+ * (`npm run openapi`). The drift test renders the same text and compares, so the
+ * committed file and the served document cannot disagree.
+ *
+ * Run directly it writes the file; imported it only exports the rendering helpers.
+ */
+import { readFile, stat, writeFile } from 'node:fs/promises';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { openApiDocument } from '../../src/http/openApiDocument.js';
+
+/** The committed text: 2-space indentation and a trailing newline. */
+export function renderOpenApi(): string {
+  return `${JSON.stringify(openApiDocument, null, 2)}\n`;
+}
+
+/** The repository root: the nearest directory above this file that holds package.json. */
+export async function repoRoot(): Promise<string> {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const found = await stat(join(dir, 'package.json')).then(
+      (s) => s.isFile(),
+      () => false,
+    );
+    if (found) return dir;
+    const parent = dirname(dir);
+    if (parent === dir) throw new Error('no package.json above this file');
+    dir = parent;
+  }
+}
+
+export async function openApiPath(): Promise<string> {
+  return join(await repoRoot(), 'openapi.json');
+}
+
+export async function readCommittedOpenApi(): Promise<string> {
+  return readFile(await openApiPath(), 'utf8');
+}
+
+if (process.argv[1] === fileURLToPath(import.meta.url)) {
+  const path = await openApiPath();
+  await writeFile(path, renderOpenApi());
+  process.stdout.write(`wrote ${path}\n`);
+}
