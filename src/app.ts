@@ -16,7 +16,7 @@ import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
 import { loadKeyRing } from './keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
-import { createLogger, type DestinationStream, type Logger } from './observability/logger.js';
+import { createLoggers, type DestinationStream, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { createForwarder } from './proxy/forwarder.js';
 import { createHeaderPolicy } from './proxy/headers.js';
@@ -54,7 +54,7 @@ const MAX_LIFETIME_SECONDS = 86_400;
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const logger = createLogger(config.log.level, options.logDestination);
+  const { logger, access } = createLoggers(config.log.level, options.logDestination);
   const metrics = createMetrics();
 
   const [clients, keyRing] = await allOrEveryProblem([
@@ -106,6 +106,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const webSockets = createWebSocketProxy({
     headerPolicy,
     problemTypeBase: config.problemTypeBase,
+    hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
   });
 
   let draining = false;
@@ -124,6 +125,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     forwarder,
     webSockets,
     logger,
+    accessLogger: access,
     metrics,
     draining: () => draining,
   });
@@ -135,6 +137,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       requestTimeout: config.server.requestTimeoutMs,
       keepAliveTimeout: config.server.keepAliveTimeoutMs,
       maxHeaderSize: config.server.maxHeaderBytes,
+      // Node checks the header and request timeouts on this timer (default 30 s): tie it
+      // to the configured timeout so a slow client is cut close to it.
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.headersTimeoutMs / 2)),
     },
     gateway.handleRequest as Parameters<typeof createServer>[1],
   );
@@ -202,6 +207,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       adminServer.closeAllConnections();
       await revocation.close();
       logger.info('stopped');
+      access.flush();
       logger.flush();
     },
   };

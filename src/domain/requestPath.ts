@@ -10,6 +10,9 @@
  *
  * - `//` anywhere (an empty segment);
  * - `.` and `..` segments, also before a `;` parameter (`..;` is `..` to Tomcat);
+ * - any `;` (RFC 3986 §3.3 path parameters): Tomcat and Spring strip `;…` from every
+ *   segment before routing, so `/v1;x/reports` would reach `/v1/reports` behind a route
+ *   table that saw a different path; refused rather than normalised, like the rest;
  * - percent-encoded `.`, `/`, `\`, NUL and other control characters, in any case, and the
  *   same characters double-encoded (`%252e`), which an upstream decoding twice would see;
  * - a raw `\`, `#`, control character, space or non-ASCII character;
@@ -53,7 +56,14 @@ function hexValue(code: number): number {
 
 /** Bytes that must never appear percent-encoded in a path: `.`, `/`, `\` and controls. */
 function isForbiddenEncoded(byte: number): boolean {
-  return byte === DOT || byte === SLASH || byte === BACKSLASH || byte < 0x20 || byte === 0x7f;
+  return (
+    byte === DOT ||
+    byte === SLASH ||
+    byte === BACKSLASH ||
+    byte === SEMICOLON ||
+    byte < 0x20 ||
+    byte === 0x7f
+  );
 }
 
 /** True when `path[start, end)` is `.` or `..` (the caller cut it at `;`). */
@@ -75,6 +85,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   // first `;` in the current segment (or -1).
   let segmentStart = 1;
   let paramAt = -1;
+  let sawParameter = false;
   let i = 1;
   for (; i < length; i++) {
     const code = rawUrl.charCodeAt(i);
@@ -88,13 +99,17 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
       paramAt = -1;
     } else if (code === SEMICOLON) {
       if (paramAt === -1) paramAt = i;
+      sawParameter = true;
     } else if (code === PERCENT) {
       const high = i + 2 < length ? hexValue(rawUrl.charCodeAt(i + 1)) : -1;
       const low = high === -1 ? -1 : hexValue(rawUrl.charCodeAt(i + 2));
       if (low === -1) refuse('The request path has malformed percent-encoding.', 'bad-percent');
       const byte = high * 16 + low;
       if (isForbiddenEncoded(byte)) {
-        refuse('The request path must not contain encoded ".", "/", "\\" or controls.', 'encoded');
+        refuse(
+          'The request path must not contain encoded ".", "/", "\\", ";" or controls.',
+          'encoded',
+        );
       }
       if (byte === PERCENT && i + 4 < length) {
         // `%25` followed by an encoding of a forbidden byte: ambiguous after a second decode.
@@ -116,6 +131,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   if (isDotSegment(rawUrl, segmentStart, paramAt === -1 ? i : paramAt)) {
     refuse('The request path must not contain "." or ".." segments.', 'dot-segment');
   }
+  if (sawParameter) refuse('The request path must not contain ";" parameters.', 'path-parameter');
   if (i === length) return { path: rawUrl, search: '' };
 
   for (let q = i + 1; q < length; q++) {

@@ -12,20 +12,28 @@ export function createClientErrorHandler(
   problemTypeBase: string,
   onError: (reason: string) => void,
 ) {
-  return (error: NodeJS.ErrnoException & { rawPacket?: Buffer }, socket: Duplex): void => {
+  return (error: NodeJS.ErrnoException & { reason?: string }, socket: Duplex): void => {
     socket.on('error', () => {});
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    const problem = problemFor(error.code);
+    const problem = problemFor(error);
     onError(problem.reason);
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);
   };
 }
 
-function problemFor(code: string | undefined): PortariaError {
-  switch (code) {
+function problemFor(error: NodeJS.ErrnoException & { reason?: string }): PortariaError {
+  // llhttp names both-length-headers by the header it met second; its reason text is stable.
+  if (error.reason?.includes("can't be present with")) {
+    return new PortariaError(
+      'invalid-request',
+      'Content-Length and Transfer-Encoding must not both be sent.',
+      { reason: 'cl-and-te' },
+    );
+  }
+  switch (error.code) {
     case 'HPE_HEADER_OVERFLOW':
       return new PortariaError('headers-too-large', 'The request headers are too large.', {
         reason: 'header-overflow',
@@ -35,13 +43,9 @@ function problemFor(code: string | undefined): PortariaError {
         reason: 'request-timeout',
       });
     case 'HPE_UNEXPECTED_CONTENT_LENGTH':
-      return new PortariaError(
-        'invalid-request',
-        'Content-Length and Transfer-Encoding must not both be sent.',
-        {
-          reason: 'cl-and-te',
-        },
-      );
+      return new PortariaError('invalid-request', 'Content-Length must be sent once.', {
+        reason: 'duplicate-content-length',
+      });
     default:
       return new PortariaError('invalid-request', 'The request is not valid HTTP/1.1.', {
         reason: 'bad-framing',

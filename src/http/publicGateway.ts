@@ -14,7 +14,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../config/types.js';
 import type { Principal } from '../domain/principal.js';
-import { parseRequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
+import { parseRequestTarget, type RequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
 import { hasScopes } from '../domain/scope.js';
 import { isPortariaError, PortariaError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
@@ -43,6 +43,8 @@ export interface PublicGatewayDeps {
   readonly forwarder: Forwarder;
   readonly webSockets: WebSocketProxy;
   readonly logger: Logger;
+  /** One line per request (no redaction: fixed, non-secret fields only). */
+  readonly accessLogger: Logger;
   readonly metrics: Metrics;
   /** True once shutdown began: responses then carry `Connection: close`. */
   readonly draining: () => boolean;
@@ -71,11 +73,17 @@ export class PublicGateway {
     scope.start = performance.now();
     scope.method = req.method ?? '';
     scope.id = requestIdFor(req.headers['x-request-id']);
-    res.setHeader('x-request-id', scope.id);
+    // X-Request-Id is set by the forwarder's header policy or, for answers of our own,
+    // by #own/#fail: a header set here would push Node's writeHead(status, headers) onto
+    // its slow merge path for every forwarded response.
     if (this.#d.draining()) res.setHeader('connection', 'close');
     this.#d.metrics.requestStarted();
     res.on('close', this.#onResponseClose);
-    this.#route(req, res).catch((error: unknown) => this.#fail(req, res, error));
+    try {
+      this.#route(req, res)?.catch((error: unknown) => this.#fail(req, res, error));
+    } catch (error) {
+      this.#fail(req, res, error);
+    }
   };
 
   /** `upgrade` listener: WebSocket handshakes are authenticated like any request. */
@@ -100,25 +108,40 @@ export class PublicGateway {
     });
   };
 
-  async #route(req: IncomingMessage, res: GatewayResponse): Promise<void> {
-    const scope = res.scope;
+  /** Synchronous up to the first I/O: a cached token reaches the forwarder without a tick. */
+  #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     const target = parseRequestTarget(req.url ?? '');
     switch (target.path) {
       case TOKEN_PATH:
-        scope.routeId = 'token';
+        this.#own(res, 'token');
         return handleTokenRequest(req, res, this.#d.tokenRoute);
       case JWKS_PATH:
-        scope.routeId = 'jwks';
-        return this.#d.jwks().serve(req, res);
+        this.#own(res, 'jwks');
+        this.#d.jwks().serve(req, res);
+        return undefined;
       case OPENAPI_PATH:
-        scope.routeId = 'openapi';
-        return this.#d.openapi.serve(req, res);
+        this.#own(res, 'openapi');
+        this.#d.openapi.serve(req, res);
+        return undefined;
     }
-    const principal = await this.#authenticate(req, target.search);
+    const principal = this.#authenticate(req, target.search);
+    if (principal instanceof Promise) {
+      return principal.then((p) => this.#forward(req, res, target, p));
+    }
+    return this.#forward(req, res, target, principal);
+  }
+
+  #forward(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    target: RequestTarget,
+    principal: Principal,
+  ): Promise<void> {
+    const scope = res.scope;
     scope.clientId = principal.clientId;
     const route = this.#authorize(target.path, principal);
     scope.routeId = route.id;
-    await this.#d.forwarder.forward(req, res, route, target, principal, {
+    return this.#d.forwarder.forward(req, res, route, target, principal, {
       requestId: scope.id,
       clientIp: req.socket.remoteAddress ?? '',
       proto: this.#proto,
@@ -139,7 +162,7 @@ export class PublicGateway {
     }
     const principal = await this.#authenticate(req, target.search);
     const route = this.#authorize(target.path, principal);
-    this.#d.logger.info(
+    this.#d.accessLogger.info(
       {
         reqId: requestId,
         method: req.method,
@@ -156,7 +179,7 @@ export class PublicGateway {
     });
   }
 
-  #authenticate(req: IncomingMessage, search: string): Promise<Principal> {
+  #authenticate(req: IncomingMessage, search: string): Principal | Promise<Principal> {
     const token = bearerToken(req.headers.authorization, req.rawHeaders, search);
     return this.#d.verifier.verify(token);
   }
@@ -183,13 +206,22 @@ export class PublicGateway {
     return route;
   }
 
+  /** The gateway answers this request itself. */
+  #own(res: GatewayResponse, routeId: string): void {
+    res.scope.routeId = routeId;
+    res.setHeader('x-request-id', res.scope.id);
+  }
+
   #fail(req: IncomingMessage, res: GatewayResponse, error: unknown): void {
     const scope = res.scope;
+    if (!res.headersSent) res.setHeader('x-request-id', scope.id);
     if (isPortariaError(error)) {
       scope.reason = error.reason;
       if (error.status === 401) this.#d.metrics.authFailure(error.reason);
-      // A refused request whose body was not read must not leave it on the connection.
-      const close = !req.complete;
+      // A refused request whose body was not read must not leave it on the connection
+      // (its bytes would be parsed as the next request). A bodiless request is complete
+      // as far as framing goes even before Node has emitted its end.
+      const close = !req.complete && hasBody(req);
       sendProblem(res, error, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
       return;
     }
@@ -218,7 +250,7 @@ export class PublicGateway {
       reason: scope.reason,
     };
     if (status >= 500) this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
-    else this.#d.logger.info(line, 'request');
+    else this.#d.accessLogger.info(line, 'request');
   }
 }
 
@@ -229,3 +261,9 @@ function pathOnly(url: string | undefined): string {
 }
 
 function ignoreSocketError(): void {}
+
+function hasBody(req: IncomingMessage): boolean {
+  return (
+    req.headers['transfer-encoding'] !== undefined || (req.headers['content-length'] ?? '0') !== '0'
+  );
+}

@@ -5,9 +5,14 @@
  * a token or a client-chosen string.
  *
  * Feature modules never import prom-client: `app.ts` binds their hook interfaces to the
- * functions here. Children are created once per label set and kept.
+ * functions here.
+ *
+ * Per-request series (request counts and durations, upstream durations) are counted in
+ * plain per-route slots and published when Prometheus scrapes (`collect`), so a request
+ * pays array increments, not prom-client's label hashing.
  */
-import { Counter, Gauge, Histogram, Registry } from 'prom-client';
+import { Counter, Gauge, Registry } from 'prom-client';
+import { type HistogramChild, HistogramSeries } from './histogramSeries.js';
 
 export type MethodClass = 'safe' | 'unsafe';
 export type StatusClass = '1xx' | '2xx' | '3xx' | '4xx' | '5xx';
@@ -43,26 +48,58 @@ export interface Metrics {
 }
 
 /** A fresh registry per app: tests read their own, nothing is global. */
+/** Per-route counters: requests by method class × status class, and two histograms. */
+class RouteSlot {
+  readonly counts = new Float64Array(2 * STATUS_INDEX.length);
+  readonly duration: HistogramChild;
+  readonly upstream: HistogramChild;
+  constructor(duration: HistogramChild, upstream: HistogramChild) {
+    this.duration = duration;
+    this.upstream = upstream;
+  }
+}
+
+const STATUS_INDEX: readonly StatusClass[] = ['1xx', '2xx', '3xx', '4xx', '5xx'];
+const METHOD_INDEX: readonly MethodClass[] = ['safe', 'unsafe'];
+
+/** A fresh registry per app: tests read their own, nothing is global. */
 export function createMetrics(): Metrics {
   const registry = new Registry();
   const registers = [registry];
-  const requests = new Counter({
+  const slots = new Map<string, RouteSlot>();
+  let inFlightCount = 0;
+
+  new Counter({
     name: 'portaria_http_requests_total',
     help: 'Requests answered on the public listener, by route id, method class and status class.',
     labelNames: ['route', 'method', 'status_class'] as const,
     registers,
+    collect() {
+      this.reset();
+      for (const [route, slot] of slots) {
+        for (let m = 0; m < METHOD_INDEX.length; m++) {
+          for (let s = 0; s < STATUS_INDEX.length; s++) {
+            const n = slot.counts[m * STATUS_INDEX.length + s] as number;
+            if (n > 0)
+              this.inc({ route, method: METHOD_INDEX[m], status_class: STATUS_INDEX[s] }, n);
+          }
+        }
+      }
+    },
   });
-  const duration = new Histogram({
+  const duration = new HistogramSeries({
     name: 'portaria_http_request_duration_seconds',
     help: 'Time from request start to response end on the public listener, by route id.',
-    labelNames: ['route'] as const,
     buckets: DURATION_BUCKETS,
-    registers,
+    registry,
   });
-  const inFlight = new Gauge({
+  new Gauge({
     name: 'portaria_http_requests_in_flight',
     help: 'Requests being handled on the public listener.',
     registers,
+    collect() {
+      this.set(inFlightCount);
+    },
   });
   const tokens = new Counter({
     name: 'portaria_token_requests_total',
@@ -76,11 +113,17 @@ export function createMetrics(): Metrics {
     labelNames: ['reason'] as const,
     registers,
   });
-  const cache = new Counter({
+  const cacheLookups = { hit: 0, miss: 0 };
+  new Counter({
     name: 'portaria_verify_cache_lookups_total',
     help: 'Verified-token cache lookups, by result (hit or miss).',
     labelNames: ['result'] as const,
     registers,
+    collect() {
+      this.reset();
+      if (cacheLookups.hit > 0) this.inc({ result: 'hit' }, cacheLookups.hit);
+      if (cacheLookups.miss > 0) this.inc({ result: 'miss' }, cacheLookups.miss);
+    },
   });
   let readCacheSize: () => number = () => 0;
   new Gauge({
@@ -91,12 +134,11 @@ export function createMetrics(): Metrics {
       this.set(readCacheSize());
     },
   });
-  const upstreamDuration = new Histogram({
+  const upstreamDuration = new HistogramSeries({
     name: 'portaria_upstream_duration_seconds',
-    help: 'Time until the upstream response headers arrived, by route id.',
-    labelNames: ['route'] as const,
+    help: 'Time from dispatch to the end of the upstream response, by route id.',
     buckets: DURATION_BUCKETS,
-    registers,
+    registry,
   });
   const upstreamErrors = new Counter({
     name: 'portaria_upstream_errors_total',
@@ -105,34 +147,28 @@ export function createMetrics(): Metrics {
     registers,
   });
 
-  const requestChildren = new Map<string, Counter.Internal>();
-  const durationChildren = new Map<string, Histogram.Internal<'route'>>();
-  const upstreamChildren = new Map<string, Histogram.Internal<'route'>>();
-  const cacheHit = cache.labels('hit');
-  const cacheMiss = cache.labels('miss');
+  const slotOf = (route: string): RouteSlot => {
+    let slot = slots.get(route);
+    if (slot === undefined) {
+      slot = new RouteSlot(duration.child('route', route), upstreamDuration.child('route', route));
+      slots.set(route, slot);
+    }
+    return slot;
+  };
 
   return {
     async exposition() {
       return { contentType: registry.contentType, text: await registry.metrics() };
     },
     requestStarted() {
-      inFlight.inc();
+      inFlightCount++;
     },
     requestFinished(route, method, status, seconds) {
-      inFlight.dec();
-      const key = `${route}\0${method}\0${status}`;
-      let child = requestChildren.get(key);
-      if (child === undefined) {
-        child = requests.labels(route, method, status);
-        requestChildren.set(key, child);
-      }
-      child.inc();
-      let hist = durationChildren.get(route);
-      if (hist === undefined) {
-        hist = duration.labels(route);
-        durationChildren.set(route, hist);
-      }
-      hist.observe(seconds);
+      inFlightCount--;
+      const slot = slotOf(route);
+      const i = (method === 'safe' ? 0 : STATUS_INDEX.length) + STATUS_INDEX.indexOf(status);
+      slot.counts[i] = (slot.counts[i] as number) + 1;
+      slot.duration.observe(seconds);
     },
     tokenRequest(outcome) {
       tokens.labels(outcome).inc();
@@ -141,15 +177,11 @@ export function createMetrics(): Metrics {
       authFailures.labels(reason).inc();
     },
     cacheLookup(hit) {
-      (hit ? cacheHit : cacheMiss).inc();
+      if (hit) cacheLookups.hit++;
+      else cacheLookups.miss++;
     },
     upstreamResponse(route, seconds) {
-      let hist = upstreamChildren.get(route);
-      if (hist === undefined) {
-        hist = upstreamDuration.labels(route);
-        upstreamChildren.set(route, hist);
-      }
-      hist.observe(seconds);
+      slotOf(route).upstream.observe(seconds);
     },
     upstreamError(route, kind) {
       upstreamErrors.labels(route, kind).inc();

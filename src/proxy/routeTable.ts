@@ -58,10 +58,14 @@ function compileRoute(
 function matches(prefix: string, path: string): boolean {
   if (!path.startsWith(prefix)) return false;
   // A prefix ending in `/` (including `/` itself) already ends on a boundary.
+  // `;` also ends a segment (RFC 3986 §3.3 parameters); request paths with `;` are refused
+  // before routing, so this is defence in depth.
+  const next = path.charCodeAt(prefix.length);
   return (
     path.length === prefix.length ||
     prefix.charCodeAt(prefix.length - 1) === 0x2f ||
-    path.charCodeAt(prefix.length) === 0x2f
+    next === 0x2f ||
+    next === 0x3b
   );
 }
 

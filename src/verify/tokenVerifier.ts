@@ -50,16 +50,24 @@ export class TokenVerifier {
     this.#options = options;
   }
 
-  /** Returns the principal of a valid, unrevoked token or throws a 401 PortariaError. */
-  async verify(token: string): Promise<Principal> {
-    const { cache, revocation, hooks } = this.#options;
-    let principal = cache.get(token);
-    hooks?.cacheLookup?.(principal !== undefined);
-    if (principal === undefined) {
-      principal = await this.#verifyFully(token);
+  /**
+   * Returns the principal of a valid, unrevoked token, or throws (synchronously for a
+   * cached token, as a rejection otherwise) a 401 PortariaError. A cached token is
+   * answered synchronously: the common case allocates no promise.
+   */
+  verify(token: string): Principal | Promise<Principal> {
+    const { cache, hooks } = this.#options;
+    const cached = cache.get(token);
+    hooks?.cacheLookup?.(cached !== undefined);
+    if (cached !== undefined) return this.#notRevoked(cached);
+    return this.#verifyFully(token).then((principal) => {
       cache.set(token, principal);
-    }
-    if (revocation.isRevoked(principal)) {
+      return this.#notRevoked(principal);
+    });
+  }
+
+  #notRevoked(principal: Principal): Principal {
+    if (this.#options.revocation.isRevoked(principal)) {
       throw new PortariaError('token-revoked', 'The access token has been revoked.', {
         reason: 'revoked',
         headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },

@@ -1,0 +1,103 @@
+/**
+ * The system under test: the real gateway from `createApp`, with a real ES256 key and a
+ * clients file in a work directory, forwarding every path to the bench upstream (the
+ * `upstream.default` route). Everything is on as in production: the access log at `info`,
+ * serialised by pino to a file in the work directory (asynchronous destination, 4 KiB
+ * buffer — pino's production settings), and the Prometheus metrics.
+ *
+ * Announces `{ url, adminUrl, token, logFile }`: the token was issued by the gateway's own
+ * token operation, so every measured request verifies a real JWT (signature once, then the
+ * verified-token cache; revocation on every request).
+ *
+ *   node dist-test/bench/gateway.js http://127.0.0.1:<port> [--dir D] [--log-level info]
+ *
+ * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
+ */
+import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseArgs } from 'node:util';
+import { pino } from 'pino';
+import { createApp } from '../src/app.js';
+import { hashGeneratedSecret } from '../src/clients/secretHash.js';
+import { validateConfig } from '../src/config/validateConfig.js';
+import { generateSigningKey, writeSigningKey } from '../src/keys/generateKey.js';
+import { announce, onStop } from './lib/childProtocol.js';
+
+const CLIENT_ID = 'bench';
+const CLIENT_SECRET = 'bench-secret-0123456789abcdefghijklmnopqrst';
+const TOKEN_PATH = '/v1/authentication/accesstoken';
+
+const { values, positionals } = parseArgs({
+  options: { dir: { type: 'string' }, 'log-level': { type: 'string', default: 'info' } },
+  allowPositionals: true,
+  strict: true,
+});
+const upstream = positionals[0];
+if (upstream === undefined) {
+  process.stderr.write(
+    'usage: node gateway.js http://127.0.0.1:<port> [--dir D] [--log-level L]\n',
+  );
+  process.exit(2);
+}
+const givenDir = values.dir;
+const dir = givenDir ?? (await mkdtemp(join(tmpdir(), 'portaria-bench-')));
+await mkdir(dir, { recursive: true });
+const keysDir = join(dir, 'keys');
+await writeSigningKey(keysDir, await generateSigningKey('ES256', new Date()));
+const clientsFile = join(dir, 'clients.json');
+await writeFile(
+  clientsFile,
+  JSON.stringify({
+    clients: [
+      {
+        id: CLIENT_ID,
+        secrets: [{ hash: hashGeneratedSecret(CLIENT_SECRET) }],
+        scopes: ['orders:read'],
+      },
+    ],
+  }),
+);
+const config = validateConfig(
+  {
+    server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 1000 },
+    admin: { host: '127.0.0.1', port: 0 },
+    issuer: 'https://portaria.bench',
+    audience: 'bench-api',
+    keys: { dir: keysDir },
+    clients: { file: clientsFile },
+    upstream: { default: { upstream, scopes: ['orders:read'] } },
+    log: { level: values['log-level'] },
+  },
+  { baseDir: dir },
+);
+const logFile = join(dir, 'gateway.log');
+const logDestination = pino.destination({ dest: logFile, sync: false, minLength: 4096 });
+const app = await createApp({ config, logDestination });
+const { publicUrl, adminUrl } = await app.listen();
+
+const res = await fetch(publicUrl + TOKEN_PATH, {
+  method: 'POST',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+});
+const body = (await res.json()) as Record<string, unknown>;
+const token = body.token_de_acesso ?? body.accesstoken;
+if (res.status !== 200 || typeof token !== 'string') {
+  process.stderr.write(
+    `bench gateway: token request failed: ${res.status} ${JSON.stringify(body)}\n`,
+  );
+  process.exit(1);
+}
+
+announce({ url: publicUrl, adminUrl, token, logFile });
+onStop(async () => {
+  await app.shutdown();
+  try {
+    logDestination.flushSync();
+  } catch {
+    // Nothing buffered, or the destination is already closed.
+  }
+  if (givenDir === undefined) await rm(dir, { recursive: true, force: true });
+  return undefined;
+});

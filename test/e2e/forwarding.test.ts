@@ -1,0 +1,340 @@
+/**
+ * Forwarding end to end through a real gateway: unreachable and slow upstreams (502/504
+ * without leaks, counted in the metrics), many concurrent callers each forwarded with their
+ * own identity, large bodies streamed intact both ways, and WebSocket upgrades
+ * authenticated like any request.
+ */
+import assert from 'node:assert/strict';
+import { createHash, randomBytes } from 'node:crypto';
+import { once } from 'node:events';
+import { createServer, type IncomingHttpHeaders } from 'node:http';
+import type { Socket } from 'node:net';
+import { describe, type TestContext, test } from 'node:test';
+import { decodeJwt } from 'jose';
+import WebSocket, { WebSocketServer } from 'ws';
+import { type ClientSpec, type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { freePort } from '../helpers/process.js';
+
+const ROUTE_TIMEOUT_MS = 300;
+
+const sha256 = (data: Uint8Array) => createHash('sha256').update(data).digest('hex');
+
+function call(gw: Gateway, token: string, path = '/v1/orders/1', init: RequestInit = {}) {
+  return fetch(gw.url + path, {
+    ...init,
+    headers: { authorization: `Bearer ${token}`, ...(init.headers as Record<string, string>) },
+  });
+}
+
+async function metricsText(gw: Gateway): Promise<string> {
+  const res = await fetch(`${gw.adminUrl}/metrics`);
+  assert.equal(res.status, 200);
+  return res.text();
+}
+
+function upstreamErrors(text: string, route: string, kind: string): number {
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`portaria_upstream_errors_total{route="${route}",kind="${kind}"}`));
+  return line === undefined ? 0 : Number(line.split(' ').pop());
+}
+
+/** The upstream answers after `delayMs` (the timer is dropped when the gateway gives up). */
+function answerLate(gw: Gateway, delayMs: number) {
+  gw.upstream.handler = (_req, res) => {
+    const timer = setTimeout(() => res.end('late'), delayMs);
+    res.on('close', () => clearTimeout(timer));
+  };
+}
+
+describe('upstream failures', () => {
+  test('an upstream nobody listens on → 502 that leaks no address, port or error code', async (t) => {
+    const port = await freePort();
+    const gw = await startGateway(t, {
+      settings: () => ({ upstream: { default: { upstream: `http://127.0.0.1:${port}` } } }),
+    });
+    const res = await call(gw, await gw.token());
+    assert.equal(res.status, 502);
+    const text = await res.text();
+    const problem = JSON.parse(text) as Record<string, unknown>;
+    assert.equal(res.headers.get('content-type'), 'application/problem+json');
+    assert.equal(problem.tipo, 'urn:portaria:problem:upstream-unavailable');
+    assert.equal(problem.status, 502);
+    assert.equal(problem.instancia, `/v1/orders/1#${res.headers.get('x-request-id')}`);
+    assert.doesNotMatch(text, /127\.0\.0\.1|ECONNREFUSED|connect/i);
+    assert.ok(!text.includes(String(port)), 'the port number leaked');
+    assert.equal(upstreamErrors(await metricsText(gw), 'default', 'refused'), 1);
+  });
+
+  test('an upstream slower than the route timeout → 504 within timeout + 1 s', async (t) => {
+    const gw = await startGateway(t, {
+      settings: (u) => ({ upstream: { default: { upstream: u, timeoutMs: ROUTE_TIMEOUT_MS } } }),
+    });
+    answerLate(gw, 3000);
+    const token = await gw.token();
+    const started = performance.now();
+    const res = await call(gw, token);
+    const elapsed = performance.now() - started;
+    assert.equal(res.status, 504);
+    const problem = await problemOf(res);
+    assert.equal(problem.tipo, 'urn:portaria:problem:upstream-timeout');
+    assert.equal(problem.status, 504);
+    assert.doesNotMatch(JSON.stringify(problem), /127\.0\.0\.1|UND_ERR|ETIMEDOUT/);
+    assert.ok(elapsed >= ROUTE_TIMEOUT_MS - 20, `answered after ${elapsed} ms`);
+    assert.ok(elapsed < ROUTE_TIMEOUT_MS + 1000, `answered after ${elapsed} ms`);
+    assert.equal(upstreamErrors(await metricsText(gw), 'default', 'timeout'), 1);
+  });
+
+  test('portaria_upstream_errors_total counts the 502 and the 504 per route and kind', async (t) => {
+    const port = await freePort();
+    const gw = await startGateway(t, {
+      settings: (u) => ({
+        routes: [
+          { id: 'down', prefix: '/v1/down', upstream: `http://127.0.0.1:${port}` },
+          { id: 'slow', prefix: '/v1/slow', upstream: u, timeoutMs: ROUTE_TIMEOUT_MS },
+        ],
+        upstream: { default: null },
+      }),
+    });
+    answerLate(gw, 3000);
+    const token = await gw.token();
+    const statuses = [];
+    for (const path of ['/v1/down/1', '/v1/down/2', '/v1/slow/1']) {
+      const res = await call(gw, token, path);
+      await res.arrayBuffer();
+      statuses.push(res.status);
+    }
+    assert.deepEqual(statuses, [502, 502, 504]);
+    const text = await metricsText(gw);
+    assert.equal(upstreamErrors(text, 'down', 'refused'), 2);
+    assert.equal(upstreamErrors(text, 'slow', 'timeout'), 1);
+    assert.equal(upstreamErrors(text, 'slow', 'refused'), 0);
+  });
+});
+
+describe('concurrency and large bodies', () => {
+  test('200 concurrent requests with 200 distinct tokens each reach the upstream with their own identity', async (t) => {
+    const clients: ClientSpec[] = Array.from({ length: 20 }, (_, i) => ({
+      id: `client-${i}`,
+      secret: `secret-${i}-0123456789abcdefghijklmnopqrstuvwxyz`,
+      scopes: ['orders:read'],
+    }));
+    const gw = await startGateway(t, { clients });
+    const tokens: { token: string; clientId: string; jti: string }[] = [];
+    for (let round = 0; round < 10; round++) {
+      const issued = await Promise.all(clients.map((c) => gw.token(c.id, c.secret)));
+      issued.forEach((token, i) => {
+        const clientId = (clients[i] as ClientSpec).id;
+        tokens.push({ token, clientId, jti: decodeJwt(token).jti as string });
+      });
+    }
+    assert.equal(new Set(tokens.map((x) => x.jti)).size, 200);
+
+    const responses = await Promise.all(
+      tokens.map(async ({ token }, i) => {
+        const res = await call(gw, token, `/v1/orders/${i}`);
+        return { status: res.status, body: (await res.json()) as { path: string } };
+      }),
+    );
+    responses.forEach(({ status, body }, i) => {
+      assert.equal(status, 200);
+      assert.equal(body.path, `/v1/orders/${i}`);
+    });
+    assert.equal(gw.upstream.received.length, 200);
+    for (const seen of gw.upstream.received) {
+      const i = Number(seen.url.split('/').pop());
+      const expected = tokens[i];
+      assert.ok(expected);
+      assert.equal(seen.headers['x-client-id'], expected.clientId);
+      assert.equal(seen.headers['x-token-jti'], expected.jti);
+      assert.equal(seen.headers.authorization, `Bearer ${expected.token}`);
+    }
+  });
+
+  test('a 2 MB request body streams to the upstream intact', async (t) => {
+    const gw = await startGateway(t);
+    const token = await gw.token();
+    const body = randomBytes(2 * 1024 * 1024);
+    const res = await call(gw, token, '/v1/orders/upload', {
+      method: 'POST',
+      body,
+      headers: { 'content-type': 'application/octet-stream' },
+    });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    const seen = gw.upstream.received[0];
+    assert.ok(seen);
+    assert.equal(seen.body.length, body.length);
+    assert.equal(sha256(seen.body), sha256(body));
+  });
+
+  test('a 2 MB response body streams back to the client intact', async (t) => {
+    const gw = await startGateway(t);
+    const payload = randomBytes(2 * 1024 * 1024);
+    gw.upstream.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'application/octet-stream' });
+      // In 64 KiB writes, so the gateway relays a stream rather than one buffer.
+      for (let offset = 0; offset < payload.length; offset += 65_536) {
+        res.write(payload.subarray(offset, offset + 65_536));
+      }
+      res.end();
+    };
+    const res = await call(gw, await gw.token(), '/v1/orders/download');
+    assert.equal(res.status, 200);
+    const received = new Uint8Array(await res.arrayBuffer());
+    assert.equal(received.length, payload.length);
+    assert.equal(sha256(received), sha256(payload));
+  });
+});
+
+interface WsUpstream {
+  url: string;
+  /** Headers and URL of every upgrade the upstream accepted. */
+  upgrades: { headers: IncomingHttpHeaders; url: string }[];
+}
+
+async function wsUpstream(t: TestContext): Promise<WsUpstream> {
+  const server = createServer();
+  const wss = new WebSocketServer({ server });
+  const upstream: WsUpstream = { url: '', upgrades: [] };
+  wss.on('connection', (socket, req) => {
+    upstream.upgrades.push({ headers: req.headers, url: req.url ?? '' });
+    socket.on('message', (data, isBinary) => socket.send(data, { binary: isBinary }));
+  });
+  const sockets = new Set<Socket>();
+  server.on('connection', (socket: Socket) => {
+    sockets.add(socket);
+    socket.once('close', () => sockets.delete(socket));
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(async () => {
+    for (const client of wss.clients) client.terminate();
+    wss.close();
+    for (const socket of sockets) socket.destroy();
+    await new Promise((done) => server.close(done));
+  });
+  upstream.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return upstream;
+}
+
+async function wsGateway(t: TestContext, upstreamUrl?: string) {
+  const upstream = await wsUpstream(t);
+  const target = upstreamUrl ?? upstream.url;
+  const gw = await startGateway(t, {
+    settings: () => ({
+      routes: [
+        {
+          id: 'live',
+          prefix: '/v1/live',
+          upstream: target,
+          scopes: ['orders:read'],
+          timeoutMs: ROUTE_TIMEOUT_MS,
+        },
+        { id: 'admin-live', prefix: '/v1/admin-live', upstream: target, scopes: ['admin'] },
+      ],
+      upstream: { default: null },
+    }),
+  });
+  return { gw, upstream, wsBase: gw.url.replace('http:', 'ws:') };
+}
+
+function connect(t: TestContext, url: string, headers: Record<string, string> = {}): WebSocket {
+  const socket = new WebSocket(url, { headers });
+  socket.on('error', () => {});
+  t.after(() => socket.terminate());
+  return socket;
+}
+
+/** The non-101 answer a WebSocket client got. */
+function refusal(
+  socket: WebSocket,
+): Promise<{ status: number; type: string; body: Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    socket.on('open', () => reject(new Error('unexpectedly upgraded')));
+    socket.on('unexpected-response', (_req, res) => {
+      let body = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        body += chunk;
+      });
+      res.on('end', () =>
+        resolve({
+          status: res.statusCode ?? 0,
+          type: res.headers['content-type'] ?? '',
+          body: JSON.parse(body) as Record<string, unknown>,
+        }),
+      );
+    });
+  });
+}
+
+describe('WebSocket upgrades through the gateway', () => {
+  test('without a token the upgrade is refused with 401 token-missing and the upstream sees nothing', async (t) => {
+    const { gw, upstream, wsBase } = await wsGateway(t);
+    const answer = await refusal(connect(t, `${wsBase}/v1/live/feed`));
+    assert.equal(answer.status, 401);
+    assert.equal(answer.type, 'application/problem+json');
+    assert.equal(answer.body.tipo, 'urn:portaria:problem:token-missing');
+    assert.match(answer.body.instancia as string, /^\/v1\/live\/feed#/);
+    assert.equal(upstream.upgrades.length, 0);
+    assert.equal(gw.upstream.received.length, 0);
+  });
+
+  test('with a valid token messages echo and the upstream sees the identity from the token', async (t) => {
+    const { gw, upstream, wsBase } = await wsGateway(t);
+    const token = await gw.token();
+    const socket = connect(t, `${wsBase}/v1/live/feed?topic=a`, {
+      authorization: `Bearer ${token}`,
+      'x-client-id': 'evil',
+      'x-token-scope': 'admin',
+    });
+    await once(socket, 'open');
+    socket.send('hello');
+    const [message] = await once(socket, 'message');
+    assert.equal(String(message), 'hello');
+    assert.equal(upstream.upgrades.length, 1);
+    const seen = upstream.upgrades[0];
+    assert.ok(seen);
+    assert.equal(seen.url, '/v1/live/feed?topic=a');
+    assert.equal(seen.headers['x-client-id'], 'acme');
+    assert.equal(seen.headers['x-token-scope'], 'orders:read orders:write');
+    assert.equal(seen.headers['x-token-jti'], decodeJwt(token).jti);
+    assert.equal(seen.headers['x-forwarded-for'], '127.0.0.1');
+  });
+
+  test('a token lacking the route scope → 403 insufficient-scope', async (t) => {
+    const { gw, upstream, wsBase } = await wsGateway(t);
+    const socket = connect(t, `${wsBase}/v1/admin-live`, {
+      authorization: `Bearer ${await gw.token()}`,
+    });
+    const answer = await refusal(socket);
+    assert.equal(answer.status, 403);
+    assert.equal(answer.body.tipo, 'urn:portaria:problem:insufficient-scope');
+    assert.equal(upstream.upgrades.length, 0);
+  });
+
+  test('a revoked token → 401 token-revoked on upgrade', async (t) => {
+    const { gw, upstream, wsBase } = await wsGateway(t);
+    const token = await gw.token();
+    await gw.app.revoke(decodeJwt(token).jti as string);
+    const answer = await refusal(
+      connect(t, `${wsBase}/v1/live`, { authorization: `Bearer ${token}` }),
+    );
+    assert.equal(answer.status, 401);
+    assert.equal(answer.body.tipo, 'urn:portaria:problem:token-revoked');
+    assert.equal(upstream.upgrades.length, 0);
+  });
+
+  test('an upgrade to an upstream nobody listens on → 502, counted in portaria_upstream_errors_total', async (t) => {
+    const port = await freePort();
+    const { gw, wsBase } = await wsGateway(t, `http://127.0.0.1:${port}`);
+    const answer = await refusal(
+      connect(t, `${wsBase}/v1/live`, { authorization: `Bearer ${await gw.token()}` }),
+    );
+    assert.equal(answer.status, 502);
+    assert.equal(answer.body.tipo, 'urn:portaria:problem:upstream-unavailable');
+    assert.doesNotMatch(JSON.stringify(answer.body), /127\.0\.0\.1|ECONNREFUSED/);
+    assert.equal(upstreamErrors(await metricsText(gw), 'live', 'refused'), 1);
+  });
+});

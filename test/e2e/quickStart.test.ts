@@ -1,0 +1,129 @@
+/**
+ * The README's quick start, as a newcomer runs it: `node dist/main.js --demo` in a fresh
+ * directory (ports from PORTARIA_PORT / PORTARIA_ADMIN_PORT), the printed secret, then
+ * the printed walkthrough — token, a call through the gateway, a refusal without a token,
+ * a refusal for a missing scope — and a second run that keeps the data and the secret.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, type TestContext, test } from 'node:test';
+import { problemOf, TOKEN_PATH } from '../helpers/fixture.js';
+import { freePort, runGateway } from '../helpers/process.js';
+
+const READY = /Stop with Ctrl-C\./;
+
+async function startDemo(t: TestContext, cwd: string) {
+  const publicPort = await freePort();
+  const adminPort = await freePort();
+  const proc = runGateway(t, ['--demo'], {
+    cwd,
+    env: { PORTARIA_PORT: String(publicPort), PORTARIA_ADMIN_PORT: String(adminPort) },
+  });
+  const stderr = await proc.waitForOutput('stderr', READY, 5000);
+  return {
+    proc,
+    stderr,
+    publicUrl: `http://127.0.0.1:${publicPort}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+  };
+}
+
+async function tokenFor(publicUrl: string, clientSecret: string) {
+  const res = await fetch(publicUrl + TOKEN_PATH, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ clientId: 'demo', clientSecret }),
+  });
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+}
+
+async function stop(proc: ReturnType<typeof runGateway>) {
+  proc.child.kill('SIGTERM');
+  const { code, signal } = await proc.exited;
+  assert.equal(signal, null);
+  assert.equal(code, 0);
+}
+
+describe('the quick start (npm start → --demo)', () => {
+  let cwd = '';
+  let firstSecret = '';
+  before(async () => {
+    cwd = await mkdtemp(join(tmpdir(), 'portaria-quickstart-'));
+  });
+  after(() => rm(cwd, { recursive: true, force: true }));
+
+  test('a first run creates .portaria-demo/, prints the secret once and the walkthrough works', async (t) => {
+    const demo = await startDemo(t, cwd);
+    assert.ok(demo.stderr.includes(`Gateway:  ${demo.publicUrl}`), 'PORTARIA_PORT is honoured');
+    assert.ok(
+      demo.stderr.includes(`Admin:    ${demo.adminUrl}`),
+      'PORTARIA_ADMIN_PORT is honoured',
+    );
+    const match = /clientSecret: (\S+)/.exec(demo.stderr);
+    assert.ok(match, 'the secret is printed');
+    firstSecret = match[1] as string;
+    assert.ok(demo.stderr.includes(`${demo.publicUrl}/v1/orders/42`));
+
+    // 1. Get an access token.
+    const issued = await tokenFor(demo.publicUrl, firstSecret);
+    assert.equal(issued.status, 200);
+    assert.equal(issued.body.tipo_de_token, 'Bearer');
+    assert.equal(issued.body.escopo, 'orders:read orders:write');
+    const token = issued.body.token_de_acesso as string;
+
+    // 2. Call the API through the gateway: the demo upstream echoes what it received.
+    const called = await fetch(`${demo.publicUrl}/v1/orders/42`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(called.status, 200);
+    const echo = (await called.json()) as Record<string, unknown>;
+    assert.equal(echo.clientId, 'demo');
+    assert.equal(echo.path, '/v1/orders/42');
+    assert.equal(echo.method, 'GET');
+    assert.equal(echo.scope, 'orders:read orders:write');
+    assert.equal(echo.requestId, called.headers.get('x-request-id'));
+
+    // 3. No token: 401 problem details.
+    const anonymous = await fetch(`${demo.publicUrl}/v1/orders/42`);
+    assert.equal(anonymous.status, 401);
+    assert.equal((await problemOf(anonymous)).tipo, 'urn:portaria:problem:token-missing');
+
+    // 4. A route needing a scope the demo client lacks: 403.
+    const reports = await fetch(`${demo.publicUrl}/v1/reports`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(reports.status, 403);
+    assert.equal((await problemOf(reports)).tipo, 'urn:portaria:problem:insufficient-scope');
+
+    const ready = await fetch(`${demo.adminUrl}/readyz`);
+    assert.equal(ready.status, 200);
+    await ready.arrayBuffer();
+
+    const keys = await readdir(join(cwd, '.portaria-demo', 'keys'));
+    assert.ok(keys.length > 0, 'a signing key was written');
+    const clients = await readFile(join(cwd, '.portaria-demo', 'clients.json'), 'utf8');
+    assert.match(clients, /"demo"/);
+    assert.ok(!clients.includes(firstSecret), 'only a hash of the secret is stored');
+    await stop(demo.proc);
+  });
+
+  test('a second run in the same directory prints no secret, and the first secret still works', async (t) => {
+    assert.notEqual(firstSecret, '', 'the first run printed a secret');
+    const keysBefore = await readdir(join(cwd, '.portaria-demo', 'keys'));
+    const demo = await startDemo(t, cwd);
+    assert.doesNotMatch(demo.stderr, /clientSecret:/);
+    assert.ok(!demo.stderr.includes(firstSecret));
+    assert.match(demo.stderr, /printed on the first run/);
+    const issued = await tokenFor(demo.publicUrl, firstSecret);
+    assert.equal(issued.status, 200);
+    const called = await fetch(`${demo.publicUrl}/v1/orders/42`, {
+      headers: { authorization: `Bearer ${issued.body.token_de_acesso as string}` },
+    });
+    assert.equal(called.status, 200);
+    assert.equal(((await called.json()) as { clientId: string }).clientId, 'demo');
+    assert.deepEqual(await readdir(join(cwd, '.portaria-demo', 'keys')), keysBefore);
+    await stop(demo.proc);
+  });
+});

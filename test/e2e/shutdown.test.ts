@@ -1,0 +1,206 @@
+/**
+ * Graceful shutdown of the real process (`node dist-test/src/main.js --config FILE`): on
+ * SIGTERM readiness turns 503, the listener stops accepting, in-flight requests finish
+ * within `server.shutdownGraceMs` (or are cut at its end) and the process exits 0.
+ */
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { createServer, type Server } from 'node:http';
+import { connect, type Socket } from 'node:net';
+import { describe, type TestContext, test } from 'node:test';
+import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
+
+const SECRET = 'shutdown-secret-0123456789abcdefghijklmnopqrstu';
+
+interface SlowUpstream {
+  url: string;
+  /** Paths received so far. */
+  arrivals: string[];
+  /** Requests whose connection closed before the answer was sent. */
+  cut: number;
+  /** Answers every held request now (and every later one at once). */
+  release(): void;
+}
+
+/** Holds every request until `release()` or until `maxHoldMs` passed, then answers `{path}`. */
+async function slowUpstream(t: TestContext, maxHoldMs: number): Promise<SlowUpstream> {
+  const held = new Set<() => void>();
+  let released = false;
+  const upstream: SlowUpstream = {
+    url: '',
+    arrivals: [],
+    cut: 0,
+    release() {
+      released = true;
+      for (const answer of held) answer();
+    },
+  };
+  const server: Server = createServer((req, res) => {
+    upstream.arrivals.push(req.url ?? '');
+    req.resume();
+    const answer = () => {
+      held.delete(answer);
+      clearTimeout(timer);
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ path: req.url }));
+    };
+    const timer = setTimeout(answer, maxHoldMs);
+    held.add(answer);
+    res.on('close', () => {
+      held.delete(answer);
+      clearTimeout(timer);
+      if (!res.writableFinished) upstream.cut++;
+    });
+    if (released) answer();
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((done) => server.close(() => done()));
+  });
+  upstream.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return upstream;
+}
+
+async function startProcess(t: TestContext, upstreamUrl: string, shutdownGraceMs: number) {
+  const dir = await tempDir(t, 'portaria-shutdown-');
+  const files = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
+    server: { shutdownGraceMs, keepAliveTimeoutMs: 1000 },
+    upstream: { default: { upstream: upstreamUrl } },
+    log: { level: 'info' },
+  });
+  const proc = runGateway(t, ['--config', files.configFile], { cwd: dir });
+  await waitForStatus(`${files.adminUrl}/readyz`, 200);
+  const res = await fetch(`${files.publicUrl}/v1/authentication/accesstoken`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ clientId: 'acme', clientSecret: SECRET }),
+  });
+  assert.equal(res.status, 200);
+  const token = ((await res.json()) as { token_de_acesso: string }).token_de_acesso;
+  return { proc, files, token };
+}
+
+/** Resolves with the connection error code (e.g. ECONNREFUSED), or 'connected'. */
+function tryConnect(port: number): Promise<string> {
+  return new Promise((resolve) => {
+    const socket: Socket = connect({ host: '127.0.0.1', port });
+    socket.once('connect', () => {
+      socket.destroy();
+      resolve('connected');
+    });
+    socket.once('error', (error: NodeJS.ErrnoException) => resolve(error.code ?? 'error'));
+  });
+}
+
+function logMessages(stdout: string): string[] {
+  return stdout
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => (JSON.parse(line) as { msg: string }).msg);
+}
+
+describe('shutdown of the real process', () => {
+  test('SIGTERM drains: in-flight requests finish 200, /readyz 503, new connections refused, exit 0', async (t) => {
+    // Held until the drain was observed (at most 2.5 s), so they are surely in flight.
+    const upstream = await slowUpstream(t, 2500);
+    const graceMs = 3000;
+    const { proc, files, token } = await startProcess(t, upstream.url, graceMs);
+
+    let finished = 0;
+    const inFlight = Array.from({ length: 20 }, async (_, i) => {
+      const res = await fetch(`${files.publicUrl}/v1/orders/${i}`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      const body = (await res.json()) as { path: string };
+      finished++;
+      return { status: res.status, path: body.path };
+    });
+    await waitFor('20 requests at the upstream', () =>
+      upstream.arrivals.length === 20 ? true : undefined,
+    );
+
+    const signalledAt = performance.now();
+    proc.child.kill('SIGTERM');
+    const readyzDuringDrain = await waitFor(
+      '/readyz 503',
+      async () => {
+        const res = await fetch(`${files.adminUrl}/readyz`).catch(() => null);
+        if (res === null) return undefined;
+        const body = await res.text();
+        return res.status === 503 ? { finishedBefore: finished, body } : undefined;
+      },
+      2000,
+      10,
+    );
+    assert.equal(readyzDuringDrain.finishedBefore, 0, '503 seen while requests were in flight');
+    assert.deepEqual(JSON.parse(readyzDuringDrain.body), {
+      status: 'not ready',
+      reason: 'shutting down',
+    });
+    assert.equal(await tryConnect(files.publicPort), 'ECONNREFUSED');
+    upstream.release();
+
+    const results = await Promise.all(inFlight);
+    assert.deepEqual(
+      results,
+      Array.from({ length: 20 }, (_, i) => ({ status: 200, path: `/v1/orders/${i}` })),
+    );
+    const { code, signal } = await proc.exited;
+    const exitMs = performance.now() - signalledAt;
+    assert.equal(signal, null);
+    assert.equal(code, 0);
+    assert.ok(exitMs < graceMs + 2000, `exited after ${exitMs} ms`);
+    assert.equal(upstream.cut, 0);
+
+    const messages = logMessages(proc.stdout());
+    const draining = messages.findIndex((m) => m.startsWith('shutting down'));
+    assert.ok(draining >= 0, 'logged "shutting down"');
+    assert.ok(messages.indexOf('stopped') > draining, 'logged "stopped" after "shutting down"');
+    assert.ok(!messages.includes('grace period over: closing remaining connections'));
+  });
+
+  test('a request longer than shutdownGraceMs is cut at the grace limit and the process exits 0 promptly', async (t) => {
+    const upstream = await slowUpstream(t, 10_000);
+    const graceMs = 300;
+    const { proc, files, token } = await startProcess(t, upstream.url, graceMs);
+
+    const long = fetch(`${files.publicUrl}/v1/orders/long`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).then(
+      (res) => res.status,
+      () => 'cut',
+    );
+    await waitFor('the request at the upstream', () =>
+      upstream.arrivals.length === 1 ? true : undefined,
+    );
+    const signalledAt = performance.now();
+    proc.child.kill('SIGTERM');
+
+    const { code, signal } = await proc.exited;
+    const exitMs = performance.now() - signalledAt;
+    assert.equal(signal, null);
+    assert.equal(code, 0);
+    assert.ok(exitMs >= graceMs - 50, `exited after ${exitMs} ms, before the grace period`);
+    assert.ok(exitMs < graceMs + 2000, `exited after ${exitMs} ms`);
+    assert.equal(await long, 'cut');
+    await waitFor('the upstream exchange aborted', () => (upstream.cut === 1 ? true : undefined));
+
+    const messages = logMessages(proc.stdout());
+    assert.ok(messages.includes('grace period over: closing remaining connections'));
+    assert.ok(
+      messages.indexOf('stopped') > messages.findIndex((m) => m.startsWith('shutting down')),
+    );
+  });
+
+  test('the "listening" log line reaches stdout while the process runs, not only at exit', async (t) => {
+    const upstream = await slowUpstream(t, 10);
+    const { proc } = await startProcess(t, upstream.url, 1000);
+    const stdout = await proc.waitForOutput('stdout', /"msg":"listening"/, 1500).catch(() => '');
+    assert.match(stdout, /"msg":"listening"/, 'log lines are held back in a buffer');
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 0);
+  });
+});

@@ -1,0 +1,162 @@
+/**
+ * Runs the real gateway process (`dist-test/src/main.js`) for end-to-end tests: free
+ * loopback ports, a config directory with real keys and a real clients file, the child's
+ * output collected, and the child killed in `t.after` if a test left it running.
+ */
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import type { TestContext } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
+import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
+import { waitFor } from './wait.js';
+
+/** `dist-test/src/main.js`, next to this compiled helper. */
+export const MAIN_JS = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/main.js');
+
+/** A loopback port nothing listens on (bound once by port 0, then released). */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((done) => server.close(() => done()));
+  return port;
+}
+
+export async function tempDir(t: TestContext, prefix: string): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), prefix));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+export interface GatewayFiles {
+  readonly configFile: string;
+  readonly publicUrl: string;
+  readonly adminUrl: string;
+  readonly publicPort: number;
+}
+
+/**
+ * Writes a signing key, a clients file (one client per `[id, secret, scopes]`) and a
+ * config file (JSON, which is YAML) into `dir`, with free ports and the given settings.
+ */
+export async function writeGatewayFiles(
+  dir: string,
+  clients: [string, string, string[]][],
+  settings: Record<string, unknown>,
+): Promise<GatewayFiles> {
+  await writeSigningKey(join(dir, 'keys'), await generateSigningKey('ES256', new Date()));
+  const entries = clients.map(([id, secret, scopes]) => ({
+    id,
+    secrets: [{ hash: hashGeneratedSecret(secret) }],
+    scopes,
+  }));
+  await writeFile(join(dir, 'clients.json'), JSON.stringify({ clients: entries }));
+  const publicPort = await freePort();
+  const adminPort = await freePort();
+  const server = (settings.server ?? {}) as Record<string, unknown>;
+  const config = {
+    ...settings,
+    server: { host: '127.0.0.1', port: publicPort, ...server },
+    admin: { host: '127.0.0.1', port: adminPort },
+    keys: { dir: 'keys' },
+    clients: { file: 'clients.json' },
+  };
+  const configFile = join(dir, 'portaria.yaml');
+  await writeFile(configFile, JSON.stringify(config, null, 2));
+  return {
+    configFile,
+    publicPort,
+    publicUrl: `http://127.0.0.1:${publicPort}`,
+    adminUrl: `http://127.0.0.1:${adminPort}`,
+  };
+}
+
+export interface RunningProcess {
+  readonly child: ChildProcess;
+  /** Everything written so far. */
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with the exit code and signal once the child exited. */
+  readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** Waits until the stream's text matches, or throws after `timeoutMs`. */
+  waitForOutput(stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs?: number): Promise<string>;
+}
+
+/** Spawns `node MAIN_JS ...args` without inherited PORTARIA_* variables; killed in `t.after`. */
+export function runGateway(
+  t: TestContext,
+  args: string[],
+  options: { cwd?: string; env?: Record<string, string> } = {},
+): RunningProcess {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith('PORTARIA_')) env[name] = value;
+  }
+  const child = spawn(process.execPath, [MAIN_JS, ...args], {
+    cwd: options.cwd ?? process.cwd(),
+    env: { ...env, ...options.env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  let err = '';
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    out += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    err += chunk;
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => {
+    child.once('exit', (code, signal) => done({ code, signal }));
+  });
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  return {
+    child,
+    stdout: () => out,
+    stderr: () => err,
+    exited,
+    waitForOutput(stream, pattern, timeoutMs = 5000) {
+      return waitFor(
+        `${JSON.stringify(pattern.source)} on ${stream}`,
+        () => {
+          const text = stream === 'stdout' ? out : err;
+          if (pattern.test(text)) return text;
+          if (child.exitCode !== null) {
+            throw new Error(`process exited (${child.exitCode}) before ${pattern}: ${out}${err}`);
+          }
+          return undefined;
+        },
+        timeoutMs,
+        20,
+      );
+    },
+  };
+}
+
+/** Polls `GET url` until it answers `status` (connection errors count as not yet). */
+export function waitForStatus(url: string, status: number, timeoutMs = 5000): Promise<true> {
+  return waitFor(
+    `${url} → ${status}`,
+    async () => {
+      try {
+        const res = await fetch(url);
+        await res.arrayBuffer();
+        return res.status === status ? true : undefined;
+      } catch {
+        return undefined;
+      }
+    },
+    timeoutMs,
+    25,
+  );
+}

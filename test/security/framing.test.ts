@@ -1,0 +1,255 @@
+/**
+ * HTTP/1.1 framing attacks against a real gateway, over raw TCP: ambiguous message length
+ * (RFC 9112 §6.3, request smuggling), malformed fields, oversized headers, slow clients,
+ * refusals that leave an unread body on the connection, and pipelining. In every refused
+ * case nothing reaches the upstream and the gateway keeps serving.
+ */
+import assert from 'node:assert/strict';
+import { describe, type TestContext, test } from 'node:test';
+import { type Gateway, startGateway } from '../helpers/fixture.js';
+import { rawRequest } from '../helpers/rawHttp.js';
+import {
+  headerOf,
+  onlyResponse,
+  parseResponses,
+  type RawResponse,
+  rawProblemOf,
+} from '../helpers/rawResponse.js';
+import { parsedLogs, waitFor } from '../helpers/wait.js';
+
+const HEADERS_TIMEOUT_MS = 500;
+const MAX_HEADER_BYTES = 2048;
+
+async function framingGateway(t: TestContext) {
+  const gw = await startGateway(t, {
+    settings: () => ({
+      server: {
+        host: '127.0.0.1',
+        port: 0,
+        headersTimeoutMs: HEADERS_TIMEOUT_MS,
+        requestTimeoutMs: 1000,
+        keepAliveTimeoutMs: 1000,
+        maxHeaderBytes: MAX_HEADER_BYTES,
+        shutdownGraceMs: 500,
+      },
+    }),
+  });
+  return { gw, token: await gw.token() };
+}
+
+/** The parser-level refusal: problem details, `Connection: close`, `#unparsed` instance. */
+function assertParserRefusal(res: RawResponse, status: number, code: string) {
+  assert.equal(res.status, status);
+  assert.equal(headerOf(res, 'connection'), 'close');
+  const problem = rawProblemOf(res);
+  assert.equal(problem.tipo, `urn:portaria:problem:${code}`);
+  assert.equal(problem.status, status);
+  assert.equal(problem.instancia, '#unparsed');
+  assert.equal(typeof problem.detalhe, 'string');
+  return problem;
+}
+
+/** The private reason of the latest parser refusal in the log. */
+function parserReasons(gw: Gateway): Promise<string[]> {
+  return waitFor('a parser refusal log line', () => {
+    const reasons = parsedLogs(gw.logs)
+      .filter((l) => l.msg === 'request refused by the HTTP parser')
+      .map((l) => l.reason as string);
+    return reasons.length > 0 ? reasons : undefined;
+  });
+}
+
+/** The gateway still answers a well-formed request afterwards. */
+async function assertStillServing(gw: Gateway, token: string) {
+  const res = await fetch(`${gw.url}/v1/orders/after`, {
+    headers: { authorization: `Bearer ${token}` },
+  });
+  assert.equal(res.status, 200);
+  await res.arrayBuffer();
+  assert.deepEqual(
+    gw.upstream.received.map((r) => r.url),
+    ['/v1/orders/after'],
+  );
+}
+
+const SMUGGLED = (token: string) =>
+  `GET /v1/orders/smuggled HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+
+describe('ambiguous message length', () => {
+  /** [name, framing header lines]: both length mechanisms at once. */
+  const both: [string, string][] = [
+    ['Content-Length then Transfer-Encoding', 'Content-Length: 5\r\nTransfer-Encoding: chunked'],
+    ['Transfer-Encoding then Content-Length', 'Transfer-Encoding: chunked\r\nContent-Length: 5'],
+  ];
+  for (const [name, framing] of both) {
+    test(`${name} → 400 invalid-request naming both, Connection: close, nothing forwarded`, async (t) => {
+      const { gw, token } = await framingGateway(t);
+      const raw = await rawRequest(
+        gw.url,
+        `POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${framing}\r\n\r\n0\r\n\r\n${SMUGGLED(token)}`,
+      );
+      const problem = assertParserRefusal(onlyResponse(raw), 400, 'invalid-request');
+      assert.equal(problem.detalhe, 'Content-Length and Transfer-Encoding must not both be sent.');
+      assert.deepEqual(await parserReasons(gw), ['cl-and-te']);
+      assert.equal(gw.upstream.received.length, 0);
+      await assertStillServing(gw, token);
+    });
+  }
+
+  test('two different Content-Length values → 400 invalid-request that does not blame Transfer-Encoding', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Length: 5\r\nContent-Length: 6\r\n\r\nabcdef`,
+    );
+    const problem = assertParserRefusal(onlyResponse(raw), 400, 'invalid-request');
+    assert.doesNotMatch(problem.detalhe as string, /Transfer-Encoding/);
+    const [reason] = await parserReasons(gw);
+    assert.notEqual(reason, 'cl-and-te');
+    assert.equal(gw.upstream.received.length, 0);
+  });
+
+  /** [name, raw header lines]: malformed fields the parser refuses. */
+  const malformed: [string, string][] = [
+    ['an obs-fold continuation line', 'X-Folded: a\r\n  b'],
+    ['a control character in a value', 'X-Ctl: a\x01b'],
+    ['a space inside a field name', 'Bad Name: a'],
+    ['a space before the colon', 'X-Space : a'],
+    ['a Transfer-Encoding other than chunked last', 'Transfer-Encoding: chunked, identity'],
+    ['a non-numeric Content-Length', 'Content-Length: 5a'],
+  ];
+  for (const [name, line] of malformed) {
+    test(`${name} → 400 invalid-request, Connection: close, nothing forwarded`, async (t) => {
+      const { gw, token } = await framingGateway(t);
+      const raw = await rawRequest(
+        gw.url,
+        `POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${line}\r\n\r\n0\r\n\r\n`,
+      );
+      assertParserRefusal(onlyResponse(raw), 400, 'invalid-request');
+      assert.equal(gw.upstream.received.length, 0);
+      await assertStillServing(gw, token);
+    });
+  }
+});
+
+describe('request line and header limits', () => {
+  test('an HTTP/1.0 request is served and its connection closed', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders/10 HTTP/1.0\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+    );
+    const res = onlyResponse(raw);
+    assert.equal(res.status, 200);
+    assert.equal(headerOf(res, 'connection')?.toLowerCase(), 'close');
+    assert.deepEqual(JSON.parse(res.body), { path: '/v1/orders/10', method: 'GET' });
+    assert.equal(gw.upstream.received[0]?.headers['x-client-id'], 'acme');
+  });
+
+  test('headers over server.maxHeaderBytes → 431 headers-too-large, nothing forwarded', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Big: ${'a'.repeat(MAX_HEADER_BYTES * 2)}\r\n\r\n`,
+    );
+    assertParserRefusal(onlyResponse(raw), 431, 'headers-too-large');
+    assert.deepEqual(await parserReasons(gw), ['header-overflow']);
+    assert.equal(gw.upstream.received.length, 0);
+    await assertStillServing(gw, token);
+  });
+
+  test('a client that stops halfway through its headers gets 408 within headersTimeoutMs + 1 s', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const started = performance.now();
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n`,
+      HEADERS_TIMEOUT_MS + 1000,
+    );
+    const elapsed = performance.now() - started;
+    assert.notEqual(raw, '', `no answer within ${Math.round(elapsed)} ms`);
+    assertParserRefusal(onlyResponse(raw), 408, 'request-timeout');
+    assert.ok(elapsed >= HEADERS_TIMEOUT_MS - 50, `answered after ${elapsed} ms`);
+    assert.deepEqual(await parserReasons(gw), ['request-timeout']);
+    assert.equal(gw.upstream.received.length, 0);
+    await assertStillServing(gw, token);
+  });
+});
+
+describe('refusals and what follows them on the connection', () => {
+  test('a POST refused with 401 before its body was read gets Connection: close and the socket ends', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const started = performance.now();
+    const raw = await rawRequest(
+      gw.url,
+      'POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{"partial":',
+      3000,
+    );
+    const res = onlyResponse(raw);
+    assert.equal(res.status, 401);
+    assert.equal(headerOf(res, 'connection'), 'close');
+    assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:token-missing');
+    assert.ok(performance.now() - started < 2000, 'the gateway closed the connection');
+    assert.equal(gw.upstream.received.length, 0);
+    await assertStillServing(gw, token);
+  });
+
+  test('a GET without a body refused with 401 keeps its keep-alive connection (nothing left unread)', async (t) => {
+    const { gw } = await framingGateway(t);
+    const res = await fetch(`${gw.url}/v1/orders`);
+    assert.equal(res.status, 401);
+    await res.arrayBuffer();
+    assert.equal(res.headers.get('connection'), 'keep-alive');
+  });
+
+  test('a request hidden in the unread body of a refused POST never reaches the upstream', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const hidden = SMUGGLED(token);
+    const raw = await rawRequest(
+      gw.url,
+      `POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: ${hidden.length + 50}\r\n\r\n${hidden}`,
+      3000,
+    );
+    const responses = parseResponses(raw);
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [401],
+    );
+    assert.equal(headerOf(responses[0] as RawResponse, 'connection'), 'close');
+    assert.equal(gw.upstream.received.length, 0);
+  });
+
+  test('a pipelined request after a refused one is answered on its own, with its own identity', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      'GET /v1/orders/refused HTTP/1.1\r\nHost: x\r\nX-Client-Id: acme\r\n\r\n' +
+        `GET /v1/orders/second HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+      3000,
+    );
+    const responses = parseResponses(raw);
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [401, 200],
+    );
+    assert.deepEqual(
+      gw.upstream.received.map((r) => [r.url, r.headers['x-client-id']]),
+      [['/v1/orders/second', 'acme']],
+    );
+  });
+
+  test('a pipelined request after a 400 invalid-path is not forwarded when it is itself unauthenticated', async (t) => {
+    const { gw } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      'GET /v1/../admin HTTP/1.1\r\nHost: x\r\n\r\n' +
+        'GET /v1/orders/next HTTP/1.1\r\nHost: x\r\nX-Client-Id: acme\r\nConnection: close\r\n\r\n',
+      3000,
+    );
+    assert.deepEqual(
+      parseResponses(raw).map((r) => r.status),
+      [400, 401],
+    );
+    assert.equal(gw.upstream.received.length, 0);
+  });
+});
