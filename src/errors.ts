@@ -27,6 +27,7 @@ export const PROBLEMS = {
   'headers-too-large': { status: 431, title: 'Request header fields too large' },
   'upstream-unavailable': { status: 502, title: 'Upstream unavailable' },
   'service-unavailable': { status: 503, title: 'Service unavailable' },
+  'issuer-unavailable': { status: 503, title: 'Token issuer unavailable' },
   'upstream-timeout': { status: 504, title: 'Upstream timeout' },
 } as const satisfies Record<string, { status: number; title: string }>;
 

@@ -73,6 +73,31 @@ export interface UpstreamConfig {
   readonly connections: number;
 }
 
+export type ExternalAlgorithm = 'ES256' | 'ES384' | 'EdDSA' | 'RS256' | 'PS256';
+
+export interface IssuerConfig {
+  /** Bounded identifier for metrics and logs. */
+  readonly id: string;
+  /** Exact `iss` value. */
+  readonly issuer: string;
+  /** Remote JWKS (exactly one of jwksUri and keyFile). */
+  readonly jwksUri: string | null;
+  /** Local JWKS or PEM public key file. */
+  readonly keyFile: string | null;
+  /** Accepted `aud` values (a token must carry one of them). */
+  readonly audiences: readonly string[];
+  readonly algorithms: readonly ExternalAlgorithm[];
+  readonly clockSkewSeconds: number;
+  /** Require `typ: at+jwt` (RFC 9068). */
+  readonly requireTyp: boolean;
+  readonly cacheMaxAgeSeconds: number;
+  /** Least time between two fetches caused by unknown `kid`s. */
+  readonly cooldownSeconds: number;
+  /** How long the last good key set is used while the key server fails; then 503. */
+  readonly maxStalenessSeconds: number;
+  readonly fetchTimeoutMs: number;
+}
+
 export interface Config {
   readonly server: ServerConfig;
   readonly admin: ListenerConfig;
@@ -84,7 +109,15 @@ export interface Config {
   readonly clockSkewSeconds: number;
   readonly token: TokenConfig;
   readonly verify: VerifyConfig;
-  readonly keys: { readonly dir: string };
+  readonly keys: {
+    readonly dir: string;
+    /** `Cache-Control: max-age` of the published key set; rotation publishes this far ahead. */
+    readonly jwksMaxAgeSeconds: number;
+  };
+  /** Trusted external issuers, matched by `iss` before any key is fetched. */
+  readonly issuers: readonly IssuerConfig[];
+  /** Reloading the clients file, the keys directory and the routes while running. */
+  readonly reload: { readonly enabled: boolean; readonly pollIntervalMs: number };
   readonly clients: { readonly file: string };
   readonly routes: readonly RouteConfig[];
   readonly upstream: UpstreamConfig;

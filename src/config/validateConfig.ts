@@ -94,6 +94,27 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
     headerNames.set(lower, claim);
   }
 
+  const issuerIds = new Set<string>();
+  const issuerValues = new Set<string>([config.issuer]);
+  config.issuers.forEach((entry, i) => {
+    const at = `issuers[${i}]`;
+    const issuer = entry as unknown as MutableIssuer;
+    if (issuerIds.has(issuer.id)) problems.push(`${at}.id: duplicate issuer id "${issuer.id}"`);
+    issuerIds.add(issuer.id);
+    if (issuerValues.has(issuer.issuer)) {
+      problems.push(
+        `${at}.issuer: "${issuer.issuer}" is already trusted (our own issuer or another entry)`,
+      );
+    }
+    issuerValues.add(issuer.issuer);
+    const sources = (issuer.jwksUri ? 1 : 0) + (issuer.keyFile ? 1 : 0);
+    if (sources !== 1) problems.push(`${at}: set exactly one of jwksUri and keyFile`);
+    if (issuer.jwksUri) checkUpstream(problems, `${at}.jwksUri`, issuer.jwksUri);
+    issuer.jwksUri ??= null;
+    issuer.keyFile = issuer.keyFile ? resolvePath(options.baseDir, issuer.keyFile) : null;
+    issuer.clockSkewSeconds ??= config.clockSkewSeconds;
+  });
+
   const { server, admin } = config;
   if (server.port !== 0 && server.port === admin.port) {
     problems.push('admin.port: must differ from server.port (the admin surface is never public)');
@@ -105,6 +126,14 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   config.demo = options.demo === true;
   return deepFreeze(config as Config);
 }
+
+type MutableIssuer = {
+  id: string;
+  issuer: string;
+  jwksUri?: string | null;
+  keyFile?: string | null;
+  clockSkewSeconds?: number;
+};
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
 type MutableConfig = Mutable<Config> & {

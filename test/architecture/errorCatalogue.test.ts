@@ -26,6 +26,7 @@ test('the error catalogue is pinned: code → status', () => {
     'headers-too-large': 431,
     'upstream-unavailable': 502,
     'service-unavailable': 503,
+    'issuer-unavailable': 503,
     'upstream-timeout': 504,
   });
 });

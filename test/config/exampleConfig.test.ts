@@ -96,6 +96,7 @@ describe('config/portaria.example.yaml', () => {
     const withExamples = {
       ...documented,
       routes: commentedExample(text, 'routes').routes,
+      issuers: commentedExample(text, 'issuers').issuers,
       upstream: { ...upstream, default: commentedExample(text, 'default').default },
     };
     const paths = schemaPaths(configSchema as unknown as Json, '');
@@ -111,8 +112,22 @@ describe('config/portaria.example.yaml', () => {
       ...commentedExample(text, 'routes'),
       upstream: commentedExample(text, 'default'),
       ...commentedExample(text, 'identityHeaders'),
+      ...commentedExample(text, 'issuers'),
     };
     const config = validateConfig(settings, { baseDir: '/' });
+    assert.deepEqual(
+      config.issuers.map((i) => [
+        i.id,
+        i.jwksUri,
+        i.keyFile,
+        i.clockSkewSeconds,
+        i.cooldownSeconds,
+      ]),
+      [
+        ['partner-idp', 'https://idp.partner.example/.well-known/jwks.json', null, 60, 30],
+        ['batch-jobs', null, '/jobs-public-keys.json', 60, 30],
+      ],
+    );
     assert.deepEqual(
       config.routes.map((r) => [r.id, r.prefix, r.scopes, r.timeoutMs]),
       [
