@@ -14,7 +14,9 @@ import { openApiDocument } from './http/openApiDocument.js';
 import { PublicGateway } from './http/publicGateway.js';
 import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
+import { createIssuerKeySet } from './keys/issuerKeySet.js';
 import { loadKeyRing } from './keys/loadKeyRing.js';
+import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
 import { createLoggers, type DestinationStream, type Logger } from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
@@ -22,9 +24,11 @@ import { createForwarder } from './proxy/forwarder.js';
 import { createHeaderPolicy } from './proxy/headers.js';
 import { compileRouteTable } from './proxy/routeTable.js';
 import { createWebSocketProxy } from './proxy/webSocketProxy.js';
+import { type ReloadOutcome, type WatchedSource, watchSource } from './reload/watchedSource.js';
 import { MemoryRevocationStore } from './revocation/memoryRevocationStore.js';
 import { TokenService } from './token/tokenService.js';
 import { TokenVerifier } from './verify/tokenVerifier.js';
+import { buildIssuerTable } from './verify/trustedIssuer.js';
 import { VerifiedTokenCache } from './verify/verifiedTokenCache.js';
 
 export interface AppOptions {
@@ -32,6 +36,11 @@ export interface AppOptions {
   readonly clock?: Clock;
   /** Where JSON log lines go (default: stdout). */
   readonly logDestination?: DestinationStream;
+  /**
+   * The configuration file and how to read it again, for route reloads. Absent in demo
+   * mode (there is no file); the clients file and keys directory reload regardless.
+   */
+  readonly configSource?: { readonly file: string; readonly reload: () => Promise<Config> };
 }
 
 export interface App {
@@ -39,6 +48,8 @@ export interface App {
   readonly logger: Logger;
   /** Starts both listeners; resolves with the bound addresses. */
   listen(): Promise<{ publicUrl: string; adminUrl: string }>;
+  /** Reloads the clients file, the keys directory, key files and the routes now (SIGHUP). */
+  reload(): Promise<void>;
   /** Revokes a token by id; the entry is kept until `expiresAt` (default: max lifetime). */
   revoke(tokenId: string, expiresAt?: number): Promise<void>;
   /**
@@ -57,14 +68,33 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { logger, access } = createLoggers(config.log.level, options.logDestination);
   const metrics = createMetrics();
 
-  const [clients, keyRing] = await allOrEveryProblem([
+  const issuerSets = config.issuers.map((issuer, index) => ({
+    config: issuer,
+    keys: createIssuerKeySet(issuer, {
+      clock,
+      index,
+      hooks: { fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome) },
+      log: (event, detail) => logger.info({ issuer: issuer.id, ...detail }, event),
+    }),
+  }));
+  const [clients, initialRing] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
-    loadKeyRing(config.keys.dir, config.token.algorithm),
+    loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+    ...issuerSets.map((s) => s.keys.load()),
   ] as const);
-  const authenticate = createClientAuthenticator(clients, clock);
+  // Replaced by reloads; every reader goes through these bindings.
+  let keyRing = initialRing;
+  let clientCount = clients.size;
+  let authenticate = createClientAuthenticator(clients, clock);
   const revocation = new MemoryRevocationStore(clock);
   const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);
   metrics.setCacheSizeSource(() => cache.size);
+  metrics.setSigningKeySource(() => ({
+    states: keyRing.states(),
+    activeAgeSeconds: keyRing.activeKeyAgeSeconds(),
+  }));
+  metrics.setIssuerSource(() => issuerSets.map((s) => ({ id: s.config.id, ...s.keys.state() })));
+  for (const set of issuerSets) set.keys.start();
 
   const tokens = new TokenService({
     authenticate: () => authenticate,
@@ -76,26 +106,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     clock,
   });
   const verifier = new TokenVerifier({
-    keys: () => keyRing,
-    issuer: config.issuer,
-    audience: config.audience,
-    clockSkewSeconds: config.clockSkewSeconds,
+    issuers: buildIssuerTable(config, () => keyRing, issuerSets),
     clock,
     cache,
     revocation,
     hooks: { cacheLookup: (hit) => metrics.cacheLookup(hit) },
   });
 
-  const routes = compileRouteTable(config);
+  let routes = compileRouteTable(config);
   const headerPolicy = createHeaderPolicy({
     identityHeaders: config.identityHeaders,
     forwardAuthorization: config.forwardAuthorization,
     trustForwardedHeaders: config.server.trustForwardedHeaders,
   });
-  const origins = new Set<string>(config.routes.map((r) => new URL(r.upstream).origin));
-  if (config.upstream.default) origins.add(new URL(config.upstream.default.upstream).origin);
   const forwarder = createForwarder({
-    routesOrigins: [...origins],
+    routesOrigins: routes.origins,
     connections: config.upstream.connections,
     headerPolicy,
     hooks: {
@@ -110,7 +135,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   let draining = false;
-  const jwks = new StaticDocument(keyRing.jwks(), 'public, max-age=300');
+  const jwks = new StaticDocument(
+    () => keyRing.jwksJson(),
+    `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
+  );
   const gateway = new PublicGateway({
     config,
     tokenRoute: {
@@ -118,10 +146,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       bodyLimitBytes: config.token.bodyLimitBytes,
       onOutcome: (outcome) => metrics.tokenRequest(outcome),
     },
-    jwks: () => jwks,
-    openapi: new StaticDocument(openApiDocument, 'public, max-age=3600'),
+    jwks,
+    openapi: StaticDocument.of(openApiDocument, 'public, max-age=3600'),
     verifier,
-    routes,
+    routes: () => routes,
     forwarder,
     webSockets,
     logger,
@@ -154,9 +182,92 @@ export async function createApp(options: AppOptions): Promise<App> {
     createAdminHandler({
       metricsText: () => metrics.exposition(),
       problemTypeBase: config.problemTypeBase,
-      ready: () => (draining ? { ready: false, reason: 'shutting down' } : { ready: true }),
+      ready: () => readiness(),
     }),
   );
+
+  /** Ready: not draining, a signing key active now, every external issuer with usable keys. */
+  const readiness = (): { ready: boolean; reason?: string } => {
+    if (draining) return { ready: false, reason: 'shutting down' };
+    try {
+      void keyRing.signingKey;
+    } catch {
+      return { ready: false, reason: 'no signing key is active' };
+    }
+    for (const set of issuerSets) {
+      if (!set.keys.state().usable) {
+        return { ready: false, reason: `issuer ${set.config.id} has no usable key set` };
+      }
+    }
+    return { ready: true };
+  };
+
+  const watch = { watch: config.reload.enabled, pollIntervalMs: config.reload.pollIntervalMs };
+  const onOutcome = (source: string, outcome: ReloadOutcome, problems: readonly string[]) => {
+    metrics.configReload(source, outcome);
+    if (outcome === 'failed') {
+      logger.error({ source, problems }, 'reload failed: keeping the previous configuration');
+    } else if (outcome === 'applied') {
+      logger.info({ source }, 'reloaded');
+    }
+  };
+  const sources: WatchedSource[] = [
+    watchSource({
+      name: 'clients',
+      paths: [config.clients.file],
+      load: () => loadClientRegistry(config.clients.file),
+      apply: (registry) => {
+        authenticate = createClientAuthenticator(registry, clock);
+        clientCount = registry.size;
+      },
+      onOutcome,
+      ...watch,
+    }),
+    watchSource({
+      name: 'keys',
+      paths: [config.keys.dir],
+      load: () => loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+      apply: (ring) => {
+        keyRing = ring;
+        // A key that left the ring must not keep verifying through the cache.
+        cache.clear();
+      },
+      onOutcome,
+      ...watch,
+    }),
+    ...issuerSets
+      .filter((s) => s.keys instanceof StaticKeySet)
+      .map((s) =>
+        watchSource({
+          name: `issuer-keys:${s.config.id}`,
+          paths: [s.config.keyFile as string],
+          load: () => (s.keys as StaticKeySet).reload(),
+          apply: () => cache.clear(),
+          onOutcome,
+          ...watch,
+        }),
+      ),
+  ];
+  const configSource = options.configSource;
+  if (configSource) {
+    sources.push(
+      watchSource({
+        name: 'routes',
+        paths: [configSource.file],
+        load: configSource.reload,
+        apply: (next) => {
+          routes = compileRouteTable(next);
+          forwarder.setOrigins(routes.origins);
+          const changed = settingsNeedingRestart(config, next);
+          if (changed.length > 0) {
+            logger.warn({ settings: changed }, 'these settings change only on restart');
+          }
+        },
+        onOutcome,
+        ...watch,
+      }),
+    );
+  }
 
   const sweep = setInterval(() => revocation.sweep(), 60_000);
   sweep.unref();
@@ -170,10 +281,13 @@ export async function createApp(options: AppOptions): Promise<App> {
       const publicUrl = urlOf(publicServer);
       const adminUrl = urlOf(adminServer);
       logger.info(
-        { publicUrl, adminUrl, kid: keyRing.signingKey.kid, clients: clients.size },
+        { publicUrl, adminUrl, kid: keyRing.signingKey.kid, clients: clientCount },
         'listening',
       );
       return { publicUrl, adminUrl };
+    },
+    async reload() {
+      await Promise.all(sources.map((source) => source.trigger('signal')));
     },
     revoke(tokenId, expiresAt) {
       return revocation.revokeToken(
@@ -186,6 +300,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       draining = true;
       logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
       clearInterval(sweep);
+      for (const source of sources) source.close();
+      for (const set of issuerSets) set.keys.close();
       const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
       // A keep-alive connection busy when the drain began goes idle later: close it then.
       publicServer.closeIdleConnections();
@@ -211,6 +327,20 @@ export async function createApp(options: AppOptions): Promise<App> {
       logger.flush();
     },
   };
+}
+
+/** Top-level settings a reload cannot apply (only routes and upstream.default reload). */
+function settingsNeedingRestart(current: Config, next: Config): string[] {
+  const ignored = new Set(['routes', 'upstream']);
+  const changed = Object.keys(current).filter(
+    (key) =>
+      !ignored.has(key) &&
+      JSON.stringify(current[key as keyof Config]) !== JSON.stringify(next[key as keyof Config]),
+  );
+  const { default: _d, ...restNow } = current.upstream;
+  const { default: _n, ...restNext } = next.upstream;
+  if (JSON.stringify(restNow) !== JSON.stringify(restNext)) changed.push('upstream');
+  return changed;
 }
 
 /**

@@ -6,6 +6,7 @@
  *   portaria-gateway --config FILE   production: keys and clients must exist
  *   portaria-gateway --demo          `npm start`: embedded defaults, demo data, demo upstream
  */
+import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from './app.js';
 import { ConfigError } from './config/configError.js';
@@ -47,13 +48,11 @@ async function main(): Promise<number> {
   const demo = values.demo === true && values.config === undefined && !process.env.PORTARIA_CONFIG;
   const demoUpstream = demo ? await startDemoUpstream() : null;
   try {
-    const config = await loadConfig({
-      file: values.config,
-      env: process.env,
-      cwd: process.cwd(),
-      demo,
-      demoUpstream: demoUpstream?.url,
-    });
+    // The environment is captured once: reloads re-read the file, not process.env.
+    const env = { ...process.env };
+    const cwd = process.cwd();
+    const file = values.config ?? env.PORTARIA_CONFIG;
+    const config = await loadConfig({ file, env, cwd, demo, demoUpstream: demoUpstream?.url });
     const created = demo
       ? await prepareDemoData({
           keysDir: config.keys.dir,
@@ -61,7 +60,17 @@ async function main(): Promise<number> {
           algorithm: config.token.algorithm,
         })
       : null;
-    const app = await createApp({ config });
+    const app = await createApp({
+      config,
+      ...(file && !demo
+        ? {
+            configSource: {
+              file: resolve(cwd, file),
+              reload: () => loadConfig({ file, env, cwd }),
+            },
+          }
+        : {}),
+    });
     const { publicUrl, adminUrl } = await app.listen();
     if (demo) {
       printDemoWalkthrough({
@@ -84,6 +93,11 @@ async function main(): Promise<number> {
         },
       );
     };
+    // SIGHUP reloads clients, keys and routes now (Node's default for SIGHUP is to exit).
+    process.on('SIGHUP', () => {
+      app.logger.info({ signal: 'SIGHUP' }, 'signal received: reloading');
+      void app.reload();
+    });
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     return -1;

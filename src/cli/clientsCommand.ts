@@ -1,5 +1,6 @@
 /**
- * `portaria clients add|list|disable`: edits the clients file the gateway loads at start.
+ * `portaria clients add|list|disable|rotate-secret|remove`: edits the clients file the
+ * gateway loads at start (and reloads on change or SIGHUP when reload is enabled).
  *
  * Generated secrets (256 random bits) are printed once and stored as `sha256:` hashes;
  * a secret chosen by the operator (`--secret-stdin`) is stored as `scrypt:`. Nothing
@@ -12,6 +13,8 @@ import {
   type ClientsFileEntry,
   disableClient,
   listClients,
+  removeClient,
+  rotateClientSecret,
 } from '../clients/clientsFile.js';
 import { generateSecret, hashChosenSecret, hashGeneratedSecret } from '../clients/secretHash.js';
 import {
@@ -29,6 +32,9 @@ import {
 export const DEFAULT_CLIENTS_FILE = './data/clients.json';
 const MIN_CHOSEN_SECRET = 16;
 const MAX_CHOSEN_SECRET = 1024;
+const DEFAULT_OVERLAP = '24h';
+const MAX_OVERLAP_SECONDS = 365 * 86_400;
+const UNIT_SECONDS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 3600, d: 86_400 };
 
 const FILE_OPTION: OptionsConfig = { 'clients-file': { type: 'string' } };
 
@@ -41,7 +47,9 @@ Manage the clients allowed to request access tokens.
 Commands:
   add <id> --scopes a,b   register a client and print its new secret once
   list                    show every client (never a secret or hash)
-  disable <id>            refuse tokens to a client from the gateway's next start
+  disable <id>            refuse a client's credentials (a running gateway reloads the file)
+  rotate-secret <id>      add a new secret, print it once; the old one expires later
+  remove <id>             delete a client
 
 Run "portaria clients <command> --help" for a command's options.
 `;
@@ -69,7 +77,35 @@ ${FILE_HELP}
 
 const DISABLE_HELP = `Usage: portaria clients disable <id>
 
-Marks a client disabled: the gateway refuses its credentials from its next start.
+Marks a client disabled: the gateway refuses its credentials once it has reloaded the file
+(within reload.pollIntervalMs, or at once on SIGHUP). Tokens already issued stay valid
+until they expire; revoke them to cut them off.
+
+Options:
+${FILE_HELP}
+`;
+
+const ROTATE_HELP = `Usage: portaria clients rotate-secret <id> [--overlap DURATION]
+
+Generates a new 256-bit secret for a client, prints it once and stores only its
+SHA-256 hash. The previous secret stays valid for the overlap (it keeps an earlier
+expiry it already had), so callers can switch without a failed request. Also for
+clients whose secret was chosen with --secret-stdin: the new secret is generated and
+stored as a SHA-256 hash, like the secrets "clients add" generates.
+
+A client holds at most two secrets: expired ones are removed first; a rotation while
+two secrets are still valid is refused (wait for the older to expire, or use
+--overlap 0).
+
+Options:
+  --overlap DURATION   how long the previous secret stays valid: 30m, 24h, 7d or
+                       seconds, at most 365d (default ${DEFAULT_OVERLAP}); 0 ends it now
+${FILE_HELP}
+`;
+
+const REMOVE_HELP = `Usage: portaria clients remove <id>
+
+Deletes a client and its secrets from the clients file.
 
 Options:
 ${FILE_HELP}
@@ -82,6 +118,8 @@ export async function runClientsCommand(args: readonly string[], ctx: CliContext
   if (command === 'add') return add(rest, ctx);
   if (command === 'list') return list(rest, ctx);
   if (command === 'disable') return disable(rest, ctx);
+  if (command === 'rotate-secret') return rotateSecret(rest, ctx);
+  if (command === 'remove') return remove(rest, ctx);
   throw new UsageError('clients', `unknown command ${JSON.stringify(command)}`);
 }
 
@@ -176,9 +214,67 @@ async function disable(args: readonly string[], ctx: CliContext): Promise<void> 
   const changed = await disableClient(file, id);
   ctx.out(
     changed
-      ? `Disabled client ${JSON.stringify(id)} in ${file} (effective from the gateway's next start).\n`
+      ? `Disabled client ${JSON.stringify(id)} in ${file} (a running gateway picks it up on reload).\n`
       : `Client ${JSON.stringify(id)} was already disabled.\n`,
   );
+}
+
+async function rotateSecret(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(ROTATE_HELP);
+  const cmd = 'clients rotate-secret';
+  const parsed = parseCommandArgs(cmd, args, {
+    ...FILE_OPTION,
+    overlap: { type: 'string' },
+    now: { type: 'string' }, // hidden: the moment of the rotation (tests)
+  });
+  const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
+  const overlapText = stringValue(parsed, 'overlap') ?? DEFAULT_OVERLAP;
+  const overlapSeconds = parseDuration(overlapText);
+  if (overlapSeconds === null) {
+    throw new UsageError(
+      cmd,
+      `--overlap: ${JSON.stringify(overlapText)} is not a duration (30m, 24h, 7d or seconds, at most 365d)`,
+    );
+  }
+  const nowText = stringValue(parsed, 'now');
+  const nowMs = nowText === undefined ? ctx.now().getTime() : Date.parse(nowText);
+  if (!Number.isFinite(nowMs)) throw new UsageError(cmd, '--now: not a date-time');
+  const file = clientsFile(parsed, ctx);
+
+  const secret = generateSecret();
+  const result = await rotateClientSecret(file, id, {
+    hash: hashGeneratedSecret(secret),
+    nowMs,
+    overlapMs: overlapSeconds * 1000,
+  });
+  ctx.out(`Rotated the secret of client ${JSON.stringify(id)} in ${file}.\n`);
+  ctx.out(`client id:     ${id}\n`);
+  ctx.out(`client secret: ${secret}\n`);
+  ctx.out('Store the secret now: it cannot be shown again (only its hash is kept).\n');
+  const [until] = result.kept;
+  ctx.out(
+    until === undefined
+      ? 'The previous secret no longer works.\n'
+      : `The previous secret works until ${until}.\n`,
+  );
+}
+
+async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(REMOVE_HELP);
+  const cmd = 'clients remove';
+  const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
+  const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
+  const file = clientsFile(parsed, ctx);
+  await removeClient(file, id);
+  ctx.out(`Removed client ${JSON.stringify(id)} from ${file}.\n`);
+}
+
+/** `30m`, `24h`, `7d`, `90s` or plain seconds → seconds; null when invalid or over 365 days. */
+function parseDuration(text: string): number | null {
+  const m = /^([0-9]{1,9})([smhd]?)$/.exec(text);
+  if (!m) return null;
+  const seconds = Number(m[1]) * (UNIT_SECONDS[m[2] ?? ''] ?? 1);
+  return seconds <= MAX_OVERLAP_SECONDS ? seconds : null;
 }
 
 function clientsFile(parsed: ParsedCommand, ctx: CliContext): string {

@@ -1,16 +1,27 @@
 /**
- * `portaria keys generate`: creates a signing key in the keys directory.
+ * `portaria keys generate|rotate|list`: the signing keys in the keys directory.
  *
- * The new key's kid starts with the current UTC time, so it is the newest key of its
- * algorithm: the gateway signs with it from its next start, and keeps the older keys
- * for verifying tokens they signed (and in the JWKS) until they are deleted.
+ * - `rotate` is the production path: it adds a key that is published now and signs
+ *   only once every verifier's cached JWKS has it, and schedules the current key's
+ *   retirement and removal (`src/keys/rotateKeys.ts`). Gateways pick the schedule up
+ *   from the directory; the switch happens by the clock, on every replica alike.
+ * - `generate` writes a key without a schedule entry: in a directory without a schedule
+ *   it is active at once (the greatest kid signs, from the gateway's next load), with no
+ *   publish-ahead, so third parties may see its tokens before its JWKS entry. In a
+ *   directory where a scheduled key is active, it only verifies.
+ * - `list` shows each key's state and schedule.
  */
 import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
 import { generateSigningKey, writeSigningKey } from '../keys/generateKey.js';
+import { KeyRing } from '../keys/keyRing.js';
+import { formatInstant, parseInstant } from '../keys/keySchedule.js';
+import { readKeyDirectory } from '../keys/loadKeyRing.js';
+import { rotateKeys } from '../keys/rotateKeys.js';
 import {
   type CliContext,
   envValue,
   expectPositionals,
+  type ParsedCommand,
   parseCommandArgs,
   stringValue,
   UsageError,
@@ -19,24 +30,62 @@ import {
 
 export const DEFAULT_KEYS_DIR = './data/keys';
 
+const DIR_HELP = `  --keys-dir PATH    keys directory (default: $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})`;
+
 export const KEYS_HELP = `Usage: portaria keys <command> [options]
 
 Manage the gateway's token-signing keys.
 
 Commands:
-  generate [--alg ES256|EdDSA|RS256]   create a new signing key
+  rotate [--alg ES256|EdDSA|RS256]     add a key and schedule a zero-downtime switch to it
+  list                                 show every key's state and schedule
+  generate [--alg ES256|EdDSA|RS256]   create a key that is active at once (first key, tests)
 
 Run "portaria keys <command> --help" for a command's options.
 `;
 
 const GENERATE_HELP = `Usage: portaria keys generate [--alg ES256|EdDSA|RS256]
 
-Creates a private key (PKCS#8 PEM, mode 0600) named after its new kid. The gateway
-signs with the newest key of its configured algorithm from its next start.
+Creates a private key (PKCS#8 PEM, mode 0600) named after its new kid, without a
+schedule entry. In a directory without schedule.json the newest such key signs from the
+gateway's next load, and is published no earlier: a verifier with a cached JWKS refuses
+its tokens until it refetches. Use it for the first key; in production, change keys with
+"portaria keys rotate". Where a scheduled key is active, the new key only verifies.
 
 Options:
   --alg ALG          ES256 (P-256, default), EdDSA (Ed25519) or RS256 (RSA 3072)
-  --keys-dir PATH    keys directory (default: $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})
+${DIR_HELP}
+`;
+
+const ROTATE_HELP = `Usage: portaria keys rotate [--alg ES256|EdDSA|RS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
+
+Adds a signing key and schedules the switch to it in schedule.json, so that no token
+fails verification, at the gateway or at a verifier caching the JWKS:
+  - the new key is published now and signs from now + jwks-max-age + skew;
+  - the current key stops signing then, and leaves the JWKS max-lifetime + skew later,
+    when every token it signed has expired.
+Gateways follow the schedule by their clocks; they must load the changed directory
+well within the skew. Refused while a rotation is pending. Use the gateway's settings:
+keys.jwksMaxAgeSeconds, clockSkewSeconds and the longest token lifetime of any client.
+
+Options:
+  --alg ALG               algorithm of the signing key (default ES256)
+  --jwks-max-age SECONDS  Cache-Control max-age of the JWKS, 0 to 86400 (default 300)
+  --skew SECONDS          clock skew allowed between replicas, 0 to 600 (default 60)
+  --max-lifetime SECONDS  longest access-token lifetime, 1 to 86400 (default 86400)
+${DIR_HELP}
+`;
+
+const LIST_HELP = `Usage: portaria keys list [--alg ES256|EdDSA|RS256]
+
+Shows every key, newest first: kid, algorithm, state and its schedule (UTC).
+States: pending (not signing yet), active (signs now), retiring (no longer signs, still
+published and verifying), retired (left the JWKS). "always": no schedule entry (a key
+made by "keys generate"); 1970-01-01T00:00:00Z: such a key, scheduled by a rotation.
+
+Options:
+  --alg ALG          the gateway's token.algorithm, which decides the active key (default ES256)
+${DIR_HELP}
 `;
 
 export async function runKeysCommand(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -44,6 +93,8 @@ export async function runKeysCommand(args: readonly string[], ctx: CliContext): 
   if (command === undefined) throw new UsageError('keys', 'missing command');
   if (command === '--help' || command === '-h') return ctx.out(KEYS_HELP);
   if (command === 'generate') return generate(rest, ctx);
+  if (command === 'rotate') return rotate(rest, ctx);
+  if (command === 'list') return list(rest, ctx);
   throw new UsageError('keys', `unknown command ${JSON.stringify(command)}`);
 }
 
@@ -55,15 +106,141 @@ async function generate(args: readonly string[], ctx: CliContext): Promise<void>
     'keys-dir': { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
-  const alg = stringValue(parsed, 'alg') ?? 'ES256';
-  if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
-    throw new UsageError(cmd, `--alg must be one of ${SIGNING_ALGORITHMS.join(', ')}`);
-  }
-  const dir =
-    stringValue(parsed, 'keys-dir') ?? envValue(ctx, 'PORTARIA_KEYS_DIR') ?? DEFAULT_KEYS_DIR;
-  const key = await generateSigningKey(alg as SigningAlgorithm, ctx.now());
+  const alg = algorithmOption(cmd, parsed);
+  const dir = keysDir(parsed, ctx);
+  const key = await generateSigningKey(alg, ctx.now());
   const path = await writeSigningKey(dir, key);
   ctx.out(`kid:  ${key.kid}\n`);
   ctx.out(`alg:  ${alg}\n`);
   ctx.out(`path: ${path}\n`);
+}
+
+async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(ROTATE_HELP);
+  const cmd = 'keys rotate';
+  const parsed = parseCommandArgs(cmd, args, {
+    alg: { type: 'string' },
+    'keys-dir': { type: 'string' },
+    'jwks-max-age': { type: 'string' },
+    skew: { type: 'string' },
+    'max-lifetime': { type: 'string' },
+    now: { type: 'string' },
+  });
+  expectPositionals(cmd, parsed, []);
+  const algorithm = algorithmOption(cmd, parsed);
+  const result = await rotateKeys(keysDir(parsed, ctx), {
+    algorithm,
+    now: nowOption(cmd, parsed, ctx),
+    jwksMaxAgeSeconds: secondsOption(cmd, parsed, 'jwks-max-age', 0, 86_400, 300),
+    clockSkewSeconds: secondsOption(cmd, parsed, 'skew', 0, 600, 60),
+    maxLifetimeSeconds: secondsOption(cmd, parsed, 'max-lifetime', 1, 86_400, 86_400),
+  });
+  const { kid, schedule } = result.added;
+  ctx.out(`kid:        ${kid}\n`);
+  ctx.out(`alg:        ${result.alg}\n`);
+  ctx.out(`path:       ${result.path}\n`);
+  ctx.out(`publishAt:  ${formatInstant(schedule.publishAt)}\n`);
+  ctx.out(`activateAt: ${formatInstant(schedule.activateAt)}\n`);
+  for (const old of result.retiring) {
+    const { retireAt, removeAt } = old.schedule;
+    ctx.out(
+      `retiring:   ${old.kid} retireAt ${instant(retireAt, 'never')} removeAt ${instant(removeAt, 'never')}\n`,
+    );
+  }
+  const [previous] = result.retiring;
+  const instead = previous === undefined ? '' : ` in place of ${previous.kid}`;
+  const removal =
+    previous?.schedule.removeAt == null
+      ? ''
+      : `; ${previous.kid} leaves the JWKS at ${formatInstant(previous.schedule.removeAt)}`;
+  ctx.out(
+    `Rotation scheduled: ${kid} is published now and signs from ${formatInstant(schedule.activateAt)}${instead}${removal}.\n`,
+  );
+}
+
+async function list(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(LIST_HELP);
+  const cmd = 'keys list';
+  const parsed = parseCommandArgs(cmd, args, {
+    alg: { type: 'string' },
+    'keys-dir': { type: 'string' },
+    now: { type: 'string' },
+  });
+  expectPositionals(cmd, parsed, []);
+  const algorithm = algorithmOption(cmd, parsed);
+  const now = nowOption(cmd, parsed, ctx).getTime();
+  const { keys, schedule } = await readKeyDirectory(keysDir(parsed, ctx));
+  const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
+  const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
+  for (const k of ring.states()) {
+    rows.push([
+      k.kid,
+      k.alg,
+      k.state,
+      instant(k.publishAt, 'always'),
+      instant(k.activateAt, 'always'),
+      instant(k.retireAt, 'never'),
+      instant(k.removeAt, 'never'),
+    ]);
+  }
+  ctx.out(table(rows));
+}
+
+function algorithmOption(cmd: string, parsed: ParsedCommand): SigningAlgorithm {
+  const alg = stringValue(parsed, 'alg') ?? 'ES256';
+  if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
+    throw new UsageError(cmd, `--alg must be one of ${SIGNING_ALGORITHMS.join(', ')}`);
+  }
+  return alg as SigningAlgorithm;
+}
+
+function keysDir(parsed: ParsedCommand, ctx: CliContext): string {
+  return stringValue(parsed, 'keys-dir') ?? envValue(ctx, 'PORTARIA_KEYS_DIR') ?? DEFAULT_KEYS_DIR;
+}
+
+function secondsOption(
+  cmd: string,
+  parsed: ParsedCommand,
+  name: string,
+  min: number,
+  max: number,
+  fallback: number,
+): number {
+  const text = stringValue(parsed, name);
+  if (text === undefined) return fallback;
+  const value = /^[0-9]{1,9}$/.test(text) ? Number(text) : Number.NaN;
+  if (!(value >= min && value <= max)) {
+    throw new UsageError(
+      cmd,
+      `--${name}: must be an integer number of seconds from ${min} to ${max}`,
+    );
+  }
+  return value;
+}
+
+/** `--now` (undocumented, for tests): the instant the command acts at. */
+function nowOption(cmd: string, parsed: ParsedCommand, ctx: CliContext): Date {
+  const text = stringValue(parsed, 'now');
+  if (text === undefined) return ctx.now();
+  const ms = parseInstant(text);
+  if (ms === undefined)
+    throw new UsageError(cmd, '--now: must be an ISO 8601 date-time with a time zone');
+  return new Date(ms);
+}
+
+function instant(ms: number | null, none: string): string {
+  return ms === null ? none : formatInstant(ms);
+}
+
+function table(rows: readonly string[][]): string {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows
+    .map(
+      (r) =>
+        `${r
+          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
+          .join('  ')
+          .trimEnd()}\n`,
+    )
+    .join('');
 }

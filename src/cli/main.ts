@@ -18,8 +18,8 @@ const HELP = `Usage: portaria <group> <command> [options]
 Operator commands for the Portaria API gateway.
 
 Groups:
-  clients   add, list and disable the clients that may request tokens
-  keys      generate token-signing keys
+  clients   add, list, disable, remove clients and rotate their secrets
+  keys      generate, rotate and list token-signing keys
 
 Options:
   --help, -h   show help (also after a group or command)

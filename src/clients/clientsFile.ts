@@ -5,13 +5,18 @@
  * (`buildClientRegistry`) before any change, so the CLI never builds on a broken file
  * and never writes one the gateway would refuse. Writes are atomic: a temporary file in
  * the same directory (mode 0600), fsync, rename over the old file, fsync of the
- * directory. A running gateway reads the file only at start; concurrent CLI runs are
- * not serialised (the last rename wins).
+ * directory, so a gateway that reloads the file on change never reads half of it.
+ * Concurrent CLI runs are not serialised (the last rename wins).
+ *
+ * Secret rotation: a client holds at most two secrets. `rotateClientSecret` adds a new
+ * one and gives the previous ones an expiry (now + overlap, or their own if earlier);
+ * expired secrets are dropped first, and a rotation that would leave three secrets is
+ * refused, never resolved by silently dropping a secret that still works.
  */
 import { randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
-import { buildClientRegistry } from './clientRegistry.js';
+import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
 
 export interface ClientsFileSecret {
   hash: string;
@@ -84,6 +89,85 @@ export async function disableClient(file: string, id: string): Promise<boolean> 
   entry.disabled = true;
   await writeClientsFile(file, data);
   return true;
+}
+
+/** Deletes a client from the file. */
+export async function removeClient(file: string, id: string): Promise<void> {
+  const data = await readClientsFile(file);
+  const next: ClientsFileData = { clients: data.clients.filter((c) => c.id !== id) };
+  if (next.clients.length === data.clients.length) {
+    throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+  }
+  buildClientRegistry(next, `clients.file (${file})`);
+  await writeClientsFile(file, next);
+}
+
+export interface SecretRotation {
+  /** Stored hash of the new secret (no expiry). */
+  readonly hash: string;
+  /** Moment of the rotation, ms since the epoch. */
+  readonly nowMs: number;
+  /** How long the previous secrets stay valid; 0 removes them. */
+  readonly overlapMs: number;
+}
+
+export interface RotationResult {
+  /** Expiry (RFC 3339) of each previous secret kept beside the new one, in file order. */
+  readonly kept: readonly string[];
+  /** Previous secrets removed: already expired, or ending now (overlap 0). */
+  readonly dropped: number;
+}
+
+/**
+ * Adds a new secret to a client and makes its previous secrets expire at
+ * now + overlap (an earlier expiry already set is kept). A secret whose expiry is at or
+ * before now no longer matches (as in the authenticator) and is dropped. Refused when
+ * the client would end up with more than two secrets.
+ */
+export async function rotateClientSecret(
+  file: string,
+  id: string,
+  rotation: SecretRotation,
+): Promise<RotationResult> {
+  const data = await readClientsFile(file);
+  const entry = data.clients.find((c) => c.id === id);
+  if (entry === undefined) {
+    throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+  }
+  const { nowMs, overlapMs } = rotation;
+  const endMs = nowMs + overlapMs;
+  // With no overlap, every previous secret ends now and is dropped with the expired ones.
+  const kept =
+    overlapMs > 0
+      ? entry.secrets.filter((s) => (expiryMs(s) ?? Number.POSITIVE_INFINITY) > nowMs)
+      : [];
+  if (kept.length >= MAX_SECRETS_PER_CLIENT) {
+    const expiries = kept.map(expiryMs).filter((ms): ms is number => ms !== null);
+    throw new ClientsFileError(
+      expiries.length === 0
+        ? `${id} already has two valid secrets and neither expires; pass --overlap 0 to replace both`
+        : `${id} already has two valid secrets; the older expires at ${timestamp(Math.min(...expiries))}; try again after it or pass --overlap 0`,
+    );
+  }
+  const previous = kept.map((s) => ({
+    hash: s.hash,
+    expiresAt: timestamp(Math.min(expiryMs(s) ?? endMs, endMs)),
+  }));
+  const dropped = entry.secrets.length - kept.length;
+  entry.secrets = [...previous, { hash: rotation.hash }];
+  buildClientRegistry(data, `clients.file (${file})`);
+  await writeClientsFile(file, data);
+  return { kept: previous.map((s) => s.expiresAt), dropped };
+}
+
+/** A stored secret's expiry, ms since the epoch; null when it has none (the file is validated). */
+function expiryMs(secret: ClientsFileSecret): number | null {
+  return secret.expiresAt === undefined ? null : Date.parse(secret.expiresAt);
+}
+
+/** RFC 3339 in UTC, without milliseconds when they are zero (`2026-01-02T00:00:00Z`). */
+function timestamp(ms: number): string {
+  return new Date(ms).toISOString().replace('.000Z', 'Z');
 }
 
 /** What `clients list` shows: never a hash. */

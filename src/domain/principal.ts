@@ -14,6 +14,8 @@ export interface Principal {
   readonly tokenId: string;
   /** `iss` claim. */
   readonly issuer: string;
+  /** Bounded id of the trusted issuer (`self` for tokens we issued). */
+  readonly issuerId: string;
   /** `iat` and `exp` claims, seconds since the epoch. */
   readonly issuedAt: number;
   readonly expiresAt: number;

@@ -36,10 +36,11 @@ export const OPENAPI_PATH = '/v1/openapi.json';
 export interface PublicGatewayDeps {
   readonly config: Config;
   readonly tokenRoute: TokenRouteDeps;
-  readonly jwks: () => StaticDocument;
+  readonly jwks: StaticDocument;
   readonly openapi: StaticDocument;
   readonly verifier: TokenVerifier;
-  readonly routes: RouteTable;
+  /** The current route table (replaced on reload). */
+  readonly routes: () => RouteTable;
   readonly forwarder: Forwarder;
   readonly webSockets: WebSocketProxy;
   readonly logger: Logger;
@@ -117,7 +118,7 @@ export class PublicGateway {
         return handleTokenRequest(req, res, this.#d.tokenRoute);
       case JWKS_PATH:
         this.#own(res, 'jwks');
-        this.#d.jwks().serve(req, res);
+        this.#d.jwks.serve(req, res);
         return undefined;
       case OPENAPI_PATH:
         this.#own(res, 'openapi');
@@ -186,7 +187,7 @@ export class PublicGateway {
 
   /** Route lookup after authentication (the route table is not revealed to strangers). */
   #authorize(path: string, principal: Principal) {
-    const route = this.#d.routes.match(path);
+    const route = this.#d.routes().match(path);
     if (route === null) {
       throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
     }

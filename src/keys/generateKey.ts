@@ -1,16 +1,17 @@
 /**
- * Creates signing keys for `portaria keys generate`.
+ * Creates signing keys for `portaria keys generate` and `portaria keys rotate`.
  *
  * The kid is `<UTC YYYYMMDDTHHMMSSZ>-<8 hex>`: it sorts by creation time, which is how
- * the key ring picks the newest key as signer, and the random suffix keeps two keys
- * made in the same second apart. The key is written as a PKCS#8 PEM, mode 0600, in a
- * directory created with mode 0700; the write is atomic and never replaces a file.
+ * the key ring picks the newest of the keys without a schedule entry as signer, and the
+ * random suffix keeps two keys made in the same second apart. The key is written as a
+ * PKCS#8 PEM, mode 0600, in a directory created with mode 0700; the write is atomic and
+ * never replaces a file. Whether and when the key signs is the schedule's business
+ * (`keySchedule.ts`), not this module's.
  */
 import { generateKeyPair, randomBytes } from 'node:crypto';
-import { link, mkdir, open, rm } from 'node:fs/promises';
-import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { SigningAlgorithm } from '../config/types.js';
+import { writeNewFile } from './atomicWrite.js';
 import { KID_PATTERN } from './loadKeyRing.js';
 
 export interface GeneratedKey {
@@ -45,35 +46,5 @@ export function newKid(now: Date): string {
 /** Writes `<dir>/<kid>.pem` (0600) and returns its path; fails if the file exists. */
 export async function writeSigningKey(dir: string, key: GeneratedKey): Promise<string> {
   if (!KID_PATTERN.test(key.kid)) throw new Error(`invalid kid ${JSON.stringify(key.kid)}`);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const path = join(dir, `${key.kid}.pem`);
-  const temp = join(dir, `.${key.kid}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', 0o600);
-  try {
-    try {
-      await handle.writeFile(key.pem, 'utf8');
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-    // link() fails with EEXIST instead of replacing, unlike rename().
-    await link(temp, path);
-  } finally {
-    await rm(temp, { force: true });
-  }
-  await syncDirectory(dir);
-  return path;
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the link is still atomic.
-  }
+  return writeNewFile(dir, `${key.kid}.pem`, key.pem);
 }

@@ -1,18 +1,34 @@
 /**
- * The signing key ring: every key in the keys directory, one of them the active signer.
+ * The signing key ring: every key in the keys directory with its schedule
+ * (`keySchedule.ts`), read against an injected clock on every call, so the ring changes
+ * signer and JWKS by itself as time passes and every replica reading the same directory
+ * agrees without talking.
  *
- * - The signer is, among the keys whose algorithm is the configured one, the key with
- *   the greatest kid. Generated kids start with a UTC timestamp
- *   (`20260101T000000Z-1a2b3c4d`), so the greatest kid is the newest key: adding a key
- *   rotates signing to it on the next start, while older keys keep verifying the tokens
- *   they signed until they are removed.
- * - Every key verifies (lookup by kid is one `Map` access).
- * - The JWKS (RFC 7517) lists the public part of every key, newest first. It is built
- *   once and frozen; only public members are copied (never d, p, q, dp, dq, qi).
+ * - `signingKey`: among the keys of the configured algorithm with
+ *   activateAt ≤ now < retireAt, the one with the latest activateAt (tie: greatest kid).
+ *   Keys without a schedule entry are active since forever, so a directory without a
+ *   schedule signs with its greatest kid, as before schedules existed. No eligible key:
+ *   a 503 `PortariaError` (reason `no-active-key`); `loadKeyRing` refuses to start so.
+ * - `verificationKey(kid)`: only while publishAt ≤ now < removeAt (one `Map` lookup and
+ *   two comparisons).
+ * - `jwks()` / `jwksJson()` (RFC 7517): the public part of every key published now,
+ *   newest kid first; only public members are copied (never d, p, q, dp, dq, qi). The
+ *   frozen document and its JSON text are built once per schedule segment (between two
+ *   publishAt/removeAt boundaries) and returned as the same instances until the clock
+ *   leaves the segment, so serving the JWKS never re-serialises. The signer is cached
+ *   the same way between activateAt/retireAt boundaries.
+ * - `states()`: pending (before activateAt), active (the signer), retiring (not signing,
+ *   still published: past retireAt, superseded by a newer active key, or of another
+ *   algorithm), retired (past removeAt).
+ *
+ * What it does not do: read files (`loadKeyRing`), decide schedules (`rotateKeys`).
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { SigningAlgorithm } from '../config/types.js';
+import { PortariaError } from '../errors.js';
+import type { Clock } from '../lib/clock.js';
 import { deepFreeze } from '../lib/deepFreeze.js';
+import { type KeySchedules, pickSigner, type Window, windowOf } from './keySchedule.js';
 
 export interface LoadedKey {
   readonly kid: string;
@@ -48,47 +64,182 @@ export interface Jwks {
   readonly keys: readonly PublicJwk[];
 }
 
+export type KeyStateName = 'pending' | 'active' | 'retiring' | 'retired';
+
+/** One key's state now. Times in ms since the epoch; null publishAt/activateAt: no schedule entry (since forever); null retireAt/removeAt: never. */
+export interface KeyState {
+  readonly kid: string;
+  readonly alg: SigningAlgorithm;
+  readonly state: KeyStateName;
+  readonly publishAt: number | null;
+  readonly activateAt: number | null;
+  readonly retireAt: number | null;
+  readonly removeAt: number | null;
+}
+
+interface Entry {
+  readonly kid: string;
+  readonly alg: SigningAlgorithm;
+  readonly window: Window;
+  readonly signing: SigningKey;
+  readonly verification: VerificationKey;
+  readonly jwk: PublicJwk;
+}
+
+/** A value that holds for `from ≤ now < until`. */
+interface Segment<T> {
+  readonly from: number;
+  readonly until: number;
+  readonly value: T;
+}
+
 const PUBLIC_MEMBERS = ['kty', 'crv', 'x', 'y', 'n', 'e'] as const;
 
 export class KeyRing {
-  readonly signingKey: SigningKey;
   /** Algorithms of the keys present (the verifier's allowlist for our own tokens). */
   readonly algorithms: ReadonlySet<string>;
-  readonly #verification: ReadonlyMap<string, VerificationKey>;
-  readonly #jwks: Jwks;
+  readonly #algorithm: SigningAlgorithm;
+  readonly #clock: Clock;
+  /** Newest kid first. */
+  readonly #entries: readonly Entry[];
+  readonly #byKid: ReadonlyMap<string, Entry>;
+  readonly #publication: readonly number[];
+  readonly #activation: readonly number[];
+  #published: Segment<{ jwks: Jwks; json: string }> | undefined;
+  #signer: Segment<Entry | undefined> | undefined;
 
-  /** Throws when kids repeat or no key has `algorithm` (`loadKeyRing` reports those as config errors). */
-  constructor(keys: readonly LoadedKey[], algorithm: SigningAlgorithm) {
+  /** Throws when kids repeat or the schedule names a kid without a key (`loadKeyRing` reports those as config errors). */
+  constructor(
+    keys: readonly LoadedKey[],
+    schedule: KeySchedules,
+    algorithm: SigningAlgorithm,
+    clock: Clock,
+  ) {
     const sorted = [...keys].sort((a, b) => (a.kid < b.kid ? 1 : a.kid > b.kid ? -1 : 0));
-    const verification = new Map<string, VerificationKey>();
-    const published: PublicJwk[] = [];
+    const byKid = new Map<string, Entry>();
     for (const { kid, alg, privateKey } of sorted) {
-      if (verification.has(kid)) throw new Error(`duplicate kid ${JSON.stringify(kid)}`);
+      if (byKid.has(kid)) throw new Error(`duplicate kid ${JSON.stringify(kid)}`);
       const key = createPublicKey(privateKey);
-      verification.set(kid, Object.freeze({ alg, key }));
-      published.push(publicJwk(key, kid, alg));
+      byKid.set(kid, {
+        kid,
+        alg,
+        window: windowOf(schedule.get(kid)),
+        signing: Object.freeze({ kid, alg, privateKey }),
+        verification: Object.freeze({ alg, key }),
+        jwk: deepFreeze(publicJwk(key, kid, alg)),
+      });
     }
-    const signer = sorted.find((k) => k.alg === algorithm);
-    if (signer === undefined) throw new Error(`no ${algorithm} key in the key ring`);
-    this.signingKey = Object.freeze({
-      kid: signer.kid,
-      alg: signer.alg,
-      privateKey: signer.privateKey,
-    });
+    for (const kid of schedule.keys()) {
+      if (!byKid.has(kid)) throw new Error(`schedule for unknown kid ${JSON.stringify(kid)}`);
+    }
+    this.#entries = [...byKid.values()];
+    this.#byKid = byKid;
+    this.#publication = boundaries(this.#entries, (w) => [w.publishAt, w.removeAt]);
+    this.#activation = boundaries(this.#entries, (w) => [w.activateAt, w.retireAt]);
+    this.#algorithm = algorithm;
+    this.#clock = clock;
     this.algorithms = new Set<string>(sorted.map((k) => k.alg));
-    this.#verification = verification;
-    this.#jwks = deepFreeze({ keys: published });
-    Object.freeze(this);
   }
 
+  /** The key that signs now; a 503 `PortariaError` (reason `no-active-key`) when none may. */
+  get signingKey(): SigningKey {
+    const signer = this.#currentSigner(this.#clock.now());
+    if (signer === undefined) {
+      throw new PortariaError('service-unavailable', 'No signing key is active.', {
+        reason: 'no-active-key',
+      });
+    }
+    return signer.signing;
+  }
+
+  /** The public key for `kid` while it is published, else undefined. */
   verificationKey(kid: string): VerificationKey | undefined {
-    return this.#verification.get(kid);
+    const entry = this.#byKid.get(kid);
+    if (entry === undefined) return undefined;
+    const now = this.#clock.now();
+    const { publishAt, removeAt } = entry.window;
+    return publishAt <= now && now < removeAt ? entry.verification : undefined;
   }
 
-  /** The public key set, the same frozen object on every call. */
+  /** The keys published now; the same frozen object until a publishAt/removeAt passes. */
   jwks(): Jwks {
-    return this.#jwks;
+    return this.#currentPublication().jwks;
   }
+
+  /** `JSON.stringify(jwks())`, the same string instance for as long as `jwks()` is. */
+  jwksJson(): string {
+    return this.#currentPublication().json;
+  }
+
+  /** Every key with its state now, newest kid first. */
+  states(): KeyState[] {
+    const now = this.#clock.now();
+    const signer = this.#currentSigner(now);
+    return this.#entries.map(({ kid, alg, window: w }) => ({
+      kid,
+      alg,
+      state:
+        now < w.activateAt
+          ? 'pending'
+          : now >= w.removeAt
+            ? 'retired'
+            : signer?.kid === kid
+              ? 'active'
+              : 'retiring',
+      publishAt: finite(w.publishAt),
+      activateAt: finite(w.activateAt),
+      retireAt: finite(w.retireAt),
+      removeAt: finite(w.removeAt),
+    }));
+  }
+
+  /** Seconds since the signer's activateAt; null when none signs or it has no schedule. */
+  activeKeyAgeSeconds(): number | null {
+    const now = this.#clock.now();
+    const at = this.#currentSigner(now)?.window.activateAt;
+    return at === undefined || !Number.isFinite(at) ? null : (now - at) / 1000;
+  }
+
+  #currentSigner(now: number): Entry | undefined {
+    const cached = this.#signer;
+    if (cached !== undefined && cached.from <= now && now < cached.until) return cached.value;
+    const value = pickSigner(this.#entries, (e) => e.window, this.#algorithm, now);
+    this.#signer = { ...segmentAt(this.#activation, now), value };
+    return value;
+  }
+
+  #currentPublication(): { jwks: Jwks; json: string } {
+    const now = this.#clock.now();
+    const cached = this.#published;
+    if (cached !== undefined && cached.from <= now && now < cached.until) return cached.value;
+    const keys = this.#entries
+      .filter(({ window: w }) => w.publishAt <= now && now < w.removeAt)
+      .map((e) => e.jwk);
+    const jwks = deepFreeze({ keys });
+    const value = Object.freeze({ jwks, json: JSON.stringify(jwks) });
+    this.#published = { ...segmentAt(this.#publication, now), value };
+    return value;
+  }
+}
+
+/** The finite boundary times, ascending, without repeats. */
+function boundaries(entries: readonly Entry[], pick: (w: Window) => number[]): number[] {
+  const times = new Set(entries.flatMap((e) => pick(e.window)).filter(Number.isFinite));
+  return [...times].sort((a, b) => a - b);
+}
+
+/** The segment between the last boundary ≤ now and the first boundary > now. */
+function segmentAt(sorted: readonly number[], now: number): { from: number; until: number } {
+  let from = -Infinity;
+  for (const t of sorted) {
+    if (t > now) return { from, until: t };
+    from = t;
+  }
+  return { from, until: Infinity };
+}
+
+function finite(ms: number): number | null {
+  return Number.isFinite(ms) ? ms : null;
 }
 
 function publicJwk(key: KeyObject, kid: string, alg: SigningAlgorithm): PublicJwk {

@@ -1,20 +1,26 @@
 /**
- * Loads the signing keys from the keys directory.
+ * Loads the signing keys and their schedule from the keys directory.
  *
  * Each key is one file named after its kid:
  * - `<kid>.pem`: a PKCS#8 private key (`BEGIN PRIVATE KEY`); the algorithm follows from
  *   the key: P-256 → ES256, Ed25519 → EdDSA, RSA of 2048 bits or more → RS256.
  * - `<kid>.jwk.json`: a private JWK (RFC 7517) with `alg`; its `kid`, when present,
  *   must equal the file's.
+ * `schedule.json` (optional, see `keySchedule.ts`) says when each key is published,
+ * signs, retires and leaves the JWKS; an entry for a kid without a key file is refused.
  * Other files (temporaries, dotfiles, READMEs) are ignored. Every problem is collected
- * and thrown as one `ConfigError`; nothing is half-loaded.
+ * and thrown as one `ConfigError`; nothing is half-loaded. `loadKeyRing` also requires a
+ * key of the configured algorithm that is active at the clock's now; the ring keeps
+ * reading that clock (pass the application's clock; the default is the system clock).
  */
 import { createPrivateKey, type JsonWebKey, type KeyObject } from 'node:crypto';
 import { readdir, readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
+import { type Clock, systemClock } from '../lib/clock.js';
 import { KeyRing, type LoadedKey } from './keyRing.js';
+import { type KeySchedule, readKeySchedule } from './keySchedule.js';
 
 export const KID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -30,26 +36,58 @@ const JWK_SHAPE: Record<SigningAlgorithm, { kty: string; crv?: string }> = {
   RS256: { kty: 'RSA' },
 };
 
-export async function loadKeyRing(dir: string, algorithm: SigningAlgorithm): Promise<KeyRing> {
-  const source = `keys.dir (${dir})`;
+export interface KeyDirectory {
+  readonly keys: readonly LoadedKey[];
+  readonly schedule: ReadonlyMap<string, KeySchedule>;
+}
+
+export async function loadKeyRing(
+  dir: string,
+  algorithm: SigningAlgorithm,
+  clock: Clock = systemClock,
+): Promise<KeyRing> {
+  const { keys, schedule, problems } = await scanKeyDirectory(dir);
+  if (!keys.some((k) => k.alg === algorithm)) {
+    problems.push(`token.algorithm: no ${algorithm} key in keys.dir ${dir}`);
+  }
+  if (problems.length > 0) throw new ConfigError(problems, `keys.dir (${dir})`);
+  const ring = new KeyRing(keys, schedule, algorithm, clock);
+  if (!ring.states().some((k) => k.state === 'active')) {
+    throw new ConfigError(
+      [
+        `token.algorithm: no ${algorithm} key is active now in keys.dir ${dir} (see "portaria keys list")`,
+      ],
+      `keys.dir (${dir})`,
+    );
+  }
+  return ring;
+}
+
+/** The keys and schedule of a directory, without requiring any of them to be active. */
+export async function readKeyDirectory(dir: string): Promise<KeyDirectory> {
+  const { keys, schedule, problems } = await scanKeyDirectory(dir);
+  if (problems.length > 0) throw new ConfigError(problems, `keys.dir (${dir})`);
+  return { keys, schedule };
+}
+
+async function scanKeyDirectory(
+  dir: string,
+): Promise<{ keys: LoadedKey[]; schedule: Map<string, KeySchedule>; problems: string[] }> {
   let names: string[];
   try {
     names = await readdir(dir);
   } catch (err) {
     const code = (err as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') {
-      throw new ConfigError(
-        [
-          `keys.dir: ${dir} does not exist (create a key with "portaria keys generate --alg ES256")`,
-        ],
-        source,
-      );
-    }
-    throw new ConfigError([`keys.dir: ${dir}: cannot read (${code ?? 'error'})`], source);
+    const problem =
+      code === 'ENOENT'
+        ? `keys.dir: ${dir} does not exist (create a key with "portaria keys generate --alg ES256")`
+        : `keys.dir: ${dir}: cannot read (${code ?? 'error'})`;
+    throw new ConfigError([problem], `keys.dir (${dir})`);
   }
 
   const problems: string[] = [];
   const keys: LoadedKey[] = [];
+  /** Every kid with a key file, loadable or not (so a broken file is reported once). */
   const kids = new Map<string, string>();
   for (const name of names.sort()) {
     if (name.startsWith('.')) continue;
@@ -62,19 +100,28 @@ export async function loadKeyRing(dir: string, algorithm: SigningAlgorithm): Pro
       }
       const other = kids.get(kid);
       if (other !== undefined) throw new Error(`kid ${kid} is also used by ${other}`);
+      kids.set(kid, name);
       const text = await readKeyFile(join(dir, name));
       const key = kind === 'pem' ? fromPem(text) : fromJwk(text, kid);
-      kids.set(kid, name);
       keys.push({ kid, ...key });
     } catch (err) {
       problems.push(`keys.dir: ${name}: ${(err as Error).message}`);
     }
   }
-  if (!keys.some((k) => k.alg === algorithm)) {
-    problems.push(`token.algorithm: no ${algorithm} key in keys.dir ${dir}`);
+
+  const { schedule, problems: scheduleProblems } = await readKeySchedule(dir);
+  problems.push(...scheduleProblems);
+  for (const kid of schedule.keys()) {
+    if (!kids.has(kid)) {
+      problems.push(
+        `keys.dir (${dir})/schedule.json: keys.${kid}: no key file ${kid}.pem or ${kid}.jwk.json`,
+      );
+    }
   }
-  if (problems.length > 0) throw new ConfigError(problems, source);
-  return new KeyRing(keys, algorithm);
+  // Only keys that loaded; entries for broken files are already reported via the file.
+  const loaded = new Set(keys.map((k) => k.kid));
+  for (const kid of [...schedule.keys()]) if (!loaded.has(kid)) schedule.delete(kid);
+  return { keys, schedule, problems };
 }
 
 async function readKeyFile(path: string): Promise<string> {

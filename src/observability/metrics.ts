@@ -45,7 +45,29 @@ export interface Metrics {
   upstreamError(route: string, kind: string): void;
   /** Binds a gauge read at scrape time (e.g. cache size). */
   setCacheSizeSource(read: () => number): void;
+  /** A key set fetch of a trusted external issuer. */
+  keySetFetch(issuer: string, trigger: string, outcome: string): void;
+  /** A reload of the clients file, the keys directory or the routes. */
+  configReload(source: string, outcome: string): void;
+  /** Binds the signing-key states and the active key's age, read at scrape time. */
+  setSigningKeySource(read: () => SigningKeySnapshot): void;
+  /** Binds the external issuers' key set states, read at scrape time. */
+  setIssuerSource(read: () => readonly IssuerSnapshot[]): void;
 }
+
+export interface SigningKeySnapshot {
+  readonly states: readonly { readonly state: string }[];
+  readonly activeAgeSeconds: number | null;
+}
+
+export interface IssuerSnapshot {
+  readonly id: string;
+  readonly usable: boolean;
+  readonly ageSeconds: number | null;
+  readonly keys: number;
+}
+
+const KEY_STATES = ['pending', 'active', 'retiring', 'retired'] as const;
 
 /** A fresh registry per app: tests read their own, nothing is global. */
 /** Per-route counters: requests by method class × status class, and two histograms. */
@@ -147,6 +169,64 @@ export function createMetrics(): Metrics {
     registers,
   });
 
+  const keySetFetches = new Counter({
+    name: 'portaria_jwks_fetches_total',
+    help: 'Key set fetches of trusted external issuers, by issuer id, trigger (startup, scheduled, unknown-kid, retry) and outcome.',
+    labelNames: ['issuer', 'trigger', 'outcome'] as const,
+    registers,
+  });
+  const reloads = new Counter({
+    name: 'portaria_config_reload_total',
+    help: 'Reloads of the clients file, the keys directory and the routes, by source and outcome (applied, unchanged, failed).',
+    labelNames: ['source', 'outcome'] as const,
+    registers,
+  });
+  let readSigningKeys: () => SigningKeySnapshot = () => ({ states: [], activeAgeSeconds: null });
+  new Gauge({
+    name: 'portaria_signing_keys',
+    help: 'Signing keys by state (pending, active, retiring, retired).',
+    labelNames: ['state'] as const,
+    registers,
+    collect() {
+      const counts = new Map<string, number>(KEY_STATES.map((s) => [s, 0]));
+      for (const key of readSigningKeys().states)
+        counts.set(key.state, (counts.get(key.state) ?? 0) + 1);
+      for (const [state, n] of counts) this.set({ state }, n);
+    },
+  });
+  new Gauge({
+    name: 'portaria_signing_key_active_age_seconds',
+    help: 'Seconds since the active signing key started signing.',
+    registers,
+    collect() {
+      const age = readSigningKeys().activeAgeSeconds;
+      if (age === null) this.reset();
+      else this.set(age);
+    },
+  });
+  let readIssuers: () => readonly IssuerSnapshot[] = () => [];
+  new Gauge({
+    name: 'portaria_jwks_age_seconds',
+    help: 'Age of the key set held for each trusted external issuer (since its last successful fetch).',
+    labelNames: ['issuer'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const i of readIssuers())
+        if (i.ageSeconds !== null) this.set({ issuer: i.id }, i.ageSeconds);
+    },
+  });
+  new Gauge({
+    name: 'portaria_jwks_keys',
+    help: 'Keys held for each trusted external issuer.',
+    labelNames: ['issuer'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const i of readIssuers()) this.set({ issuer: i.id }, i.keys);
+    },
+  });
+
   const slotOf = (route: string): RouteSlot => {
     let slot = slots.get(route);
     if (slot === undefined) {
@@ -188,6 +268,18 @@ export function createMetrics(): Metrics {
     },
     setCacheSizeSource(read) {
       readCacheSize = read;
+    },
+    keySetFetch(issuer, trigger, outcome) {
+      keySetFetches.labels(issuer, trigger, outcome).inc();
+    },
+    configReload(source, outcome) {
+      reloads.labels(source, outcome).inc();
+    },
+    setSigningKeySource(read) {
+      readSigningKeys = read;
+    },
+    setIssuerSource(read) {
+      readIssuers = read;
     },
   };
 }

@@ -66,6 +66,11 @@ export interface Forwarder {
     principal: Principal,
     ctx: ForwardContext,
   ): Promise<void>;
+  /**
+   * Makes the pool set match `origins` (after a route reload): new origins get a pool;
+   * pools of origins no longer routed to finish their in-flight exchanges, then close.
+   */
+  setOrigins(origins: readonly string[]): void;
   /** Lets in-flight exchanges finish, then closes every pool. */
   close(): Promise<void>;
 }
@@ -217,11 +222,23 @@ class Exchange implements Dispatcher.DispatchHandler {
 
 export function createForwarder(opts: ForwarderOptions): Forwarder {
   const pools = new Map<string, Pool>();
-  for (const origin of opts.routesOrigins) {
-    if (!pools.has(origin)) {
-      pools.set(origin, new Pool(origin, { connections: opts.connections, pipelining: 1 }));
+  const retiring = new Set<Promise<void>>();
+  const setOrigins = (origins: readonly string[]) => {
+    const wanted = new Set(origins);
+    for (const origin of wanted) {
+      if (!pools.has(origin)) {
+        pools.set(origin, new Pool(origin, { connections: opts.connections, pipelining: 1 }));
+      }
     }
-  }
+    for (const [origin, pool] of pools) {
+      if (wanted.has(origin)) continue;
+      pools.delete(origin);
+      const closing = pool.close().catch(() => undefined);
+      retiring.add(closing);
+      void closing.then(() => retiring.delete(closing));
+    }
+  };
+  setOrigins(opts.routesOrigins);
   const policy = opts.headerPolicy;
   const hooks = opts.hooks ?? NO_HOOKS;
 
@@ -254,8 +271,10 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
       });
     },
 
+    setOrigins,
+
     async close() {
-      await Promise.all(Array.from(pools.values(), (pool) => pool.close()));
+      await Promise.all([...Array.from(pools.values(), (pool) => pool.close()), ...retiring]);
     },
   };
 }

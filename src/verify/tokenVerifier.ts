@@ -1,13 +1,18 @@
 /**
  * Verifies a bearer JWT in a fixed order that fails closed (STYLE habit 5):
- *   protected header grammar → `alg` allowlist → key by `kid` from our key ring →
- *   signature → `typ: at+jwt` and time claims with bounded skew → `iss`/`aud` →
+ *   protected header grammar → `alg` allowlist → issuer by the (unverified) `iss` →
+ *   the issuer's `alg` allowlist → key by `kid` from that issuer's key source →
+ *   signature → `typ` and time claims with the issuer's skew → `iss`/`aud` →
  *   (route scopes, by the caller) → revocation, on every request, cached or not.
  *
- * Only our own key ring is consulted: `jwk`, `jku`, `x5u` and `x5c` header parameters
- * are never read (RFC 8725 §3.10), `crit` with any parameter we do not understand is
- * refused (jose), `none` and HMAC algorithms are never in the allowlist (RFC 8725 §3.1).
- * Unverified header contents may cause an early refusal, never an acceptance.
+ * Keys come only from the trusted issuers' own sources (our key ring in memory for our
+ * own issuer; a configured key set for an external one): `jwk`, `jku`, `x5u` and `x5c`
+ * header parameters are never read (RFC 8725 §3.10), `crit` with any parameter we do
+ * not understand is refused (jose), `none` and HMAC algorithms are never in an
+ * allowlist (RFC 8725 §3.1). An unknown `iss` is refused before any key is looked up,
+ * so it never causes network traffic. Unverified contents may cause an early refusal,
+ * never an acceptance: the signature is checked with a key of the issuer the token
+ * names, and jose then checks that `iss` again.
  */
 import type { KeyObject, webcrypto } from 'node:crypto';
 import { errors, jwtVerify } from 'jose';
@@ -19,13 +24,26 @@ import type { RevocationStore } from '../revocation/revocationStore.js';
 import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
 import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
-/** Asymmetric algorithms we sign and accept; anything else is refused by name. */
-const ACCEPTED_ALGORITHMS: ReadonlySet<string> = new Set(['ES256', 'EdDSA', 'RS256']);
+export interface IssuerKey {
+  readonly alg: string;
+  readonly key: KeyObject | webcrypto.CryptoKey;
+}
 
-export interface VerificationKeys {
-  verificationKey(
-    kid: string,
-  ): { readonly alg: string; readonly key: KeyObject | webcrypto.CryptoKey } | undefined;
+/** One issuer we accept tokens from, compiled at start (see `trustedIssuer.ts`). */
+export interface TrustedIssuer {
+  /** Bounded label: `self` for our own issuer, else the configured id. */
+  readonly id: string;
+  readonly issuer: string;
+  readonly audiences: readonly string[];
+  readonly algorithms: ReadonlySet<string>;
+  readonly clockSkewSeconds: number;
+  /** Require `typ: at+jwt` (always for our own tokens). */
+  readonly requireTyp: boolean;
+  /**
+   * The key for `kid` and `alg`: undefined/null when unknown (→ 401); may be a promise
+   * (a remote key set fetching); may throw a 503 PortariaError (key set unavailable).
+   */
+  key(kid: string, alg: string): IssuerKey | null | undefined | Promise<IssuerKey | null>;
 }
 
 export interface VerifierHooks {
@@ -33,10 +51,8 @@ export interface VerifierHooks {
 }
 
 export interface TokenVerifierOptions {
-  readonly keys: () => VerificationKeys;
-  readonly issuer: string;
-  readonly audience: string;
-  readonly clockSkewSeconds: number;
+  /** Trusted issuers by exact `iss` value. */
+  readonly issuers: ReadonlyMap<string, TrustedIssuer>;
   readonly clock: Clock;
   readonly cache: VerifiedTokenCache;
   readonly revocation: RevocationStore;
@@ -46,8 +62,12 @@ export interface TokenVerifierOptions {
 export class TokenVerifier {
   readonly #options: TokenVerifierOptions;
 
+  /** Union of every trusted issuer's algorithms: the first, issuer-independent gate. */
+  readonly #algorithms: ReadonlySet<string>;
+
   constructor(options: TokenVerifierOptions) {
     this.#options = options;
+    this.#algorithms = new Set([...options.issuers.values()].flatMap((i) => [...i.algorithms]));
   }
 
   /**
@@ -78,9 +98,19 @@ export class TokenVerifier {
 
   async #verifyFully(token: string): Promise<Principal> {
     const o = this.#options;
-    const header = decodeProtectedHeader(token);
+    const header = decodeSegment(token, 0, 'header');
     const alg = header.alg;
-    if (typeof alg !== 'string' || !ACCEPTED_ALGORITHMS.has(alg)) {
+    if (typeof alg !== 'string' || !this.#algorithms.has(alg)) {
+      throw invalid(
+        'alg-not-allowed',
+        'The access token is not signed with an accepted algorithm.',
+      );
+    }
+    const iss = decodeSegment(token, 1, 'payload').iss;
+    const issuer = typeof iss === 'string' ? o.issuers.get(iss) : undefined;
+    if (issuer === undefined)
+      throw invalid('unknown-issuer', 'The access token issuer is not trusted.');
+    if (!issuer.algorithms.has(alg)) {
       throw invalid(
         'alg-not-allowed',
         'The access token is not signed with an accepted algorithm.',
@@ -88,22 +118,22 @@ export class TokenVerifier {
     }
     const kid = header.kid;
     if (typeof kid !== 'string') throw invalid('no-kid', 'The access token names no key.');
-    const key = o.keys().verificationKey(kid);
-    if (key === undefined)
+    const key = await issuer.key(kid, alg);
+    if (key === undefined || key === null) {
       throw invalid('unknown-kid', 'The access token was signed by an unknown key.');
+    }
     if (key.alg !== alg)
       throw invalid('alg-mismatch', 'The access token algorithm does not match its key.');
 
-    const now = o.clock.now();
     let payload: Record<string, unknown>;
     try {
       const result = await jwtVerify(token, key.key, {
         algorithms: [alg],
-        typ: 'at+jwt',
-        issuer: o.issuer,
-        audience: o.audience,
-        clockTolerance: o.clockSkewSeconds,
-        currentDate: new Date(now),
+        ...(issuer.requireTyp ? { typ: 'at+jwt' } : {}),
+        issuer: issuer.issuer,
+        audience: issuer.audiences as string[],
+        clockTolerance: issuer.clockSkewSeconds,
+        currentDate: new Date(o.clock.now()),
         requiredClaims: ['sub', 'exp', 'iat', 'jti'],
       });
       payload = result.payload as Record<string, unknown>;
@@ -111,7 +141,7 @@ export class TokenVerifier {
       throw mapJoseError(error);
     }
     const iat = payload.iat as number;
-    if (iat > epochSeconds(o.clock) + o.clockSkewSeconds) {
+    if (iat > epochSeconds(o.clock) + issuer.clockSkewSeconds) {
       throw invalid('iat-in-future', 'The access token was issued in the future.');
     }
     const { sub, jti, exp, scope } = payload;
@@ -129,7 +159,8 @@ export class TokenVerifier {
       scope: scopeText,
       scopes: parseScope(scopeText),
       tokenId: jti,
-      issuer: payload.iss as string,
+      issuer: issuer.issuer,
+      issuerId: issuer.id,
       issuedAt: iat,
       expiresAt: exp,
       claims: Object.freeze(payload),
@@ -137,18 +168,25 @@ export class TokenVerifier {
   }
 }
 
-function decodeProtectedHeader(token: string): Record<string, unknown> {
-  const dot = token.indexOf('.');
-  let header: unknown;
+/** Decodes the JSON object in segment `index` (0 = protected header, 1 = payload) without verifying it. */
+function decodeSegment(
+  token: string,
+  index: 0 | 1,
+  name: 'header' | 'payload',
+): Record<string, unknown> {
+  const first = token.indexOf('.');
+  const segment =
+    index === 0 ? token.slice(0, first) : token.slice(first + 1, token.indexOf('.', first + 1));
+  let value: unknown;
   try {
-    header = JSON.parse(Buffer.from(token.slice(0, dot), 'base64url').toString('utf8'));
+    value = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
   } catch {
-    throw invalid('malformed-header', 'The access token header is not valid JSON.');
+    throw invalid(`malformed-${name}`, `The access token ${name} is not valid JSON.`);
   }
-  if (header === null || typeof header !== 'object' || Array.isArray(header)) {
-    throw invalid('malformed-header', 'The access token header is not a JSON object.');
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw invalid(`malformed-${name}`, `The access token ${name} is not a JSON object.`);
   }
-  return header as Record<string, unknown>;
+  return value as Record<string, unknown>;
 }
 
 /** jose's error classes → our public code and a private reason. */

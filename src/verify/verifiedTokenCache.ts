@@ -34,6 +34,11 @@ export class VerifiedTokenCache {
     this.#entries?.set(token, principal);
   }
 
+  /** Forgets every entry (after a key ring change: a removed key's tokens must re-verify). */
+  clear(): void {
+    this.#entries?.clear();
+  }
+
   get size(): number {
     return this.#entries?.size ?? 0;
   }

@@ -25,6 +25,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   verify: ['keys', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   proxy: ['domain', 'config', 'lib', 'errors'],
   http: ['token', 'verify', 'proxy', 'observability', 'domain', 'config', 'lib', 'errors'],
+  reload: ['config', 'lib', 'errors'],
   cli: ['clients', 'keys', 'config', 'domain', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
@@ -35,6 +36,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'keys',
     'clients',
     'revocation',
+    'reload',
     'observability',
     'domain',
     'config',

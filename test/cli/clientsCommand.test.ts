@@ -62,7 +62,7 @@ describe('portaria clients', () => {
     assert.equal(disabled.code, 0);
     assert.equal(
       disabled.stdout,
-      `Disabled client "acme" in ${file} (effective from the gateway's next start).\n`,
+      `Disabled client "acme" in ${file} (a running gateway picks it up on reload).\n`,
     );
     const relisted = await runCli(['clients', 'list', '--clients-file', file], { cwd });
     assert.match(relisted.stdout, /^acme +orders:read,orders:write +900s +yes +1$/m);

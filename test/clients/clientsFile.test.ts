@@ -3,6 +3,7 @@ import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promise
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
+import { createClientAuthenticator } from '../../src/clients/authenticateClient.js';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import {
   addClient,
@@ -10,11 +11,19 @@ import {
   disableClient,
   listClients,
   readClientsFile,
+  removeClient,
+  rotateClientSecret,
+  writeClientsFile,
 } from '../../src/clients/clientsFile.js';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { ConfigError } from '../../src/config/configError.js';
+import { ManualClock } from '../../src/lib/clock.js';
 
 const HASH = hashGeneratedSecret('a secret');
+const OLD = 'old-secret-0123456789abcdefghijklmnopqrstu';
+const NEW = 'new-secret-0123456789abcdefghijklmnopqrstu';
+const HOUR = 3_600_000;
+const NOW = Date.UTC(2026, 2, 1);
 
 async function tempDir(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'portaria-clientsfile-'));
@@ -111,5 +120,92 @@ describe('clientsFile', () => {
         err.problems.join() === 'clients[0].secrets: must hold 1 or 2 secrets',
     );
     assert.equal(await readFile(file, 'utf8'), broken);
+  });
+
+  test('rotation keeps an earlier expiry the old secret already had', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await addClient(file, {
+      id: 'acme',
+      secrets: [{ hash: HASH, expiresAt: '2026-03-01T01:00:00Z' }],
+      scopes: ['a'],
+    });
+    const result = await rotateClientSecret(file, 'acme', {
+      hash: hashGeneratedSecret(NEW),
+      nowMs: NOW,
+      overlapMs: 24 * HOUR,
+    });
+    assert.deepEqual(result, { kept: ['2026-03-01T01:00:00Z'], dropped: 0 });
+    assert.deepEqual((await readClientsFile(file)).clients[0]?.secrets, [
+      { hash: HASH, expiresAt: '2026-03-01T01:00:00Z' },
+      { hash: hashGeneratedSecret(NEW) },
+    ]);
+  });
+
+  test('rotation refuses when two secrets that never expire are valid', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await addClient(file, { id: 'acme', secrets: [{ hash: HASH }, { hash: HASH }], scopes: ['a'] });
+    await assert.rejects(
+      rotateClientSecret(file, 'acme', { hash: HASH, nowMs: NOW, overlapMs: HOUR }),
+      {
+        name: 'ClientsFileError',
+        message:
+          'acme already has two valid secrets and neither expires; pass --overlap 0 to replace both',
+      },
+    );
+    const zero = await rotateClientSecret(file, 'acme', {
+      hash: hashGeneratedSecret(NEW),
+      nowMs: NOW,
+      overlapMs: 0,
+    });
+    assert.deepEqual(zero, { kept: [], dropped: 2 });
+  });
+
+  test('a rotated client authenticates with both secrets during the overlap, then only the new one', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await addClient(file, {
+      id: 'acme',
+      secrets: [{ hash: hashGeneratedSecret(OLD) }],
+      scopes: ['a'],
+    });
+    await rotateClientSecret(file, 'acme', {
+      hash: hashGeneratedSecret(NEW),
+      nowMs: NOW,
+      overlapMs: 24 * HOUR,
+    });
+    const clock = new ManualClock(NOW);
+    const auth = createClientAuthenticator(await loadClientRegistry(file), clock);
+    assert.equal((await auth('acme', OLD)).ok, true);
+    assert.equal((await auth('acme', NEW)).ok, true);
+    clock.set(NOW + 24 * HOUR - 1);
+    assert.equal((await auth('acme', OLD)).ok, true, 'valid until the last millisecond');
+    clock.set(NOW + 24 * HOUR);
+    assert.deepEqual(await auth('acme', OLD), { ok: false, reason: 'secret-expired' });
+    assert.equal((await auth('acme', NEW)).ok, true);
+  });
+
+  test('removes a client and refuses an unknown one', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await addClient(file, { id: 'acme', secrets: [{ hash: HASH }], scopes: ['a'] });
+    await addClient(file, { id: 'globex', secrets: [{ hash: HASH }], scopes: ['a'] });
+    await removeClient(file, 'acme');
+    assert.deepEqual((await loadClientRegistry(file)).ids(), ['globex']);
+    await assert.rejects(removeClient(file, 'acme'), {
+      name: 'ClientsFileError',
+      message: `no client "acme" in ${file}`,
+    });
+    await removeClient(file, 'globex');
+    assert.deepEqual(await readClientsFile(file), { clients: [] });
+  });
+
+  test('rotation and removal refuse an invalid file', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await writeClientsFile(file, {
+      clients: [{ id: 'acme', secrets: [], scopes: ['a'] }],
+    });
+    await assert.rejects(
+      rotateClientSecret(file, 'acme', { hash: HASH, nowMs: NOW, overlapMs: HOUR }),
+      ConfigError,
+    );
+    await assert.rejects(removeClient(file, 'acme'), ConfigError);
   });
 });

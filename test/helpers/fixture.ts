@@ -22,7 +22,7 @@ import { validateConfig } from '../../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
 import type { KeyRing } from '../../src/keys/keyRing.js';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
-import type { Clock } from '../../src/lib/clock.js';
+import { type Clock, systemClock } from '../../src/lib/clock.js';
 
 export const CLIENT_ID = 'acme';
 export const CLIENT_SECRET = 'acme-secret-0123456789abcdefghijklmnopqrstu';
@@ -160,7 +160,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   });
   const { publicUrl, adminUrl } = await app.listen();
   t.after(() => app.shutdown());
-  const keyRing = await loadKeyRing(keysDir, 'ES256');
+  const keyRing = await loadKeyRing(keysDir, 'ES256', options.clock ?? systemClock);
   const gateway: Gateway = {
     app,
     config,

@@ -1,7 +1,12 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { PortariaError } from '../../src/errors.js';
 import { KeyRing } from '../../src/keys/keyRing.js';
+import type { KeySchedule } from '../../src/keys/keySchedule.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { newPrivateKey } from './keyFixtures.js';
+
+const NO_SCHEDULE: ReadonlyMap<string, KeySchedule> = new Map();
 
 const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
 
@@ -13,11 +18,13 @@ function ring(): KeyRing {
       { kid: '20260101T000000Z-00000003', alg: 'RS256', privateKey: newPrivateKey('RS256') },
       { kid: '20240101T000000Z-00000004', alg: 'ES256', privateKey: newPrivateKey('ES256') },
     ],
+    NO_SCHEDULE,
     'ES256',
+    new ManualClock(),
   );
 }
 
-describe('KeyRing', () => {
+describe('KeyRing without a schedule', () => {
   test('picks the greatest kid of the configured algorithm as signer', () => {
     assert.equal(ring().signingKey.kid, '20250101T000000Z-00000001');
     assert.equal(ring().signingKey.alg, 'ES256');
@@ -61,8 +68,9 @@ describe('KeyRing', () => {
     assert.deepEqual([...ring().algorithms].sort(), ['ES256', 'EdDSA', 'RS256']);
   });
 
-  test('refuses duplicate kids and a missing signer', () => {
+  test('refuses duplicate kids and a schedule entry without a key', () => {
     const key = newPrivateKey('ES256');
+    const clock = new ManualClock();
     assert.throws(
       () =>
         new KeyRing(
@@ -70,13 +78,58 @@ describe('KeyRing', () => {
             { kid: 'a', alg: 'ES256', privateKey: key },
             { kid: 'a', alg: 'ES256', privateKey: key },
           ],
+          NO_SCHEDULE,
           'ES256',
+          clock,
         ),
       /duplicate kid "a"/,
     );
+    const schedule = new Map([
+      ['b', { publishAt: 0, activateAt: 0, retireAt: null, removeAt: null }],
+    ]);
     assert.throws(
-      () => new KeyRing([{ kid: 'a', alg: 'ES256', privateKey: key }], 'EdDSA'),
-      /no EdDSA key/,
+      () => new KeyRing([{ kid: 'a', alg: 'ES256', privateKey: key }], schedule, 'ES256', clock),
+      /schedule for unknown kid "b"/,
     );
+  });
+
+  test('answers 503 no-active-key for signing when no key has the algorithm, and still verifies', () => {
+    const key = newPrivateKey('ES256');
+    const keys = new KeyRing(
+      [{ kid: 'a', alg: 'ES256', privateKey: key }],
+      NO_SCHEDULE,
+      'EdDSA',
+      new ManualClock(),
+    );
+    assert.throws(
+      () => keys.signingKey,
+      (err: unknown) =>
+        err instanceof PortariaError &&
+        err.code === 'service-unavailable' &&
+        err.status === 503 &&
+        err.reason === 'no-active-key' &&
+        err.detail === 'No signing key is active.',
+    );
+    assert.equal(keys.verificationKey('a')?.alg, 'ES256');
+    assert.equal(keys.activeKeyAgeSeconds(), null);
+    assert.deepEqual(
+      keys.states().map((k) => k.state),
+      ['retiring'],
+    );
+  });
+
+  test('reports every key active since forever: the signer active, the others retiring', () => {
+    assert.deepEqual(
+      ring()
+        .states()
+        .map((k) => [k.kid, k.state, k.publishAt, k.activateAt, k.retireAt, k.removeAt]),
+      [
+        ['20260101T000000Z-00000003', 'retiring', null, null, null, null],
+        ['20260101T000000Z-00000002', 'retiring', null, null, null, null],
+        ['20250101T000000Z-00000001', 'active', null, null, null, null],
+        ['20240101T000000Z-00000004', 'retiring', null, null, null, null],
+      ],
+    );
+    assert.equal(ring().activeKeyAgeSeconds(), null);
   });
 });

@@ -7,7 +7,8 @@ import { describe, type TestContext, test } from 'node:test';
 import { createLocalJWKSet, jwtVerify, SignJWT } from 'jose';
 import { ConfigError } from '../../src/config/configError.js';
 import { SIGNING_ALGORITHMS } from '../../src/config/types.js';
-import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
+import { loadKeyRing, readKeyDirectory } from '../../src/keys/loadKeyRing.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { newPrivateKey, writeJwk, writePem } from './keyFixtures.js';
 
 const OLDER = '20250101T000000Z-aaaaaaaa';
@@ -19,9 +20,15 @@ async function tempDir(t: TestContext): Promise<string> {
   return dir;
 }
 
-async function problemsOf(dir: string, alg: 'ES256' | 'EdDSA' | 'RS256' = 'ES256') {
+const T0 = Date.UTC(2026, 0, 1);
+
+async function problemsOf(
+  dir: string,
+  alg: 'ES256' | 'EdDSA' | 'RS256' = 'ES256',
+  clock = new ManualClock(T0),
+) {
   try {
-    await loadKeyRing(dir, alg);
+    await loadKeyRing(dir, alg, clock);
   } catch (err) {
     assert.ok(err instanceof ConfigError);
     assert.ok(err.message.startsWith(`invalid configuration (keys.dir (${dir})):`));
@@ -45,7 +52,7 @@ describe('loadKeyRing', () => {
         const other = SIGNING_ALGORITHMS.find((a) => a !== alg) ?? alg;
         await write('20270101T000000Z-cccccccc', other);
 
-        const ring = await loadKeyRing(dir, alg);
+        const ring = await loadKeyRing(dir, alg, new ManualClock(T0));
         assert.equal(ring.signingKey.kid, NEWER);
         assert.equal(ring.signingKey.alg, alg);
         assert.deepEqual([...ring.algorithms].sort(), [alg, other].sort());
@@ -76,7 +83,7 @@ describe('loadKeyRing', () => {
     await writeFile(join(dir, `.${NEWER}.0123.tmp`), 'junk');
     await writeFile(join(dir, 'README.md'), 'junk');
     await writeFile(join(dir, 'key.pem.bak'), 'junk');
-    const ring = await loadKeyRing(dir, 'ES256');
+    const ring = await loadKeyRing(dir, 'ES256', new ManualClock(T0));
     assert.equal(ring.jwks().keys.length, 1);
   });
 
@@ -148,5 +155,90 @@ describe('loadKeyRing', () => {
     assert.deepEqual(await problemsOf(dir), [
       `keys.dir: ${dir} does not exist (create a key with "portaria keys generate --alg ES256")`,
     ]);
+  });
+
+  test('follows schedule.json: the ring switches signer and JWKS by its clock', async (t) => {
+    const dir = await tempDir(t);
+    await writePem(dir, OLDER, newPrivateKey('ES256'));
+    await writePem(dir, NEWER, newPrivateKey('ES256'));
+    await writeFile(
+      join(dir, 'schedule.json'),
+      JSON.stringify({
+        keys: {
+          [OLDER]: {
+            publishAt: '1970-01-01T00:00:00Z',
+            activateAt: '1970-01-01T00:00:00Z',
+            retireAt: '2026-01-01T00:06:00Z',
+            removeAt: '2026-01-01T01:07:00Z',
+          },
+          [NEWER]: { publishAt: '2026-01-01T00:00:00Z', activateAt: '2026-01-01T00:06:00Z' },
+        },
+      }),
+    );
+    const clock = new ManualClock(T0 - 1);
+    const ring = await loadKeyRing(dir, 'ES256', clock);
+    assert.equal(ring.signingKey.kid, OLDER);
+    assert.deepEqual(
+      ring.jwks().keys.map((k) => k.kid),
+      [OLDER],
+    );
+    clock.set(T0 + 6 * 60_000);
+    assert.equal(ring.signingKey.kid, NEWER);
+    assert.deepEqual(
+      ring.jwks().keys.map((k) => k.kid),
+      [NEWER, OLDER],
+    );
+    clock.set(T0 + 67 * 60_000);
+    assert.deepEqual(
+      ring.jwks().keys.map((k) => k.kid),
+      [NEWER],
+    );
+  });
+
+  test("reports schedule problems with the file path, with the key files' problems", async (t) => {
+    const dir = await tempDir(t);
+    await writePem(dir, NEWER, newPrivateKey('ES256'));
+    await writeFile(join(dir, 'broken.pem'), 'x');
+    await writeFile(
+      join(dir, 'schedule.json'),
+      JSON.stringify({
+        keys: {
+          [NEWER]: { publishAt: '2026-01-01T00:10:00Z', activateAt: '2026-01-01T00:00:00Z' },
+          ghost: { publishAt: '2026-01-01T00:00:00Z', activateAt: '2026-01-01T00:00:00Z' },
+          broken: { publishAt: '2026-01-01T00:00:00Z', activateAt: '2026-01-01T00:00:00Z' },
+        },
+      }),
+    );
+    const file = `keys.dir (${dir})/schedule.json`;
+    assert.deepEqual(await problemsOf(dir), [
+      'keys.dir: broken.pem: must be a single unencrypted PKCS#8 private key ("BEGIN PRIVATE KEY")',
+      `${file}: keys.${NEWER}.activateAt: must not be before publishAt (publish ahead, then sign)`,
+      `${file}: keys.ghost: no key file ghost.pem or ghost.jwk.json`,
+    ]);
+  });
+
+  test('refuses to start when no key of the algorithm is active now', async (t) => {
+    const dir = await tempDir(t);
+    await writePem(dir, NEWER, newPrivateKey('ES256'));
+    await writeFile(
+      join(dir, 'schedule.json'),
+      JSON.stringify({
+        keys: {
+          [NEWER]: { publishAt: '2026-01-01T00:00:00Z', activateAt: '2026-01-01T00:06:00Z' },
+        },
+      }),
+    );
+    assert.deepEqual(await problemsOf(dir, 'ES256', new ManualClock(T0)), [
+      `token.algorithm: no ES256 key is active now in keys.dir ${dir} (see "portaria keys list")`,
+    ]);
+    const ring = await loadKeyRing(dir, 'ES256', new ManualClock(T0 + 6 * 60_000));
+    assert.equal(ring.signingKey.kid, NEWER);
+    // readKeyDirectory (keys list, keys rotate) does not require an active key.
+    const { keys, schedule } = await readKeyDirectory(dir);
+    assert.deepEqual(
+      keys.map((k) => k.kid),
+      [NEWER],
+    );
+    assert.equal(schedule.get(NEWER)?.activateAt, T0 + 6 * 60_000);
   });
 });

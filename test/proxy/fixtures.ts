@@ -25,6 +25,7 @@ export function principal(claims: Record<string, unknown> = {}): Principal {
     scope,
     scopes: new Set(scope.split(' ').filter((s) => s !== '')),
     tokenId: String(all.jti),
+    issuerId: 'self',
     issuer: String(all.iss),
     issuedAt: Number(all.iat),
     expiresAt: Number(all.exp),

@@ -1,0 +1,60 @@
+/**
+ * Crash-safe writes into the keys directory: the data goes to a hidden temporary file
+ * (mode 0600, fsynced), which then takes the final name in one step, and the directory
+ * is fsynced so the new name survives a power cut. A reader sees the old file or the
+ * new one, never a half-written one (the key loader ignores dotfiles).
+ *
+ * - `writeNewFile` links the temporary into place: it fails with EEXIST instead of
+ *   replacing a file (a key file is never overwritten).
+ * - `replaceFile` renames it into place: it replaces the file atomically (the schedule).
+ */
+import { randomBytes } from 'node:crypto';
+import { link, mkdir, open, rename, rm } from 'node:fs/promises';
+import { join } from 'node:path';
+
+export async function writeNewFile(dir: string, name: string, data: string): Promise<string> {
+  return write(dir, name, data, (temp, path) => link(temp, path));
+}
+
+export async function replaceFile(dir: string, name: string, data: string): Promise<string> {
+  return write(dir, name, data, (temp, path) => rename(temp, path));
+}
+
+async function write(
+  dir: string,
+  name: string,
+  data: string,
+  place: (temp: string, path: string) => Promise<void>,
+): Promise<string> {
+  await mkdir(dir, { recursive: true, mode: 0o700 });
+  const path = join(dir, name);
+  const temp = join(dir, `.${name}.${randomBytes(6).toString('hex')}.tmp`);
+  const handle = await open(temp, 'wx', 0o600);
+  try {
+    try {
+      await handle.writeFile(data, 'utf8');
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+    await place(temp, path);
+  } finally {
+    // After link() the temporary is a second name to drop; after rename() it is gone.
+    await rm(temp, { force: true });
+  }
+  await syncDirectory(dir);
+  return path;
+}
+
+async function syncDirectory(dir: string): Promise<void> {
+  try {
+    const handle = await open(dir, 'r');
+    try {
+      await handle.sync();
+    } finally {
+      await handle.close();
+    }
+  } catch {
+    // Some platforms cannot fsync a directory; the link or rename is still atomic.
+  }
+}

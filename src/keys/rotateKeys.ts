@@ -1,0 +1,145 @@
+/**
+ * `portaria keys rotate`: adds a new signing key and schedules the hand-over so that no
+ * verification fails anywhere, at the gateway or at a third party caching our JWKS.
+ *
+ * At `now` (T), with jwksMaxAge M, clock skew S and maximum token lifetime L:
+ * - the new key is published at T and activates at T + M + S: a verifier that fetched
+ *   the JWKS just before T keeps its copy at most M, and a replica whose clock runs S
+ *   ahead signs at most S early, so nobody meets a token of the new key before its copy
+ *   of the JWKS has it;
+ * - the current signer (and any other key of the algorithm still allowed to sign, e.g.
+ *   an older key without a schedule entry) retires at T + M + S and is removed at
+ *   T + M + S + L + S: its last token, signed by a replica whose clock is S behind,
+ *   expires before the key leaves the JWKS.
+ * Keys without a schedule entry that are retired get one with publishAt = activateAt =
+ * the epoch ("since forever"). A rotation is refused while another is pending (a key
+ * with activateAt in the future): it would retire a key that has not signed yet.
+ *
+ * Files: the schedule is written first (atomically), then the key file; when the key
+ * cannot be written the previous schedule is put back. A crash in between leaves an
+ * entry without key file, which the loader refuses (fail closed) rather than a key
+ * without entry, which would sign at once. Two rotations must not run at the same time.
+ */
+import type { SigningAlgorithm } from '../config/types.js';
+import { generateSigningKey, writeSigningKey } from './generateKey.js';
+import {
+  formatInstant,
+  type KeySchedule,
+  type KeySchedules,
+  pickSigner,
+  windowOf,
+  writeKeySchedule,
+} from './keySchedule.js';
+import { readKeyDirectory } from './loadKeyRing.js';
+
+export interface RotationTiming {
+  readonly jwksMaxAgeSeconds: number;
+  readonly clockSkewSeconds: number;
+  /** The longest lifetime of a token we issue, seconds. */
+  readonly maxLifetimeSeconds: number;
+}
+
+export interface RotationPlan {
+  /** The whole new schedule, the new key's entry included. */
+  readonly schedule: Map<string, KeySchedule>;
+  readonly added: { readonly kid: string; readonly schedule: KeySchedule };
+  /** Keys whose signing now ends, with their new schedule; the current signer first. */
+  readonly retiring: readonly { readonly kid: string; readonly schedule: KeySchedule }[];
+}
+
+export interface RotationResult extends RotationPlan {
+  readonly alg: SigningAlgorithm;
+  readonly path: string;
+}
+
+/** A rotation that must not happen now (exit 1, not a usage error). */
+export class RotationRefused extends Error {
+  override readonly name = 'RotationRefused';
+}
+
+/** The pure schedule arithmetic of a rotation at `now` (ms); throws `RotationRefused`. */
+export function planRotation(input: {
+  readonly keys: readonly { readonly kid: string; readonly alg: SigningAlgorithm }[];
+  readonly schedule: KeySchedules;
+  readonly algorithm: SigningAlgorithm;
+  readonly newKid: string;
+  readonly now: number;
+  readonly timing: RotationTiming;
+}): RotationPlan {
+  const { keys, schedule, algorithm, newKid, now, timing } = input;
+  const window = (k: { kid: string }) => windowOf(schedule.get(k.kid));
+  const pending = keys.find((k) => window(k).activateAt > now);
+  if (pending !== undefined) {
+    const at = formatInstant(window(pending).activateAt);
+    throw new RotationRefused(
+      `a rotation is already pending: ${pending.kid} activates at ${at} (see "portaria keys list")`,
+    );
+  }
+  const signer = pickSigner(keys, window, algorithm, now);
+  if (signer === undefined) {
+    throw new RotationRefused(
+      `no ${algorithm} key is active now to rotate from (create one with "portaria keys generate --alg ${algorithm}")`,
+    );
+  }
+  if (schedule.has(newKid) || keys.some((k) => k.kid === newKid)) {
+    throw new RotationRefused(`kid ${newKid} exists already`);
+  }
+
+  const skew = timing.clockSkewSeconds * 1000;
+  const activateAt = now + timing.jwksMaxAgeSeconds * 1000 + skew;
+  const removeAt = activateAt + timing.maxLifetimeSeconds * 1000 + skew;
+  const next = new Map(schedule);
+  const added = {
+    kid: newKid,
+    schedule: { publishAt: now, activateAt, retireAt: null, removeAt: null },
+  };
+  next.set(newKid, added.schedule);
+
+  const retiring: { kid: string; schedule: KeySchedule }[] = [];
+  const stillSigning = keys.filter((k) => {
+    const w = window(k);
+    return k.alg === algorithm && w.activateAt <= now && now < w.retireAt;
+  });
+  for (const key of stillSigning) {
+    const current = schedule.get(key.kid);
+    // The signer hands over exactly at activateAt; other keys keep an earlier retirement.
+    if (key !== signer && current?.retireAt != null) continue;
+    const retired: KeySchedule = {
+      publishAt: current?.publishAt ?? 0,
+      activateAt: current?.activateAt ?? 0,
+      retireAt: activateAt,
+      removeAt: Math.max(current?.removeAt ?? removeAt, removeAt),
+    };
+    next.set(key.kid, retired);
+    const entry = { kid: key.kid, schedule: retired };
+    if (key === signer) retiring.unshift(entry);
+    else retiring.push(entry);
+  }
+  return { schedule: next, added, retiring };
+}
+
+/** Rotates the keys in `dir` at `now`: generates the key, writes schedule and key file. */
+export async function rotateKeys(
+  dir: string,
+  options: RotationTiming & { readonly algorithm: SigningAlgorithm; readonly now: Date },
+): Promise<RotationResult> {
+  const { keys, schedule } = await readKeyDirectory(dir);
+  const key = await generateSigningKey(options.algorithm, options.now);
+  const plan = planRotation({
+    keys,
+    schedule,
+    algorithm: options.algorithm,
+    newKid: key.kid,
+    now: options.now.getTime(),
+    timing: options,
+  });
+  await writeKeySchedule(dir, plan.schedule);
+  let path: string;
+  try {
+    path = await writeSigningKey(dir, key);
+  } catch (err) {
+    await writeKeySchedule(dir, schedule);
+    throw err;
+  }
+  return { ...plan, alg: options.algorithm, path };
+}

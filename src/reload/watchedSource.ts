@@ -1,0 +1,217 @@
+/**
+ * A running value (client registry, key ring, route table) that is reloaded from files
+ * while traffic flows, and kept as it is when the new files do not validate.
+ *
+ * What starts a reload:
+ * - With `watch` (`reload.enabled`): `fs.watch` on the parent directory of each watched
+ *   file, and on each watched directory itself, starts a check ~100 ms after the last
+ *   event (editors and `rename` produce bursts). Events are not filtered by name: a
+ *   Kubernetes Secret/ConfigMap update renames `..data`, not the watched file. Watchers
+ *   keep the process alive, like a listening socket, until `close()`; a watcher that
+ *   errors (its directory removed) is dropped and re-created on a later poll.
+ * - Also with `watch`: a poll every `pollIntervalMs` (an unref'd timer). Polling is what
+ *   survives what `fs.watch` misses: network filesystems, and Kubernetes' atomic swap of
+ *   the `..data` symlink under a path that is itself a symlink (`file -> ..data/file`).
+ * - `trigger()`: 'watch' and 'poll' check; 'signal' (SIGHUP) and 'manual' always reload.
+ *
+ * A check compares a fingerprint of the watched CONTENTS (see `contentFingerprint.ts`)
+ * with the last one, taken when `watchSource()` is called (so call it right after the
+ * initial load) and after every reload; it reloads only when they differ and otherwise
+ * answers 'unchanged' without calling `load` or `onOutcome`. A reload runs `load()`:
+ * - success: `apply(value)`, outcome 'applied';
+ * - failure: the running value stays, outcome 'failed' with every problem
+ *   (`ConfigError.problems`, else the error's message). The failed contents are
+ *   remembered, so a broken file is reported once, not on every poll.
+ * - a file that is briefly absent (rename-over, symlink swap) is not a failure: when the
+ *   load fails and a watched path was missing before or after it (or the error is
+ *   ENOENT), the fingerprint and the load are retried once after 50 ms.
+ *
+ * Single flight (`singleFlight.ts`): a trigger while a reload runs schedules exactly one
+ * more run after it (all such triggers share it; it is forced if any of them was).
+ * `trigger()` never rejects. After `close()`, watchers and timers are gone, `apply` is never called again,
+ * and `trigger()` resolves 'unchanged'.
+ */
+import { type FSWatcher, watch as fsWatch, statSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { setTimeout as delay } from 'node:timers/promises';
+import { ConfigError } from '../config/configError.js';
+import { contentFingerprint } from './contentFingerprint.js';
+import { singleFlight } from './singleFlight.js';
+
+export type ReloadOutcome = 'applied' | 'unchanged' | 'failed';
+export type ReloadReason = 'watch' | 'poll' | 'signal' | 'manual';
+
+export interface WatchedSourceOptions<T> {
+  /** Bounded source name for logs and metrics: 'clients', 'keys', 'routes'. */
+  readonly name: string;
+  /** Files or directories whose contents make up the source. */
+  readonly paths: readonly string[];
+  /** Reads and validates the source; throws `ConfigError` (problems) or any Error. */
+  readonly load: () => Promise<T>;
+  /** Swaps the running value; must not throw (if it does, the outcome is 'failed'). */
+  readonly apply: (value: T) => void;
+  readonly pollIntervalMs: number;
+  /** `reload.enabled`: fs.watch + polling. false: reloads only on `trigger()`. */
+  readonly watch: boolean;
+  /** With `watch`, false polls without fs.watch (tests prove polling alone suffices). Default true. */
+  readonly fsWatch?: boolean;
+  /** Called once per reload that ran ('applied' or 'failed'); errors it throws are ignored. */
+  readonly onOutcome?: (name: string, outcome: ReloadOutcome, problems: readonly string[]) => void;
+}
+
+export interface WatchedSource {
+  trigger(reason: ReloadReason): Promise<ReloadOutcome>;
+  close(): void;
+}
+
+const DEBOUNCE_MS = 100;
+const RETRY_DELAY_MS = 50;
+
+type Attempt<T> =
+  | { readonly ok: true; readonly value: T }
+  | { readonly ok: false; readonly error: unknown };
+
+export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource {
+  const { name, paths, load, apply, pollIntervalMs, onOutcome } = options;
+  let closed = false;
+  let known: string | null = null;
+  const ready = contentFingerprint(paths).then(
+    (f) => {
+      known ??= f.digest;
+    },
+    () => undefined,
+  );
+
+  const report = (outcome: ReloadOutcome, problems: readonly string[]): void => {
+    try {
+      onOutcome?.(name, outcome, problems);
+    } catch {
+      // A logging or metrics failure must not break reloading.
+    }
+  };
+
+  const attempt = async (): Promise<Attempt<T>> => {
+    try {
+      return { ok: true, value: await load() };
+    } catch (error) {
+      return { ok: false, error };
+    }
+  };
+
+  const anyMissing = async (): Promise<boolean> => (await contentFingerprint(paths)).missing;
+
+  const runOnce = async (force: boolean): Promise<ReloadOutcome> => {
+    await ready;
+    if (closed) return 'unchanged';
+    let print = await contentFingerprint(paths);
+    if (!force && print.digest === known) return 'unchanged';
+    let result = await attempt();
+    if (!result.ok && (print.missing || isEnoent(result.error) || (await anyMissing()))) {
+      await delay(RETRY_DELAY_MS);
+      print = await contentFingerprint(paths);
+      result = await attempt();
+    }
+    known = print.digest;
+    if (closed) return 'unchanged';
+    if (!result.ok) {
+      report('failed', problemsOf(result.error));
+      return 'failed';
+    }
+    try {
+      apply(result.value);
+    } catch (error) {
+      report('failed', [`apply: ${messageOf(error)}`]);
+      return 'failed';
+    }
+    report('applied', []);
+    return 'applied';
+  };
+
+  const next = singleFlight((force: boolean) =>
+    runOnce(force).catch((error: unknown): ReloadOutcome => {
+      report('failed', problemsOf(error));
+      return 'failed';
+    }),
+  );
+  const trigger = (reason: ReloadReason): Promise<ReloadOutcome> =>
+    closed ? Promise.resolve('unchanged') : next(reason === 'signal' || reason === 'manual');
+
+  let debounce: NodeJS.Timeout | undefined;
+  const onEvent = (): void => {
+    if (closed) return;
+    clearTimeout(debounce);
+    debounce = setTimeout(() => {
+      debounce = undefined;
+      void trigger('watch');
+    }, DEBOUNCE_MS);
+    debounce.unref();
+  };
+
+  const watchers = new Map<string, FSWatcher | null>();
+  const arm = (): void => {
+    for (const [dir, existing] of watchers) {
+      if (existing !== null) continue;
+      try {
+        const watcher = fsWatch(dir, { persistent: true }, onEvent);
+        watcher.on('error', () => {
+          watcher.close();
+          if (watchers.get(dir) === watcher) watchers.set(dir, null);
+        });
+        watchers.set(dir, watcher);
+      } catch {
+        // The directory is missing or cannot be watched: polling continues, a later poll retries.
+      }
+    }
+  };
+
+  let poller: NodeJS.Timeout | undefined;
+  if (options.watch) {
+    if (options.fsWatch !== false) {
+      for (const dir of watchedDirectories(paths)) watchers.set(dir, null);
+      arm();
+    }
+    poller = setInterval(() => {
+      arm();
+      void trigger('poll');
+    }, pollIntervalMs);
+    poller.unref();
+  }
+
+  return {
+    trigger,
+    close(): void {
+      closed = true;
+      clearInterval(poller);
+      clearTimeout(debounce);
+      for (const watcher of watchers.values()) watcher?.close();
+      watchers.clear();
+    },
+  };
+}
+
+/** Each watched directory itself, and the parent of everything else (files, missing paths). */
+function watchedDirectories(paths: readonly string[]): Set<string> {
+  const dirs = new Set<string>();
+  for (const path of paths) {
+    let isDirectory = false;
+    try {
+      isDirectory = statSync(path).isDirectory();
+    } catch {
+      // Missing: watch where it would appear.
+    }
+    dirs.add(isDirectory ? path : dirname(path));
+  }
+  return dirs;
+}
+
+function problemsOf(error: unknown): readonly string[] {
+  return error instanceof ConfigError ? error.problems : [messageOf(error)];
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+function isEnoent(error: unknown): boolean {
+  return (error as NodeJS.ErrnoException | null)?.code === 'ENOENT';
+}

@@ -1,0 +1,48 @@
+/**
+ * Builds the verifier's issuer table: our own issuer (keys from the in-memory key ring,
+ * never over HTTP; our algorithms; `typ: at+jwt` always) and each configured external
+ * issuer (keys from its key set; its audiences, algorithms, skew and `typ` rule).
+ */
+import type { Config, IssuerConfig } from '../config/types.js';
+import type { IssuerKey, TrustedIssuer } from './tokenVerifier.js';
+
+/** What our own issuer needs of the key ring (read through a thunk: the ring reloads). */
+export interface OwnKeys {
+  verificationKey(kid: string): IssuerKey | undefined;
+}
+
+/** What an external issuer needs of its key set. */
+export interface ExternalKeys {
+  getKey(kid: string, alg: string): IssuerKey | null | Promise<IssuerKey | null>;
+}
+
+const OWN_ALGORITHMS: ReadonlySet<string> = new Set(['ES256', 'EdDSA', 'RS256']);
+
+export function buildIssuerTable(
+  config: Pick<Config, 'issuer' | 'audience' | 'clockSkewSeconds'>,
+  ownKeys: () => OwnKeys,
+  externals: readonly { readonly config: IssuerConfig; readonly keys: ExternalKeys }[],
+): ReadonlyMap<string, TrustedIssuer> {
+  const table = new Map<string, TrustedIssuer>();
+  table.set(config.issuer, {
+    id: 'self',
+    issuer: config.issuer,
+    audiences: [config.audience],
+    algorithms: OWN_ALGORITHMS,
+    clockSkewSeconds: config.clockSkewSeconds,
+    requireTyp: true,
+    key: (kid) => ownKeys().verificationKey(kid),
+  });
+  for (const { config: c, keys } of externals) {
+    table.set(c.issuer, {
+      id: c.id,
+      issuer: c.issuer,
+      audiences: c.audiences,
+      algorithms: new Set(c.algorithms),
+      clockSkewSeconds: c.clockSkewSeconds,
+      requireTyp: c.requireTyp,
+      key: (kid, alg) => keys.getKey(kid, alg),
+    });
+  }
+  return table;
+}

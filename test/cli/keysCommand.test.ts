@@ -1,0 +1,275 @@
+import assert from 'node:assert/strict';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { runCli, tempDir } from './runCli.js';
+
+const T0 = Date.UTC(2026, 0, 1);
+const KID = /^\d{8}T\d{6}Z-[0-9a-f]{8}$/;
+
+async function generated(cwd: string, dir: string): Promise<string> {
+  const result = await runCli(['keys', 'generate', '--keys-dir', dir], { cwd });
+  assert.equal(result.code, 0, result.stderr);
+  return /^kid: +(\S+)$/m.exec(result.stdout)?.[1] ?? '';
+}
+
+/** The table's cells, after checking that every column starts where its header does. */
+function cells(table: string): string[][] {
+  const lines = table.split('\n');
+  assert.equal(lines.pop(), '');
+  const starts = [...(lines[0] ?? '').matchAll(/\S+/g)].map((m) => m.index);
+  for (const line of lines) {
+    assert.deepEqual(
+      [...line.matchAll(/\S+/g)].map((m) => m.index),
+      starts,
+      line,
+    );
+  }
+  return lines.map((line) => line.split(/ {2,}/));
+}
+
+function rotate(cwd: string, dir: string, now: string, ...more: string[]) {
+  return runCli(['keys', 'rotate', '--keys-dir', dir, '--now', now, ...more], { cwd });
+}
+
+describe('portaria keys rotate', () => {
+  test('adds a key published now that signs after max-age + skew, and schedules the old key out', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const result = await rotate(
+      cwd,
+      dir,
+      '2026-01-01T00:00:00Z',
+      '--jwks-max-age',
+      '300',
+      '--skew',
+      '60',
+      '--max-lifetime',
+      '3600',
+    );
+    assert.equal(result.code, 0, result.stderr);
+    assert.equal(result.stderr, '');
+    const b = /^kid: +(\S+)$/m.exec(result.stdout)?.[1] ?? '';
+    assert.match(b, /^20260101T000000Z-[0-9a-f]{8}$/);
+    assert.equal(
+      result.stdout,
+      [
+        `kid:        ${b}`,
+        'alg:        ES256',
+        `path:       ${join(dir, `${b}.pem`)}`,
+        'publishAt:  2026-01-01T00:00:00Z',
+        'activateAt: 2026-01-01T00:06:00Z',
+        `retiring:   ${a} retireAt 2026-01-01T00:06:00Z removeAt 2026-01-01T01:07:00Z`,
+        `Rotation scheduled: ${b} is published now and signs from 2026-01-01T00:06:00Z in place of ${a}; ${a} leaves the JWKS at 2026-01-01T01:07:00Z.`,
+        '',
+      ].join('\n'),
+    );
+    assert.deepEqual(JSON.parse(await readFile(join(dir, 'schedule.json'), 'utf8')).keys[b], {
+      publishAt: '2026-01-01T00:00:00Z',
+      activateAt: '2026-01-01T00:06:00Z',
+      retireAt: null,
+      removeAt: null,
+    });
+
+    const clock = new ManualClock(T0 + 359_999);
+    const ring = await loadKeyRing(dir, 'ES256', clock);
+    assert.equal(ring.signingKey.kid, a);
+    assert.deepEqual(
+      ring.jwks().keys.map((k) => k.kid),
+      [a, b].sort().reverse(),
+    );
+    clock.advance(1);
+    assert.equal(ring.signingKey.kid, b);
+  });
+
+  test('defaults to max-age 300, skew 60 and a maximum lifetime of one day', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const result = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^activateAt: 2026-01-01T00:06:00Z$/m);
+    assert.ok(
+      result.stdout.includes(
+        `retiring:   ${a} retireAt 2026-01-01T00:06:00Z removeAt 2026-01-02T00:07:00Z\n`,
+      ),
+    );
+  });
+
+  test('refuses a second rotation while one is pending, and changes nothing', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    await generated(cwd, dir);
+    const first = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(first.code, 0, first.stderr);
+    const b = /^kid: +(\S+)$/m.exec(first.stdout)?.[1] ?? '';
+    const files = (await readdir(dir)).sort();
+    const schedule = await readFile(join(dir, 'schedule.json'), 'utf8');
+
+    const second = await rotate(cwd, dir, '2026-01-01T00:05:59Z');
+    assert.equal(second.code, 1);
+    assert.equal(second.stdout, '');
+    assert.equal(
+      second.stderr,
+      `portaria: keys rotate: a rotation is already pending: ${b} activates at 2026-01-01T00:06:00Z (see "portaria keys list")\n`,
+    );
+    assert.deepEqual((await readdir(dir)).sort(), files);
+    assert.equal(await readFile(join(dir, 'schedule.json'), 'utf8'), schedule);
+
+    // Once the new key signs, the next rotation may start.
+    const third = await rotate(cwd, dir, '2026-01-01T00:06:00Z');
+    assert.equal(third.code, 0, third.stderr);
+    assert.ok(third.stdout.includes(`in place of ${b};`), third.stdout);
+  });
+
+  test('refuses a directory without a key to rotate from', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'absent');
+    const result = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(result.code, 1);
+    assert.equal(
+      result.stderr,
+      `portaria: keys rotate: invalid configuration (keys.dir (${dir})):\n  - keys.dir: ${dir} does not exist (create a key with "portaria keys generate --alg ES256")\n`,
+    );
+    const ed = await runCli(['keys', 'generate', '--alg', 'EdDSA', '--keys-dir', dir], { cwd });
+    assert.equal(ed.code, 0, ed.stderr);
+    const noEs256 = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(noEs256.code, 1);
+    assert.equal(
+      noEs256.stderr,
+      'portaria: keys rotate: no ES256 key is active now to rotate from (create one with "portaria keys generate --alg ES256")\n',
+    );
+  });
+
+  const usage: [string[], string][] = [
+    [
+      ['--jwks-max-age', 'abc'],
+      '--jwks-max-age: must be an integer number of seconds from 0 to 86400',
+    ],
+    [['--skew', '601'], '--skew: must be an integer number of seconds from 0 to 600'],
+    [
+      ['--max-lifetime', '0'],
+      '--max-lifetime: must be an integer number of seconds from 1 to 86400',
+    ],
+    [['--now', 'tomorrow'], '--now: must be an ISO 8601 date-time with a time zone'],
+    [['--alg', 'HS256'], '--alg must be one of ES256, EdDSA, RS256'],
+    [['extra'], 'unexpected argument "extra"'],
+  ];
+  for (const [args, message] of usage) {
+    test(`exits 2 for: portaria keys rotate ${args.join(' ')}`, async (t) => {
+      const cwd = await tempDir(t);
+      const result = await runCli(['keys', 'rotate', ...args], { cwd });
+      assert.equal(result.code, 2);
+      assert.equal(
+        result.stderr,
+        `portaria: keys rotate: ${message} (see "portaria keys rotate --help")\n`,
+      );
+    });
+  }
+});
+
+describe('portaria keys list', () => {
+  test("shows each key's state and schedule as the rotation progresses", async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z', '--max-lifetime', '3600');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+
+    const list = async (now: string) => {
+      const result = await runCli(['keys', 'list', '--keys-dir', dir, '--now', now], { cwd });
+      assert.equal(result.code, 0, result.stderr);
+      return cells(result.stdout);
+    };
+    const header = ['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE'];
+    const epoch = '1970-01-01T00:00:00Z';
+    const rowA = (state: string) => [
+      a,
+      'ES256',
+      state,
+      epoch,
+      epoch,
+      '2026-01-01T00:06:00Z',
+      '2026-01-01T01:07:00Z',
+    ];
+    const rowB = (state: string) => [
+      b,
+      'ES256',
+      state,
+      '2026-01-01T00:00:00Z',
+      '2026-01-01T00:06:00Z',
+      'never',
+      'never',
+    ];
+    assert.deepEqual(await list('2026-01-01T00:05:59Z'), [header, rowA('active'), rowB('pending')]);
+    assert.deepEqual(await list('2026-01-01T00:06:00Z'), [
+      header,
+      rowA('retiring'),
+      rowB('active'),
+    ]);
+    assert.deepEqual(await list('2026-01-01T01:07:00Z'), [header, rowA('retired'), rowB('active')]);
+  });
+
+  test('lists keys without a schedule entry as always published and active', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const result = await runCli(['keys', 'list', '--keys-dir', dir], { cwd });
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(a, KID);
+    assert.equal(
+      result.stdout,
+      `KID                        ALG    STATE   PUBLISH  ACTIVATE  RETIRE  REMOVE\n${a}  ES256  active  always   always    never   never\n`,
+    );
+  });
+
+  test('reports a broken schedule.json with every problem', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    await generated(cwd, dir);
+    await writeFile(
+      join(dir, 'schedule.json'),
+      JSON.stringify({
+        keys: { ghost: { publishAt: '2026-01-01T00:00:00Z', activateAt: 'soon' } },
+      }),
+    );
+    const result = await runCli(['keys', 'list', '--keys-dir', dir], { cwd });
+    assert.equal(result.code, 1);
+    assert.equal(
+      result.stderr,
+      [
+        `portaria: keys list: invalid configuration (keys.dir (${dir})):`,
+        `  - keys.dir (${dir})/schedule.json: keys.ghost.activateAt: must be an ISO 8601 date-time with a time zone (2026-01-01T00:00:00Z)`,
+        '',
+      ].join('\n'),
+    );
+  });
+});
+
+describe('portaria keys help', () => {
+  const helps: [string[], string][] = [
+    [['keys', 'rotate', '--help'], 'Usage: portaria keys rotate [--alg ES256|EdDSA|RS256]'],
+    [['keys', 'list', '-h'], 'Usage: portaria keys list [--alg ES256|EdDSA|RS256]\n'],
+  ];
+  for (const [args, start] of helps) {
+    test(`prints help for: portaria ${args.join(' ')}`, async (t) => {
+      const cwd = await tempDir(t);
+      const result = await runCli(args, { cwd });
+      assert.equal(result.code, 0);
+      assert.ok(result.stdout.startsWith(start), result.stdout);
+    });
+  }
+
+  test('lists rotate and list among the keys commands, and points generate users to rotate', async (t) => {
+    const cwd = await tempDir(t);
+    const keys = await runCli(['keys', '--help'], { cwd });
+    assert.match(keys.stdout, /^ {2}rotate /m);
+    assert.match(keys.stdout, /^ {2}list /m);
+    const generate = await runCli(['keys', 'generate', '--help'], { cwd });
+    assert.match(generate.stdout, /portaria keys rotate/);
+  });
+});
