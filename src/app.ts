@@ -16,6 +16,7 @@ import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
 import { createIssuerKeySet } from './keys/issuerKeySet.js';
 import { loadKeyRing } from './keys/loadKeyRing.js';
+import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
 import { createLoggers, type DestinationStream, type Logger } from './observability/logger.js';
@@ -70,10 +71,15 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,
+    everUsable: false,
     keys: createIssuerKeySet(issuer, {
       clock,
       index,
-      hooks: { fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome) },
+      hooks: {
+        fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome),
+        // A withdrawn key must not keep verifying through the cache.
+        keysRemoved: () => cache.clear(),
+      },
       log: (event, detail) => logger.info({ issuer: issuer.id, ...detail }, event),
     }),
   }));
@@ -194,10 +200,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     } catch {
       return { ready: false, reason: 'no signing key is active' };
     }
+    // Each issuer must have had a usable key set once. A later outage of one issuer's key
+    // server is answered with 503 on that issuer's tokens (after maxStalenessSeconds), not
+    // by taking every replica out of the load balancer.
     for (const set of issuerSets) {
+      if (set.everUsable) continue;
       if (!set.keys.state().usable) {
-        return { ready: false, reason: `issuer ${set.config.id} has no usable key set` };
+        return { ready: false, reason: `issuer ${set.config.id} has no usable key set yet` };
       }
+      set.everUsable = true;
     }
     return { ready: true };
   };
@@ -287,7 +298,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       return { publicUrl, adminUrl };
     },
     async reload() {
-      await Promise.all(sources.map((source) => source.trigger('signal')));
+      const remote = issuerSets.flatMap((s) => (s.keys instanceof RemoteKeySet ? [s.keys] : []));
+      await Promise.all([
+        ...sources.map((source) => source.trigger('signal')),
+        ...remote.map((set) => set.refreshNow('scheduled')),
+      ]);
     },
     revoke(tokenId, expiresAt) {
       return revocation.revokeToken(

@@ -197,7 +197,8 @@ export class KeyRing {
   activeKeyAgeSeconds(): number | null {
     const now = this.#clock.now();
     const at = this.#currentSigner(now)?.window.activateAt;
-    return at === undefined || !Number.isFinite(at) ? null : (now - at) / 1000;
+    // A key without a schedule entry is "active since forever" (stored as epoch 0): no age.
+    return at === undefined || !Number.isFinite(at) || at <= 0 ? null : (now - at) / 1000;
   }
 
   #currentSigner(now: number): Entry | undefined {

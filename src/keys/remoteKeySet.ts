@@ -67,6 +67,8 @@ export type FetchOutcome = 'ok' | 'error' | 'timeout' | 'too-large' | 'invalid';
 
 export interface KeySetHooks {
   fetch?(issuerId: string, trigger: FetchTrigger, outcome: FetchOutcome): void;
+  /** Kids the issuer withdrew in a new key set (their tokens must stop verifying). */
+  keysRemoved?(issuerId: string, kids: readonly string[]): void;
 }
 
 export type KeySetLog = (event: string, detail: Record<string, unknown>) => void;
@@ -305,6 +307,7 @@ export class RemoteKeySet {
       this.#hooks?.fetch?.(id, trigger, 'ok');
       return true;
     }
+    const previous = this.#keys;
     this.#applied = seq;
     this.#keys = keys;
     this.#loadedAt = this.#clock.now();
@@ -315,6 +318,8 @@ export class RemoteKeySet {
     this.#log?.('issuer keys fetched', { issuer: id, trigger, keys: keys.size });
     this.#scheduleRefresh();
     this.#markReady();
+    const removed = previous === null ? [] : [...previous.keys()].filter((kid) => !keys.has(kid));
+    if (removed.length > 0) this.#hooks?.keysRemoved?.(id, removed);
     this.#hooks?.fetch?.(id, trigger, 'ok');
     return true;
   }

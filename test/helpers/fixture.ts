@@ -17,6 +17,7 @@ import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
 import { type App, createApp } from '../../src/app.js';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
+import { loadConfig } from '../../src/config/loadConfig.js';
 import type { Config } from '../../src/config/types.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
@@ -105,6 +106,11 @@ export interface GatewayOptions {
   clients?: ClientSpec[];
   clock?: Clock;
   upstream?: Upstream;
+  /**
+   * Also write the settings as a JSON config file (`<dir>/portaria.json`) and hand the app
+   * a `configSource` that re-reads it, so routes reload (as `main.ts` does with --config).
+   */
+  configFile?: boolean;
 }
 
 export interface Gateway {
@@ -116,6 +122,8 @@ export interface Gateway {
   logs: string[];
   keyRing: KeyRing;
   dir: string;
+  /** The config file, when started with `configFile: true`. */
+  configFile?: string;
   /** POSTs credentials to the token operation and returns the access token. */
   token(clientId?: string, secret?: string): Promise<string>;
 }
@@ -146,6 +154,10 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
     ...(options.settings?.(upstream.url) ?? {}),
   };
   const config = validateConfig(settings, { baseDir: dir });
+  const configFile = options.configFile ? join(dir, 'portaria.json') : undefined;
+  if (configFile !== undefined) {
+    await writeFile(configFile, JSON.stringify(settings, null, 2));
+  }
   const logs: string[] = [];
   const destination = new Writable({
     write(chunk: Buffer, _encoding, callback) {
@@ -157,6 +169,14 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
     config,
     logDestination: destination,
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(configFile !== undefined
+      ? {
+          configSource: {
+            file: configFile,
+            reload: () => loadConfig({ file: configFile, env: {}, cwd: dir }),
+          },
+        }
+      : {}),
   });
   const { publicUrl, adminUrl } = await app.listen();
   t.after(() => app.shutdown());
@@ -170,6 +190,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
     logs,
     keyRing,
     dir,
+    ...(configFile !== undefined ? { configFile } : {}),
     async token(clientId = CLIENT_ID, secret = CLIENT_SECRET) {
       const res = await fetch(publicUrl + TOKEN_PATH, {
         method: 'POST',
