@@ -32,7 +32,7 @@
  * and `trigger()` resolves 'unchanged'.
  */
 import { type FSWatcher, watch as fsWatch, statSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { basename, dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError } from '../config/configError.js';
 import { contentFingerprint } from './contentFingerprint.js';
@@ -136,10 +136,11 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   const trigger = (reason: ReloadReason): Promise<ReloadOutcome> =>
     closed ? Promise.resolve('unchanged') : next(reason === 'signal' || reason === 'manual');
 
+  // Schedule-once throttle: the first relevant event arms one check DEBOUNCE_MS later;
+  // events until then add no work (a busy directory costs one timer, not one per event).
   let debounce: NodeJS.Timeout | undefined;
   const onEvent = (): void => {
-    if (closed) return;
-    clearTimeout(debounce);
+    if (closed || debounce !== undefined) return;
     debounce = setTimeout(() => {
       debounce = undefined;
       void trigger('watch');
@@ -148,11 +149,16 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   };
 
   const watchers = new Map<string, FSWatcher | null>();
+  /** Per watched directory: the entry names that matter, or null for all (a watched directory). */
+  const relevantNames = new Map<string, ReadonlySet<string> | null>();
   const arm = (): void => {
     for (const [dir, existing] of watchers) {
       if (existing !== null) continue;
       try {
-        const watcher = fsWatch(dir, { persistent: true }, onEvent);
+        const names = relevantNames.get(dir) ?? null;
+        const watcher = fsWatch(dir, { persistent: true }, (_event, filename) => {
+          if (isRelevant(names, filename)) onEvent();
+        });
         watcher.on('error', () => {
           watcher.close();
           if (watchers.get(dir) === watcher) watchers.set(dir, null);
@@ -167,7 +173,10 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   let poller: NodeJS.Timeout | undefined;
   if (options.watch) {
     if (options.fsWatch !== false) {
-      for (const dir of watchedDirectories(paths)) watchers.set(dir, null);
+      for (const [dir, names] of watchedDirectories(paths)) {
+        watchers.set(dir, null);
+        relevantNames.set(dir, names);
+      }
       arm();
     }
     poller = setInterval(() => {
@@ -190,8 +199,13 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
 }
 
 /** Each watched directory itself, and the parent of everything else (files, missing paths). */
-function watchedDirectories(paths: readonly string[]): Set<string> {
-  const dirs = new Set<string>();
+/**
+ * The directories to watch, each with the entry names that matter in it: for a file, its
+ * own name (and, see isRelevant, Kubernetes' `..data` swaps); for a watched directory,
+ * every entry (null). Other files in a parent directory (a log file, say) are ignored.
+ */
+export function watchedDirectories(paths: readonly string[]): Map<string, Set<string> | null> {
+  const dirs = new Map<string, Set<string> | null>();
   for (const path of paths) {
     let isDirectory = false;
     try {
@@ -199,9 +213,30 @@ function watchedDirectories(paths: readonly string[]): Set<string> {
     } catch {
       // Missing: watch where it would appear.
     }
-    dirs.add(isDirectory ? path : dirname(path));
+    if (isDirectory) {
+      dirs.set(path, null);
+      continue;
+    }
+    const dir = dirname(path);
+    const names = dirs.get(dir);
+    if (names === null) continue;
+    dirs.set(dir, new Set([...(names ?? []), basename(path)]));
   }
   return dirs;
+}
+
+/**
+ * Kubernetes updates a mounted ConfigMap or Secret by renaming a `..data` symlink (and
+ * creating `..<timestamp>` directories), never the file name itself: those count too. An
+ * event without a file name (some platforms) always counts.
+ */
+export function isRelevant(
+  names: ReadonlySet<string> | null,
+  filename: string | Buffer | null,
+): boolean {
+  if (names === null || filename === null) return true;
+  const name = filename.toString();
+  return names.has(name) || name.startsWith('..');
 }
 
 function problemsOf(error: unknown): readonly string[] {
