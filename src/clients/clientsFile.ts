@@ -13,9 +13,9 @@
  * expired secrets are dropped first, and a rotation that would leave three secrets is
  * refused, never resolved by silently dropping a secret that still works.
  */
-import { randomBytes } from 'node:crypto';
-import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
-import { basename, dirname, join } from 'node:path';
+import { readFile } from 'node:fs/promises';
+import { basename, dirname } from 'node:path';
+import { replaceFile } from '../lib/atomicWrite.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
 
 export interface ClientsFileSecret {
@@ -184,37 +184,5 @@ export async function listClients(file: string): Promise<ClientSummary[]> {
 
 /** Atomic replace: temp file (0600) in the same directory, fsync, rename, fsync the directory. */
 export async function writeClientsFile(file: string, data: ClientsFileData): Promise<void> {
-  const dir = dirname(file);
-  await mkdir(dir, { recursive: true, mode: 0o700 });
-  const temp = join(dir, `.${basename(file)}.${randomBytes(6).toString('hex')}.tmp`);
-  const handle = await open(temp, 'wx', 0o600);
-  try {
-    await handle.writeFile(`${JSON.stringify(data, null, 2)}\n`, 'utf8');
-    await handle.sync();
-  } catch (err) {
-    await handle.close();
-    await rm(temp, { force: true });
-    throw err;
-  }
-  await handle.close();
-  try {
-    await rename(temp, file);
-  } catch (err) {
-    await rm(temp, { force: true });
-    throw err;
-  }
-  await syncDirectory(dir);
-}
-
-async function syncDirectory(dir: string): Promise<void> {
-  try {
-    const handle = await open(dir, 'r');
-    try {
-      await handle.sync();
-    } finally {
-      await handle.close();
-    }
-  } catch {
-    // Some platforms cannot fsync a directory; the rename is still atomic.
-  }
+  await replaceFile(dirname(file), basename(file), `${JSON.stringify(data, null, 2)}\n`);
 }

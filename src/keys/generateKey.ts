@@ -11,7 +11,7 @@
 import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { SigningAlgorithm } from '../config/types.js';
-import { writeNewFile } from './atomicWrite.js';
+import { writeNewFile } from '../lib/atomicWrite.js';
 import { KID_PATTERN } from './loadKeyRing.js';
 
 export interface GeneratedKey {

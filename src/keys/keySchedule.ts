@@ -25,7 +25,7 @@
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SigningAlgorithm } from '../config/types.js';
-import { replaceFile } from './atomicWrite.js';
+import { replaceFile } from '../lib/atomicWrite.js';
 
 export const SCHEDULE_FILE = 'schedule.json';
 

@@ -1,12 +1,12 @@
 /**
- * Crash-safe writes into the keys directory: the data goes to a hidden temporary file
+ * Crash-safe file writes (keys, key schedule, clients file): the data goes to a hidden temporary file
  * (mode 0600, fsynced), which then takes the final name in one step, and the directory
  * is fsynced so the new name survives a power cut. A reader sees the old file or the
- * new one, never a half-written one (the key loader ignores dotfiles).
+ * new one, never a half-written one (loaders and the reload watcher ignore dotfiles and `*.tmp`).
  *
  * - `writeNewFile` links the temporary into place: it fails with EEXIST instead of
  *   replacing a file (a key file is never overwritten).
- * - `replaceFile` renames it into place: it replaces the file atomically (the schedule).
+ * - `replaceFile` renames it into place: it replaces the file atomically (the schedule, the clients file).
  */
 import { randomBytes } from 'node:crypto';
 import { link, mkdir, open, rename, rm } from 'node:fs/promises';
