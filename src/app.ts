@@ -338,8 +338,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       adminServer.closeAllConnections();
       await revocation.close();
       logger.info('stopped');
-      access.flush();
-      logger.flush();
+      // Both loggers share one destination: wait until it has written everything, so an
+      // exit right after shutdown neither loses nor reorders the last lines.
+      await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
   };
 }
