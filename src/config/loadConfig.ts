@@ -5,7 +5,7 @@
  *
  * Environment overrides (for secrets and per-deployment values, e.g. Kubernetes):
  *   PORTARIA_PORT, PORTARIA_ADMIN_PORT, PORTARIA_KEYS_DIR, PORTARIA_CLIENTS_FILE,
- *   PORTARIA_LOG_LEVEL.
+ *   PORTARIA_LOG_LEVEL, PORTARIA_ADMIN_TOKEN_FILE, PORTARIA_REVOCATION_FILE.
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -31,6 +31,8 @@ const ENV_OVERRIDES: readonly [string, readonly string[], 'int' | 'string'][] = 
   ['PORTARIA_KEYS_DIR', ['keys', 'dir'], 'string'],
   ['PORTARIA_CLIENTS_FILE', ['clients', 'file'], 'string'],
   ['PORTARIA_LOG_LEVEL', ['log', 'level'], 'string'],
+  ['PORTARIA_ADMIN_TOKEN_FILE', ['admin', 'tokenFile'], 'string'],
+  ['PORTARIA_REVOCATION_FILE', ['revocation', 'file'], 'string'],
 ];
 
 export async function loadConfig(options: LoadOptions): Promise<Config> {
@@ -68,6 +70,7 @@ function demoSettings(upstream: string | undefined): Record<string, unknown> {
     server: { host: '127.0.0.1' },
     keys: { dir: '.portaria-demo/keys' },
     clients: { file: '.portaria-demo/clients.json' },
+    revocation: { file: '.portaria-demo/revocations.log' },
   };
   if (upstream) {
     settings.routes = [

@@ -40,6 +40,7 @@ export const configSchema = {
       properties: {
         host: { ...host, default: '127.0.0.1' },
         port: { ...port, default: 9091 },
+        tokenFile: { type: ['string', 'null'], minLength: 1, default: null },
       },
     },
     issuer: { type: 'string', minLength: 1, default: 'http://localhost:8080' },
@@ -105,6 +106,15 @@ export const configSchema = {
           maxStalenessSeconds: { type: 'integer', minimum: 0, maximum: 604_800, default: 3600 },
           fetchTimeoutMs: { type: 'integer', minimum: 100, maximum: 60_000, default: 5000 },
         },
+      },
+    },
+    revocation: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        store: { enum: ['local', 'memory'], default: 'local' },
+        file: { type: 'string', minLength: 1, default: './data/revocations.log' },
       },
     },
     reload: {

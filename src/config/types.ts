@@ -100,7 +100,16 @@ export interface IssuerConfig {
 
 export interface Config {
   readonly server: ServerConfig;
-  readonly admin: ListenerConfig;
+  readonly admin: ListenerConfig & {
+    /** File holding the admin API token (PORTARIA_ADMIN_TOKEN_FILE); null: admin API off. */
+    readonly tokenFile: string | null;
+  };
+  readonly revocation: {
+    /** `local`: durable append-only log on disk (default); `memory`: lost on restart. */
+    readonly store: 'local' | 'memory';
+    /** The local store's log file. */
+    readonly file: string;
+  };
   /** `iss` of the tokens we issue. */
   readonly issuer: string;
   /** `aud` of the tokens we issue and require. */

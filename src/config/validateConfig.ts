@@ -123,6 +123,9 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   if (problems.length > 0) throw new ConfigError(problems);
   config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
   config.clients.file = resolvePath(options.baseDir, config.clients.file);
+  config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
+  if (config.admin.tokenFile)
+    config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;
   return deepFreeze(config as Config);
 }

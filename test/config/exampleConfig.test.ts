@@ -20,8 +20,9 @@ function portable(config: Config, file: string): Json {
   const base = dirname(file);
   return {
     ...config,
-    keys: { dir: relative(base, config.keys.dir) },
+    keys: { ...config.keys, dir: relative(base, config.keys.dir) },
     clients: { file: relative(base, config.clients.file) },
+    revocation: { ...config.revocation, file: relative(base, config.revocation.file) },
   };
 }
 
