@@ -6,7 +6,7 @@
  * a timer, so the maps stay bounded by the revocations made within one token lifetime.
  */
 import { type Clock, epochSeconds } from '../lib/clock.js';
-import type { RevocationStore } from './revocationStore.js';
+import type { RevocationEntries, RevocationStore } from './revocationStore.js';
 
 export class MemoryRevocationStore implements RevocationStore {
   readonly #clock: Clock;
@@ -48,6 +48,18 @@ export class MemoryRevocationStore implements RevocationStore {
 
   size(): number {
     return this.#tokens.size + this.#clients.size;
+  }
+
+  entries(): RevocationEntries {
+    const now = epochSeconds(this.#clock);
+    return {
+      tokens: [...this.#tokens]
+        .filter(([, expiresAt]) => expiresAt >= now)
+        .map(([tokenId, expiresAt]) => ({ tokenId, expiresAt })),
+      clients: [...this.#clients]
+        .filter(([, cut]) => cut.expiresAt >= now)
+        .map(([clientId, cut]) => ({ clientId, ...cut })),
+    };
   }
 
   async close(): Promise<void> {}

@@ -19,5 +19,16 @@ export interface RevocationStore {
   revokeClient(clientId: string, issuedBefore: number, expiresAt: number): Promise<void>;
   /** Number of entries held (for metrics). */
   size(): number;
+  /** Every entry not yet expired (for the admin API), times in seconds. */
+  entries(): RevocationEntries;
   close(): Promise<void>;
+}
+
+export interface RevocationEntries {
+  readonly tokens: readonly { readonly tokenId: string; readonly expiresAt: number }[];
+  readonly clients: readonly {
+    readonly clientId: string;
+    readonly issuedBefore: number;
+    readonly expiresAt: number;
+  }[];
 }
