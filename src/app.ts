@@ -3,6 +3,7 @@
  * metrics. Tests call `createApp` directly with a port-0 config, a log destination they
  * read, and (where time matters) a manual clock.
  */
+import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createClientAuthenticator } from './clients/authenticateClient.js';
 import { loadClientRegistry } from './clients/clientRegistry.js';
@@ -26,6 +27,7 @@ import { createHeaderPolicy } from './proxy/headers.js';
 import { compileRouteTable } from './proxy/routeTable.js';
 import { createWebSocketProxy } from './proxy/webSocketProxy.js';
 import { type ReloadOutcome, type WatchedSource, watchSource } from './reload/watchedSource.js';
+import { LocalRevocationStore } from './revocation/localRevocationStore.js';
 import { MemoryRevocationStore } from './revocation/memoryRevocationStore.js';
 import { TokenService } from './token/tokenService.js';
 import { TokenVerifier } from './verify/tokenVerifier.js';
@@ -92,7 +94,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   let keyRing = initialRing;
   let clientCount = clients.size;
   let authenticate = createClientAuthenticator(clients, clock);
-  const revocation = new MemoryRevocationStore(clock);
+  const revocation =
+    config.revocation.store === 'local'
+      ? await LocalRevocationStore.open(config.revocation.file, clock, {
+          log: (event, detail) => logger.warn(detail, event),
+        })
+      : new MemoryRevocationStore(clock);
+  metrics.setRevocationSizeSource(() => revocation.size());
+  const adminToken = await readAdminToken(config.admin.tokenFile);
   const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);
   metrics.setCacheSizeSource(() => cache.size);
   metrics.setSigningKeySource(() => ({
@@ -187,6 +196,14 @@ export async function createApp(options: AppOptions): Promise<App> {
   const adminServer = createServer(
     createAdminHandler({
       metricsText: () => metrics.exposition(),
+      revocations: {
+        store: revocation,
+        adminToken,
+        maxLifetimeSeconds: MAX_LIFETIME_SECONDS,
+        clockSkewSeconds: config.clockSkewSeconds,
+        now: () => clock.now(),
+        onRevoked: (kind) => metrics.revoked(kind),
+      },
       problemTypeBase: config.problemTypeBase,
       ready: () => readiness(),
     }),
@@ -280,7 +297,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     );
   }
 
-  const sweep = setInterval(() => revocation.sweep(), 60_000);
+  const sweep = setInterval(() => void revocation.sweep(), 60_000);
   sweep.unref();
 
   return {
@@ -343,6 +360,27 @@ export async function createApp(options: AppOptions): Promise<App> {
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
   };
+}
+
+/** Shortest admin token accepted: it guards revocations, so it must not be guessable. */
+const MIN_ADMIN_TOKEN_LENGTH = 16;
+
+/** The admin API token from `admin.tokenFile`; null (API off) when none is configured. */
+async function readAdminToken(file: string | null): Promise<string | null> {
+  if (file === null) return null;
+  let token: string;
+  try {
+    token = (await readFile(file, 'utf8')).trim();
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    throw new ConfigError([`admin.tokenFile: cannot read ${file} (${code})`]);
+  }
+  if (token.length < MIN_ADMIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token)) {
+    throw new ConfigError([
+      `admin.tokenFile: ${file} must hold at least ${MIN_ADMIN_TOKEN_LENGTH} visible ASCII characters`,
+    ]);
+  }
+  return token;
 }
 
 /** Top-level settings a reload cannot apply (only routes and upstream.default reload). */

@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 /**
- * `portaria`: the operator's command line (clients, signing keys).
+ * `portaria`: the operator's command line (clients, signing keys, revocation).
  *
  * Exit codes: 0 success, 1 failure (bad file, refused change, I/O error), 2 usage error.
  * Every error is one line on stderr, `portaria: <command>: <what>` (a file with several
@@ -12,6 +12,7 @@ import { fileURLToPath } from 'node:url';
 import { type CliContext, UsageError } from './args.js';
 import { runClientsCommand } from './clientsCommand.js';
 import { runKeysCommand } from './keysCommand.js';
+import { runRevokeCommand } from './revokeCommand.js';
 
 const HELP = `Usage: portaria <group> <command> [options]
 
@@ -20,6 +21,7 @@ Operator commands for the Portaria API gateway.
 Groups:
   clients   add, list, disable, remove clients and rotate their secrets
   keys      generate, rotate and list token-signing keys
+  revoke    revoke a token (--jti) or a client's tokens (--client) via the admin API
 
 Options:
   --help, -h   show help (also after a group or command)
@@ -27,6 +29,8 @@ Options:
 
 Files: --clients-file / $PORTARIA_CLIENTS_FILE (default ./data/clients.json),
        --keys-dir / $PORTARIA_KEYS_DIR (default ./data/keys).
+Admin API (revoke): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
+       --token-file / $PORTARIA_ADMIN_TOKEN_FILE.
 `;
 
 async function run(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -36,6 +40,7 @@ async function run(args: readonly string[], ctx: CliContext): Promise<void> {
   if (group === '--version') return ctx.out(`portaria ${await packageVersion()}\n`);
   if (group === 'clients') return runClientsCommand(rest, ctx);
   if (group === 'keys') return runKeysCommand(rest, ctx);
+  if (group === 'revoke') return runRevokeCommand(rest, ctx);
   if (group.startsWith('-')) throw new UsageError('', `unknown option ${group}`);
   throw new UsageError('', `unknown command ${JSON.stringify(group)}`);
 }
@@ -65,7 +70,8 @@ function errorLine(err: unknown, args: readonly string[]): { text: string; code:
     const prefix = err.command === '' ? 'portaria' : `portaria: ${err.command}`;
     return { text: `${prefix}: ${err.message} (see "${where} --help")`, code: 2 };
   }
-  const command = args.slice(0, 2).join(' ');
+  // `revoke` has no sub-command: its second argument is an option, not part of the name.
+  const command = args[0] === 'revoke' ? 'revoke' : args.slice(0, 2).join(' ');
   // ConfigError's message is a head line plus one line per problem in the file.
   const message = err instanceof Error ? err.message : String(err);
   return { text: `portaria: ${command}: ${message}`, code: 1 };

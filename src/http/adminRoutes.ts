@@ -3,16 +3,24 @@
  *   GET /healthz  — 200 while the process runs (liveness);
  *   GET /readyz   — 200 once keys and clients are loaded and until shutdown begins,
  *                   503 otherwise (readiness: take me out of the load balancer);
- *   GET /metrics  — Prometheus text exposition.
+ *   GET /metrics  — Prometheus text exposition;
+ *   /admin/v1/revocations — the revocation API behind the admin token (adminRevocations.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PortariaError } from '../errors.js';
+import {
+  handleRevocations,
+  REVOCATIONS_PATH,
+  type RevocationAdminDeps,
+} from './adminRevocations.js';
 import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js';
 
 export interface AdminDeps {
   readonly metricsText: () => Promise<{ contentType: string; text: string }>;
   readonly ready: () => { ready: boolean; reason?: string };
   readonly problemTypeBase: string;
+  /** The revocation API; absent (or no admin token): it answers 404. */
+  readonly revocations?: RevocationAdminDeps;
 }
 
 export function createAdminHandler(deps: AdminDeps) {
@@ -27,6 +35,9 @@ async function handleAdmin(
   deps: AdminDeps,
 ): Promise<void> {
   const path = (req.url ?? '').split('?')[0] ?? '';
+  if (path === REVOCATIONS_PATH) {
+    return handleRevocations(req, res, deps.revocations, deps.problemTypeBase);
+  }
   const known = path === '/healthz' || path === '/readyz' || path === '/metrics';
   if (!known) {
     const error = new PortariaError('not-found', 'No admin endpoint at this path.');

@@ -53,6 +53,10 @@ export interface Metrics {
   setSigningKeySource(read: () => SigningKeySnapshot): void;
   /** Binds the external issuers' key set states, read at scrape time. */
   setIssuerSource(read: () => readonly IssuerSnapshot[]): void;
+  /** A revocation accepted (durably) through the admin API. */
+  revoked(kind: 'token' | 'client'): void;
+  /** Binds the number of revocation entries held, read at scrape time. */
+  setRevocationSizeSource(read: () => number): void;
 }
 
 export interface SigningKeySnapshot {
@@ -227,6 +231,22 @@ export function createMetrics(): Metrics {
     },
   });
 
+  const revocations = new Counter({
+    name: 'portaria_revocations_total',
+    help: 'Revocations accepted through the admin API, by kind (token, client).',
+    labelNames: ['kind'] as const,
+    registers,
+  });
+  let readRevocationSize: () => number = () => 0;
+  new Gauge({
+    name: 'portaria_revocation_entries',
+    help: 'Revocation entries held (tokens and client cut-offs not yet expired).',
+    registers,
+    collect() {
+      this.set(readRevocationSize());
+    },
+  });
+
   const slotOf = (route: string): RouteSlot => {
     let slot = slots.get(route);
     if (slot === undefined) {
@@ -280,6 +300,12 @@ export function createMetrics(): Metrics {
     },
     setIssuerSource(read) {
       readIssuers = read;
+    },
+    revoked(kind) {
+      revocations.labels(kind).inc();
+    },
+    setRevocationSizeSource(read) {
+      readRevocationSize = read;
     },
   };
 }

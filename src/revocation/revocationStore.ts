@@ -19,6 +19,8 @@ export interface RevocationStore {
   revokeClient(clientId: string, issuedBefore: number, expiresAt: number): Promise<void>;
   /** Number of entries held (for metrics). */
   size(): number;
+  /** Forgets entries whose tokens can no longer be valid (the app runs it every minute). */
+  sweep(): void | Promise<void>;
   /** Every entry not yet expired (for the admin API), times in seconds. */
   entries(): RevocationEntries;
   close(): Promise<void>;

@@ -1,0 +1,315 @@
+/**
+ * The admin revocation API, on the admin listener only (never the public port).
+ *
+ *   POST /admin/v1/revocations   revoke one token or every token of a client
+ *   GET  /admin/v1/revocations   list the entries not yet expired (HEAD: same, no body)
+ *
+ * Every request carries `Authorization: Bearer <admin token>`; the token is compared in
+ * constant time. Missing or wrong → 401 problem with
+ * `WWW-Authenticate: Bearer realm="portaria-admin"`. With no admin token configured the
+ * API is off: 404 problem. Order: off → authentication → method (405 with `Allow`), so an
+ * unauthenticated caller learns nothing but "401".
+ *
+ * POST body (`Content-Type: application/json`, at most 16 KiB, a JSON object, no
+ * duplicate keys, no other property), exactly one of:
+ *   { "jti": "…", "expiresAt"?: <epoch seconds> }
+ *       `expiresAt` is the token's `exp`: an integer in the future, at most now +
+ *       maxLifetimeSeconds. The entry is kept until expiresAt + clock skew (a verifier
+ *       accepts a token up to `exp` + skew); without it, until now + maxLifetimeSeconds
+ *       + skew (the latest any token issued so far can expire).
+ *   { "clientId": "…", "issuedBefore"?: "<RFC 3339 date-time>" | <epoch seconds> }
+ *       revokes every token of the client whose `iat` is at or before the cut-off
+ *       (default: now, which also covers tokens issued earlier in the current second).
+ *       The cut-off may not be later than now + clock skew. The entry is kept until
+ *       issuedBefore + maxLifetimeSeconds + skew.
+ * Answers 201 `{ kind: "token", jti, expiresAt }` or
+ * `{ kind: "client", clientId, issuedBefore, expiresAt }` (seconds; `expiresAt` is when
+ * the entry may be forgotten) only once the store's promise has resolved, i.e. the
+ * revocation is durable. A store failure → 503 problem, never an acknowledgement.
+ * Refusals: 415 (media type or compression), 413 (over 16 KiB, connection closed),
+ * 400 problem whose `detalhe` names the field (never echoes a value).
+ *
+ * GET answers 200 `{ tokens: [{ jti, expiresAt }], clients: [{ clientId, issuedBefore,
+ * expiresAt }] }`.
+ *
+ * Nothing here logs: neither the admin token nor a request body is ever written anywhere.
+ */
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { PortariaError } from '../errors.js';
+import { constantTimeEqual } from '../lib/constantTime.js';
+import { firstDuplicateTopLevelKey } from '../token/parseTokenRequest.js';
+import { isJsonMediaType } from './mediaType.js';
+import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
+import { instanceOf, sendJson, sendProblem } from './replies.js';
+
+export const REVOCATIONS_PATH = '/admin/v1/revocations';
+export const ADMIN_BODY_LIMIT_BYTES = 16 * 1024;
+export const WWW_AUTHENTICATE_ADMIN = 'Bearer realm="portaria-admin"';
+
+const ALLOW = 'GET, HEAD, POST';
+const NO_STORE = { 'cache-control': 'no-store' } as const;
+const MAX_JTI_LENGTH = 512;
+const CLIENT_ID = /^[\x21-\x7E]{1,128}$/;
+/** RFC 3339 §5.6 date-time (`T`/`t`, `Z`/`z` or a numeric offset, optional fraction). */
+const RFC3339 =
+  /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
+const FIELDS = new Set(['jti', 'expiresAt', 'clientId', 'issuedBefore']);
+
+/**
+ * What the admin API needs of a revocation store. Structurally a subset of
+ * `RevocationStore` (src/revocation/revocationStore.ts), which http/ may not import.
+ */
+export interface RevocationAdminStore {
+  revokeToken(tokenId: string, expiresAt: number): Promise<void>;
+  revokeClient(clientId: string, issuedBefore: number, expiresAt: number): Promise<void>;
+  entries(): {
+    readonly tokens: readonly { readonly tokenId: string; readonly expiresAt: number }[];
+    readonly clients: readonly {
+      readonly clientId: string;
+      readonly issuedBefore: number;
+      readonly expiresAt: number;
+    }[];
+  };
+}
+
+export interface RevocationAdminDeps {
+  readonly store: RevocationAdminStore;
+  /** The admin API token; null (or empty): the admin API is off. */
+  readonly adminToken: string | null;
+  /** The longest lifetime of a token the gateway issues or accepts (seconds). */
+  readonly maxLifetimeSeconds: number;
+  readonly clockSkewSeconds: number;
+  /** Milliseconds since the epoch. */
+  readonly now: () => number;
+  /** Called after a revocation is stored (metrics). */
+  readonly onRevoked?: (kind: 'token' | 'client') => void;
+}
+
+type Revocation =
+  | { readonly kind: 'token'; readonly jti: string; readonly expiresAt: number }
+  | {
+      readonly kind: 'client';
+      readonly clientId: string;
+      readonly issuedBefore: number;
+      readonly expiresAt: number;
+    };
+
+/** Handles a request for `REVOCATIONS_PATH`; refusals become problem details here. */
+export async function handleRevocations(
+  req: IncomingMessage,
+  res: ServerResponse,
+  deps: RevocationAdminDeps | undefined,
+  problemTypeBase: string,
+): Promise<void> {
+  const instance = instanceOf(REVOCATIONS_PATH, 'admin');
+  try {
+    if (deps === undefined || deps.adminToken === null || deps.adminToken === '') {
+      throw new PortariaError('not-found', 'The admin API is off (no admin token configured).', {
+        reason: 'admin-api-off',
+      });
+    }
+    authenticate(req, deps.adminToken);
+    if (req.method === 'GET' || req.method === 'HEAD') {
+      return sendJson(res, 200, listing(deps.store), NO_STORE, req.method === 'HEAD');
+    }
+    if (req.method !== 'POST') {
+      throw new PortariaError(
+        'method-not-allowed',
+        'The revocations endpoint accepts GET, HEAD and POST.',
+        {
+          reason: 'method',
+          headers: { allow: ALLOW },
+        },
+      );
+    }
+    if (!isJsonMediaType(req.headers['content-type'])) {
+      throw new PortariaError('unsupported-media-type', 'Content-Type must be application/json.', {
+        reason: 'content-type',
+      });
+    }
+    const text = await readBoundedBody(req, ADMIN_BODY_LIMIT_BYTES);
+    const revocation = parseRevocation(text, deps);
+    await store(revocation, deps);
+    deps.onRevoked?.(revocation.kind);
+    sendJson(res, 201, JSON.stringify(revocation), NO_STORE);
+  } catch (error) {
+    if (!(error instanceof PortariaError)) throw error;
+    sendProblem(res, error, problemTypeBase, instance, error instanceof BodyTooLarge);
+  }
+}
+
+function authenticate(req: IncomingMessage, adminToken: string): void {
+  const header = req.headers.authorization;
+  if (header === undefined) {
+    throw unauthorized('token-missing', 'no-authorization', 'An admin token is required.');
+  }
+  let count = 0;
+  for (let i = 0; i < req.rawHeaders.length; i += 2) {
+    if ((req.rawHeaders[i] as string).toLowerCase() === 'authorization') count++;
+  }
+  const given = /^Bearer +(\S+) *$/i.exec(header)?.[1];
+  // Compared even when the header is malformed: every refusal takes the same path.
+  const equal = constantTimeEqual(given ?? '', adminToken);
+  if (count !== 1 || given === undefined || !equal) {
+    throw unauthorized('token-invalid', 'admin-token-invalid', 'The admin token is invalid.');
+  }
+}
+
+function unauthorized(
+  code: 'token-missing' | 'token-invalid',
+  reason: string,
+  detail: string,
+): PortariaError {
+  return new PortariaError(code, detail, {
+    reason,
+    headers: { 'www-authenticate': WWW_AUTHENTICATE_ADMIN },
+  });
+}
+
+function listing(store: RevocationAdminStore): string {
+  const { tokens, clients } = store.entries();
+  return JSON.stringify({
+    tokens: tokens.map((t) => ({ jti: t.tokenId, expiresAt: t.expiresAt })),
+    clients: clients.map((c) => ({
+      clientId: c.clientId,
+      issuedBefore: c.issuedBefore,
+      expiresAt: c.expiresAt,
+    })),
+  });
+}
+
+async function store(revocation: Revocation, deps: RevocationAdminDeps): Promise<void> {
+  try {
+    if (revocation.kind === 'token') {
+      await deps.store.revokeToken(revocation.jti, revocation.expiresAt);
+    } else {
+      await deps.store.revokeClient(
+        revocation.clientId,
+        revocation.issuedBefore,
+        revocation.expiresAt,
+      );
+    }
+  } catch (cause) {
+    throw new PortariaError('service-unavailable', 'The revocation could not be stored.', {
+      reason: 'revocation-store-failed',
+      cause,
+    });
+  }
+}
+
+/** The body → one validated revocation with its entry expiry (seconds). */
+export function parseRevocation(
+  text: string,
+  deps: Pick<RevocationAdminDeps, 'maxLifetimeSeconds' | 'clockSkewSeconds' | 'now'>,
+): Revocation {
+  let body: unknown;
+  try {
+    body = JSON.parse(text);
+  } catch {
+    throw bad('body-not-json', 'The request body is not valid JSON.');
+  }
+  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
+    throw bad('body-not-object', 'The request body must be a JSON object.');
+  }
+  const duplicate = firstDuplicateTopLevelKey(text);
+  if (duplicate !== null) {
+    throw bad('duplicate-key', `Property "${quoteName(duplicate)}" appears more than once.`);
+  }
+  const record = body as Record<string, unknown>;
+  for (const key of Object.keys(record)) {
+    if (!FIELDS.has(key))
+      throw bad('unknown-property', `Property "${quoteName(key)}" is not allowed.`);
+  }
+  const hasJti = Object.hasOwn(record, 'jti');
+  const hasClient = Object.hasOwn(record, 'clientId');
+  if (hasJti === hasClient) {
+    throw bad('jti-xor-client', 'Exactly one of jti and clientId is required.');
+  }
+  const now = Math.floor(deps.now() / 1000);
+  const { maxLifetimeSeconds: lifetime, clockSkewSeconds: skew } = deps;
+
+  if (hasJti) {
+    if (Object.hasOwn(record, 'issuedBefore')) {
+      throw bad('field-mismatch', 'issuedBefore is allowed with clientId only.');
+    }
+    const jti = record.jti;
+    if (typeof jti !== 'string') throw bad('wrong-type', 'jti must be a string.');
+    if (jti.length === 0 || jti.length > MAX_JTI_LENGTH || /\p{Cc}/u.test(jti)) {
+      throw bad(
+        'bad-jti',
+        `jti must be 1 to ${MAX_JTI_LENGTH} characters without control characters.`,
+      );
+    }
+    if (!Object.hasOwn(record, 'expiresAt')) {
+      return { kind: 'token', jti, expiresAt: now + lifetime + skew };
+    }
+    const exp = record.expiresAt;
+    if (typeof exp !== 'number' || !Number.isSafeInteger(exp)) {
+      throw bad('wrong-type', 'expiresAt must be an integer (seconds since the epoch).');
+    }
+    if (exp <= now) throw bad('expires-in-past', 'expiresAt must be in the future.');
+    if (exp > now + lifetime) {
+      throw bad(
+        'expires-too-late',
+        'expiresAt must not exceed now plus the maximum token lifetime.',
+      );
+    }
+    return { kind: 'token', jti, expiresAt: exp + skew };
+  }
+
+  if (Object.hasOwn(record, 'expiresAt')) {
+    throw bad('field-mismatch', 'expiresAt is allowed with jti only.');
+  }
+  const clientId = record.clientId;
+  if (typeof clientId !== 'string') throw bad('wrong-type', 'clientId must be a string.');
+  if (!CLIENT_ID.test(clientId)) {
+    throw bad(
+      'bad-client-id',
+      'clientId must be 1 to 128 printable ASCII characters without spaces.',
+    );
+  }
+  const issuedBefore = Object.hasOwn(record, 'issuedBefore') ? cutOff(record.issuedBefore) : now;
+  if (issuedBefore > now + skew)
+    throw bad('cut-off-in-future', 'issuedBefore must not be in the future.');
+  return { kind: 'client', clientId, issuedBefore, expiresAt: issuedBefore + lifetime + skew };
+}
+
+/** An RFC 3339 date-time or non-negative integer seconds → whole seconds (rounded down). */
+function cutOff(value: unknown): number {
+  if (typeof value === 'number' && Number.isSafeInteger(value) && value >= 0) return value;
+  if (typeof value === 'string') {
+    const m = RFC3339.exec(value);
+    const ms = m ? Date.parse(value.toUpperCase()) : Number.NaN;
+    // Date.parse rolls 2026-02-30 over; refuse days and times that do not exist.
+    if (m && Number.isFinite(ms) && validFields(m)) return Math.floor(ms / 1000);
+  }
+  throw bad(
+    'bad-issued-before',
+    'issuedBefore must be an RFC 3339 date-time or an integer (seconds since the epoch).',
+  );
+}
+
+function validFields(m: RegExpExecArray): boolean {
+  const [year = 0, month = 0, day = 0, hour = 0, minute = 0, second = 0] = m
+    .slice(1, 7)
+    .map(Number);
+  const daysInMonth = new Date(Date.UTC(year, month, 0)).getUTCDate();
+  return (
+    month >= 1 &&
+    month <= 12 &&
+    day >= 1 &&
+    day <= daysInMonth &&
+    hour <= 23 &&
+    minute <= 59 &&
+    second <= 59
+  );
+}
+
+function bad(reason: string, detail: string): PortariaError {
+  return new PortariaError('invalid-request', detail, { reason });
+}
+
+function quoteName(name: string): string {
+  const cut = name.length > 64 ? `${name.slice(0, 64)}…` : name;
+  return JSON.stringify(cut).slice(1, -1);
+}

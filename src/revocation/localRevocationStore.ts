@@ -1,0 +1,276 @@
+/**
+ * The default revocation store for one process: the list lives in memory (so `isRevoked`
+ * is synchronous and O(1), with the semantics of `MemoryRevocationStore`) and every
+ * revocation is appended to a log file (one `revocationLogRecord` line each) and fsynced
+ * before its promise resolves: a resolved revocation survives SIGKILL and power loss.
+ * A revocation is enforced in memory at once; if its write fails the promise rejects,
+ * the entry stays enforced until restart (fail closed) and the next write rewrites the
+ * whole file first, so a torn line never sits in front of later records.
+ *
+ * Appends run one at a time through a promise chain, so concurrent revocations never
+ * interleave bytes; compaction runs in the same chain.
+ *
+ * Opening replays every line whose check and JSON are valid; entries already expired
+ * are not loaded. A bad line is reported through `options.log` and skipped: a torn or
+ * corrupt tail as 'revocation log tail corrupt', a bad line followed by valid ones as
+ * 'revocation log line corrupt'. Valid lines after a bad one are kept on purpose: each
+ * line carries its own check and merging is order-free (latest cut-off and expiry win),
+ * so keeping them can only refuse more, never accept a revoked token. The file is then
+ * rewritten without the bad lines, so new appends start on a clean line.
+ *
+ * Compaction: when the file holds at least `compactMinLines` lines (default 1000) and
+ * more than `compactRatio` (default 2) times the live entries, it is rewritten
+ * atomically (`replaceFile`) with only the live entries; checked at open and by
+ * `sweep()`, which the app runs every minute. An entry is live while
+ * `expiresAt >= now` (seconds).
+ *
+ * Not here: sharing between replicas (the Redis store does that).
+ */
+import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
+import { basename, dirname, resolve } from 'node:path';
+import { ConfigError } from '../config/configError.js';
+import { replaceFile } from '../lib/atomicWrite.js';
+import { type Clock, epochSeconds } from '../lib/clock.js';
+import {
+  decodeRevocationLine,
+  encodeRevocationRecord,
+  type RevocationRecord,
+} from './revocationLogRecord.js';
+import type { RevocationEntries, RevocationStore } from './revocationStore.js';
+
+export interface LocalRevocationStoreOptions {
+  /** Receives 'revocation log tail corrupt', 'revocation log line corrupt', 'revocation log compacted', 'revocation log compaction failed'. */
+  log?: (event: string, detail: Record<string, unknown>) => void;
+  /** Compact when the file holds more than this many lines per live entry (default 2). */
+  compactRatio?: number;
+  /** Never compact a file shorter than this many lines (default 1000). */
+  compactMinLines?: number;
+}
+
+export class LocalRevocationStore implements RevocationStore {
+  readonly #file: string;
+  readonly #clock: Clock;
+  readonly #log: (event: string, detail: Record<string, unknown>) => void;
+  readonly #compactRatio: number;
+  readonly #compactMinLines: number;
+  /** jti → expiry (seconds). */
+  readonly #tokens = new Map<string, number>();
+  /** clientId → { cut-off, expiry } (seconds). */
+  readonly #clients = new Map<string, { issuedBefore: number; expiresAt: number }>();
+  #handle: FileHandle | undefined;
+  /** Lines in the file (valid records, expired or not). */
+  #lines = 0;
+  /** Set when the file may end in a torn line: the next write rewrites it whole. */
+  #needsRewrite = false;
+  #queue: Promise<unknown> = Promise.resolve();
+  #closed = false;
+
+  private constructor(file: string, clock: Clock, options: LocalRevocationStoreOptions) {
+    this.#file = file;
+    this.#clock = clock;
+    this.#log = options.log ?? (() => {});
+    this.#compactRatio = options.compactRatio ?? 2;
+    this.#compactMinLines = options.compactMinLines ?? 1000;
+  }
+
+  /** Loads (and repairs or compacts) the log, creating it and its directory (0700) if missing. */
+  static async open(
+    file: string,
+    clock: Clock,
+    options: LocalRevocationStoreOptions = {},
+  ): Promise<LocalRevocationStore> {
+    const store = new LocalRevocationStore(resolve(file), clock, options);
+    try {
+      await store.#load();
+    } catch (error) {
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === undefined) throw error;
+      throw new ConfigError([`revocation.file: cannot open ${store.#file} (${code})`]);
+    }
+    return store;
+  }
+
+  isRevoked(token: { tokenId: string; clientId: string; issuedAt: number }): boolean {
+    if (this.#tokens.size > 0 && this.#tokens.has(token.tokenId)) return true;
+    if (this.#clients.size === 0) return false;
+    const cut = this.#clients.get(token.clientId);
+    return cut !== undefined && token.issuedAt <= cut.issuedBefore;
+  }
+
+  revokeToken(tokenId: string, expiresAt: number): Promise<void> {
+    return this.#revoke({ kind: 'token', tokenId, expiresAt });
+  }
+
+  revokeClient(clientId: string, issuedBefore: number, expiresAt: number): Promise<void> {
+    return this.#revoke({ kind: 'client', clientId, issuedBefore, expiresAt });
+  }
+
+  /** Forgets expired entries and compacts the file when due. Never rejects: failures are logged. */
+  async sweep(): Promise<void> {
+    this.#dropExpired();
+    if (this.#closed || !this.#compactDue()) return;
+    try {
+      await this.#enqueue(() => (this.#compactDue() ? this.#compact() : Promise.resolve()));
+    } catch (error) {
+      this.#log('revocation log compaction failed', {
+        file: this.#file,
+        error: (error as Error).message,
+      });
+    }
+  }
+
+  size(): number {
+    return this.#tokens.size + this.#clients.size;
+  }
+
+  entries(): RevocationEntries {
+    const now = epochSeconds(this.#clock);
+    return {
+      tokens: [...this.#tokens]
+        .filter(([, expiresAt]) => expiresAt >= now)
+        .map(([tokenId, expiresAt]) => ({ tokenId, expiresAt })),
+      clients: [...this.#clients]
+        .filter(([, cut]) => cut.expiresAt >= now)
+        .map(([clientId, cut]) => ({ clientId, ...cut })),
+    };
+  }
+
+  /** Waits for pending writes, then closes the file; later revocations reject. */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    await this.#queue;
+    await this.#handle?.close();
+    this.#handle = undefined;
+  }
+
+  async #revoke(record: RevocationRecord): Promise<void> {
+    if (this.#closed) throw new Error('revocation store is closed');
+    const id = record.kind === 'token' ? record.tokenId : record.clientId;
+    const times =
+      record.kind === 'token' ? [record.expiresAt] : [record.issuedBefore, record.expiresAt];
+    if (typeof id !== 'string' || id === '' || !times.every(Number.isFinite)) {
+      throw new TypeError('revocation needs a non-empty id and finite times');
+    }
+    this.#apply(record);
+    await this.#enqueue(() => this.#append(record));
+  }
+
+  #enqueue(task: () => Promise<void>): Promise<void> {
+    const run = this.#queue.then(task);
+    this.#queue = run.catch(() => {});
+    return run;
+  }
+
+  async #append(record: RevocationRecord): Promise<void> {
+    // The record is already in memory, so a whole rewrite includes it.
+    if (this.#needsRewrite || this.#handle === undefined) return this.#rewrite();
+    try {
+      await this.#handle.appendFile(encodeRevocationRecord(record), 'utf8');
+      await this.#handle.sync();
+      this.#lines += 1;
+    } catch (error) {
+      this.#needsRewrite = true;
+      throw error;
+    }
+  }
+
+  async #load(): Promise<void> {
+    await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
+    let text: string;
+    try {
+      text = await readFile(this.#file, 'utf8');
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+      return this.#rewrite();
+    }
+    // A bad line was reported by #replay: rewrite the file without it.
+    if (!this.#replay(text)) return this.#rewrite();
+    if (this.#compactDue()) return this.#compact();
+    this.#handle = await open(this.#file, 'a', 0o600);
+  }
+
+  /** Replays every valid line; returns false (after reporting) when some line was bad. */
+  #replay(text: string): boolean {
+    const now = epochSeconds(this.#clock);
+    const lines = text.split('\n');
+    // What follows the last newline: '' for a clean file, else a line cut short.
+    const tail = lines.pop() ?? '';
+    const bad: number[] = [];
+    let kept = 0;
+    lines.forEach((line, index) => {
+      const record = decodeRevocationLine(line);
+      if (record === undefined) {
+        bad.push(index + 1);
+        return;
+      }
+      kept += 1;
+      if (record.expiresAt >= now) this.#apply(record);
+    });
+    if (tail !== '') bad.push(lines.length + 1);
+    this.#lines = kept;
+    const first = bad[0];
+    if (first === undefined) return true;
+    const total = lines.length + (tail === '' ? 0 : 1);
+    const atTail = first === total - bad.length + 1;
+    this.#log(atTail ? 'revocation log tail corrupt' : 'revocation log line corrupt', {
+      file: this.#file,
+      line: first,
+      dropped: bad.length,
+      kept,
+    });
+    return false;
+  }
+
+  #apply(record: RevocationRecord): void {
+    if (record.kind === 'token') {
+      const current = this.#tokens.get(record.tokenId) ?? record.expiresAt;
+      this.#tokens.set(record.tokenId, Math.max(current, record.expiresAt));
+      return;
+    }
+    const current = this.#clients.get(record.clientId);
+    this.#clients.set(record.clientId, {
+      issuedBefore: Math.max(current?.issuedBefore ?? record.issuedBefore, record.issuedBefore),
+      expiresAt: Math.max(current?.expiresAt ?? record.expiresAt, record.expiresAt),
+    });
+  }
+
+  #dropExpired(): void {
+    const now = epochSeconds(this.#clock);
+    for (const [id, expiresAt] of this.#tokens) if (expiresAt < now) this.#tokens.delete(id);
+    for (const [id, cut] of this.#clients) if (cut.expiresAt < now) this.#clients.delete(id);
+  }
+
+  #compactDue(): boolean {
+    return (
+      this.#needsRewrite ||
+      (this.#lines >= this.#compactMinLines && this.#lines > this.#compactRatio * this.size())
+    );
+  }
+
+  async #compact(): Promise<void> {
+    const before = this.#lines;
+    await this.#rewrite();
+    this.#log('revocation log compacted', { file: this.#file, before, after: this.#lines });
+  }
+
+  /** Replaces the file with the live entries, then reopens the append handle on it. */
+  async #rewrite(): Promise<void> {
+    this.#dropExpired();
+    let data = '';
+    for (const [tokenId, expiresAt] of this.#tokens) {
+      data += encodeRevocationRecord({ kind: 'token', tokenId, expiresAt });
+    }
+    for (const [clientId, cut] of this.#clients) {
+      data += encodeRevocationRecord({ kind: 'client', clientId, ...cut });
+    }
+    await replaceFile(dirname(this.#file), basename(this.#file), data);
+    // The old handle points at the replaced inode: never append through it again.
+    const previous = this.#handle;
+    this.#handle = undefined;
+    this.#lines = this.size();
+    this.#needsRewrite = false;
+    await previous?.close().catch(() => {});
+    this.#handle = await open(this.#file, 'a', 0o600);
+  }
+}

@@ -1,0 +1,230 @@
+/**
+ * `portaria revoke` end to end: the compiled CLI as a child process against a real admin
+ * listener (node:http + createAdminHandler) backed by a MemoryRevocationStore.
+ */
+import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
+import { join } from 'node:path';
+import { describe, type TestContext, test } from 'node:test';
+import { createAdminHandler } from '../../src/http/adminRoutes.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
+import type { RevocationStore } from '../../src/revocation/revocationStore.js';
+import { runCli, tempDir } from './runCli.js';
+
+const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
+const LIFETIME = 3600;
+const SKEW = 30;
+
+interface Setup {
+  url: string;
+  store: RevocationStore;
+  dir: string;
+  tokenFile: string;
+}
+
+async function setup(t: TestContext, store?: RevocationStore): Promise<Setup> {
+  const revocationStore = store ?? new MemoryRevocationStore(systemClock);
+  const server = createServer(
+    createAdminHandler({
+      metricsText: async () => ({ contentType: 'text/plain', text: '' }),
+      ready: () => ({ ready: true }),
+      problemTypeBase: 'urn:portaria:problem:',
+      revocations: {
+        store: revocationStore,
+        adminToken: ADMIN_TOKEN,
+        maxLifetimeSeconds: LIFETIME,
+        clockSkewSeconds: SKEW,
+        now: () => Date.now(),
+      },
+    }),
+  );
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  const { port } = server.address() as { port: number };
+  const dir = await tempDir(t);
+  const tokenFile = join(dir, 'admin-token');
+  await writeFile(tokenFile, `${ADMIN_TOKEN}\n`);
+  return { url: `http://127.0.0.1:${port}`, store: revocationStore, dir, tokenFile };
+}
+
+function assertNoToken(output: { stdout: string; stderr: string }): void {
+  assert.ok(!output.stdout.includes(ADMIN_TOKEN), 'token on stdout');
+  assert.ok(!output.stderr.includes(ADMIN_TOKEN), 'token on stderr');
+}
+
+describe('portaria revoke', () => {
+  test('--jti revokes one token through the admin API (exit 0)', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(
+      ['revoke', '--jti', 'tok-1', '--admin-url', s.url, '--token-file', s.tokenFile],
+      {
+        cwd: s.dir,
+      },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(
+      r.stdout,
+      /^Revoked token "tok-1" \(entry kept until \d{4}-\d\d-\d\dT[\d:]+Z\)\.\n$/,
+    );
+    assert.equal(r.stderr, '');
+    assertNoToken(r);
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(s.store.isRevoked({ tokenId: 'tok-1', clientId: 'x', issuedAt: now }), true);
+  });
+
+  test('--client --before revokes by cut-off; URL and token file from the environment', async (t) => {
+    const s = await setup(t);
+    const cut = Math.floor(Date.now() / 1000) - 60;
+    const cutText = new Date(cut * 1000).toISOString().replace('.000Z', 'Z');
+    const r = await runCli(['revoke', '--client', 'acme', '--before', cutText], {
+      cwd: s.dir,
+      env: { PORTARIA_ADMIN_URL: `${s.url}/`, PORTARIA_ADMIN_TOKEN_FILE: s.tokenFile },
+    });
+    assert.equal(r.code, 0, r.stderr);
+    const kept = new Date((cut + LIFETIME + SKEW) * 1000).toISOString().replace('.000Z', 'Z');
+    assert.equal(
+      r.stdout,
+      `Revoked every token of client "acme" issued at or before ${cutText} (entry kept until ${kept}).\n`,
+    );
+    assert.deepEqual(s.store.entries().clients, [
+      { clientId: 'acme', issuedBefore: cut, expiresAt: cut + LIFETIME + SKEW },
+    ]);
+  });
+
+  test('--expires-at in the past: the API refusal is printed, exit 1', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(
+      [
+        'revoke',
+        '--jti',
+        'tok-1',
+        '--expires-at',
+        '1000',
+        '--admin-url',
+        s.url,
+        '--token-file',
+        s.tokenFile,
+      ],
+      { cwd: s.dir },
+    );
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(r.stderr, 'portaria: revoke: expiresAt must be in the future. (HTTP 400)\n');
+    assert.equal(s.store.size(), 0);
+  });
+
+  test('a wrong admin token: 401 detail printed, exit 1, token never printed', async (t) => {
+    const s = await setup(t);
+    await writeFile(s.tokenFile, 'not-the-admin-token\n');
+    const r = await runCli(
+      ['revoke', '--jti', 'tok-1', '--admin-url', s.url, '--token-file', s.tokenFile],
+      {
+        cwd: s.dir,
+      },
+    );
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'portaria: revoke: The admin token is invalid. (HTTP 401)\n');
+    assert.ok(!r.stderr.includes('not-the-admin-token'));
+  });
+
+  test('a store failure: 503 detail printed, exit 1', async (t) => {
+    const failing = new MemoryRevocationStore(systemClock);
+    failing.revokeToken = () => Promise.reject(new Error('disk full'));
+    const s = await setup(t, failing);
+    const r = await runCli(
+      ['revoke', '--jti', 'tok-1', '--admin-url', s.url, '--token-file', s.tokenFile],
+      {
+        cwd: s.dir,
+      },
+    );
+    assert.equal(r.code, 1);
+    assert.equal(r.stderr, 'portaria: revoke: The revocation could not be stored. (HTTP 503)\n');
+  });
+
+  test('an unreachable gateway: exit 1 with the reason', async (t) => {
+    const s = await setup(t);
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const r = await runCli(
+      [
+        'revoke',
+        '--jti',
+        'tok-1',
+        '--admin-url',
+        `http://127.0.0.1:${port}`,
+        '--token-file',
+        s.tokenFile,
+      ],
+      { cwd: s.dir },
+    );
+    assert.equal(r.code, 1);
+    assert.match(
+      r.stderr,
+      /^portaria: revoke: cannot reach the admin API at http:\/\/127\.0\.0\.1:\d+\/admin\/v1\/revocations: ECONNREFUSED\n$/,
+    );
+    assertNoToken(r);
+  });
+
+  test('a missing token file: exit 1 naming the file', async (t) => {
+    const s = await setup(t);
+    const missing = join(s.dir, 'nope');
+    const r = await runCli(
+      ['revoke', '--jti', 'x', '--admin-url', s.url, '--token-file', missing],
+      {
+        cwd: s.dir,
+      },
+    );
+    assert.equal(r.code, 1);
+    assert.equal(
+      r.stderr,
+      `portaria: revoke: cannot read the admin token file ${missing} (ENOENT)\n`,
+    );
+  });
+
+  for (const [args, message] of [
+    [['--jti', 'a', '--client', 'b'], 'give either --jti or --client, not both'],
+    [[], 'missing --jti or --client'],
+    [['--jti', 'a', '--before', '0'], '--before goes with --client only'],
+    [['--client', 'a', '--expires-at', '5'], '--expires-at goes with --jti only'],
+    [
+      ['--client', 'a', '--before', 'yesterday'],
+      '--before: not an RFC 3339 date-time or epoch seconds',
+    ],
+    [['--jti', 'a', '--expires-at', 'soon'], '--expires-at: not epoch seconds'],
+    [['--jti', 'a', '--admin-url', 'ftp://x'], '--admin-url: must be an http or https URL'],
+    [['--jti', 'a', '--frobnicate'], 'unknown option --frobnicate'],
+    [['--jti', 'a', 'extra'], 'unexpected argument "extra"'],
+  ] as const) {
+    test(`usage error (exit 2): ${message}`, async (t) => {
+      const s = await setup(t);
+      const r = await runCli(['revoke', ...args, '--token-file', s.tokenFile], { cwd: s.dir });
+      assert.equal(r.code, 2);
+      assert.equal(r.stderr, `portaria: revoke: ${message} (see "portaria revoke --help")\n`);
+      assert.equal(s.store.size(), 0);
+    });
+  }
+
+  test('no token file anywhere is a usage error', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(['revoke', '--jti', 'a', '--admin-url', s.url], { cwd: s.dir });
+    assert.equal(r.code, 2);
+    assert.match(r.stderr, /missing --token-file \(or \$PORTARIA_ADMIN_TOKEN_FILE\)/);
+  });
+
+  test('--help describes the command; the top-level help lists it', async (t) => {
+    const dir = await tempDir(t);
+    const help = await runCli(['revoke', '--help'], { cwd: dir });
+    assert.equal(help.code, 0);
+    assert.match(help.stdout, /^Usage: portaria revoke --jti ID/);
+    assert.match(help.stdout, /--token-file PATH/);
+    const top = await runCli(['--help'], { cwd: dir });
+    assert.match(top.stdout, /\n {2}revoke {4}revoke a token/);
+  });
+});

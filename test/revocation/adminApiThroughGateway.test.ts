@@ -1,0 +1,100 @@
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { decodeJwt } from 'jose';
+import { createApp } from '../../src/app.js';
+import { ConfigError } from '../../src/config/configError.js';
+import { startGateway } from '../helpers/fixture.js';
+
+const ADMIN_TOKEN = 'admin-token-0123456789abcdefghijklmn';
+
+async function tokenFile(
+  t: { after(fn: () => Promise<void>): void },
+  content: string,
+): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-admin-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const file = join(dir, 'admin-token');
+  await writeFile(file, content, { mode: 0o600 });
+  return file;
+}
+
+test('a token revoked through the admin API is refused on the public port, listed and counted', async (t) => {
+  const file = await tokenFile(t, `${ADMIN_TOKEN}\n`);
+  const gw = await startGateway(t, {
+    settings: () => ({ admin: { host: '127.0.0.1', port: 0, tokenFile: file } }),
+  });
+  const token = await gw.token();
+  const other = await gw.token();
+  const jti = decodeJwt(token).jti as string;
+  const call = (bearer: string) =>
+    fetch(`${gw.url}/v1/orders/1`, { headers: { authorization: `Bearer ${bearer}` } });
+  assert.equal((await call(token)).status, 200);
+
+  const unauthorized = await fetch(`${gw.adminUrl}/admin/v1/revocations`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: 'Bearer wrong-token-0123456789' },
+    body: JSON.stringify({ jti }),
+  });
+  assert.equal(unauthorized.status, 401);
+  assert.equal((await call(token)).status, 200, 'nothing revoked by an unauthorized call');
+
+  const res = await fetch(`${gw.adminUrl}/admin/v1/revocations`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ jti }),
+  });
+  assert.equal(res.status, 201);
+  const refused = await call(token);
+  assert.equal(refused.status, 401);
+  assert.equal(
+    ((await refused.json()) as { tipo: string }).tipo,
+    'urn:portaria:problem:token-revoked',
+  );
+  assert.equal((await call(other)).status, 200);
+
+  const list = (await (
+    await fetch(`${gw.adminUrl}/admin/v1/revocations`, {
+      headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+    })
+  ).json()) as { tokens: { jti: string }[] };
+  assert.deepEqual(
+    list.tokens.map((e) => e.jti),
+    [jti],
+  );
+  const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  assert.match(metrics, /portaria_revocations_total\{kind="token"\} 1/);
+  assert.match(metrics, /portaria_revocation_entries 1/);
+  assert.equal(
+    gw.logs.some((line) => line.includes(ADMIN_TOKEN)),
+    false,
+    'the admin token is never logged',
+  );
+
+  // Not reachable through the public port.
+  const viaPublic = await fetch(`${gw.url}/admin/v1/revocations`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  assert.notEqual(viaPublic.status, 200);
+});
+
+test('without admin.tokenFile the admin API is off (404)', async (t) => {
+  const gw = await startGateway(t);
+  const res = await fetch(`${gw.adminUrl}/admin/v1/revocations`, {
+    headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+  });
+  assert.equal(res.status, 404);
+});
+
+test('an admin token file that is too short stops the start with the setting named', async (t) => {
+  const file = await tokenFile(t, 'short\n');
+  const gw = await startGateway(t);
+  await assert.rejects(
+    createApp({ config: { ...gw.config, admin: { ...gw.config.admin, tokenFile: file } } }),
+    (error: unknown) =>
+      error instanceof ConfigError &&
+      /^admin\.tokenFile: .* at least 16 visible ASCII/.test(error.problems[0] ?? ''),
+  );
+});
