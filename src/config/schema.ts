@@ -108,45 +108,6 @@ export const configSchema = {
         },
       },
     },
-    tokenLimits: {
-      type: 'object',
-      additionalProperties: false,
-      default: {},
-      properties: {
-        enabled: { type: 'boolean', default: true },
-        perAddress: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, default: 5 },
-            burst: { type: 'integer', minimum: 1, maximum: 100_000, default: 20 },
-          },
-        },
-        perClient: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, default: 10 },
-            burst: { type: 'integer', minimum: 1, maximum: 100_000, default: 50 },
-          },
-        },
-        maxTrackedKeys: { type: 'integer', minimum: 100, maximum: 10_000_000, default: 100_000 },
-        failedSecretBackoff: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            enabled: { type: 'boolean', default: true },
-            freeAttempts: { type: 'integer', minimum: 1, maximum: 1000, default: 5 },
-            baseDelayMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 1000 },
-            maxDelayMs: { type: 'integer', minimum: 1, maximum: 86_400_000, default: 300_000 },
-            resetAfterSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 900 },
-          },
-        },
-      },
-    },
     revocation: {
       type: 'object',
       additionalProperties: false,

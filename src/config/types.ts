@@ -104,24 +104,6 @@ export interface Config {
     /** File holding the admin API token (PORTARIA_ADMIN_TOKEN_FILE); null: admin API off. */
     readonly tokenFile: string | null;
   };
-  /** Abuse controls on the token operation (local to this process). */
-  readonly tokenLimits: {
-    readonly enabled: boolean;
-    /** Token bucket per source address. */
-    readonly perAddress: { readonly ratePerSecond: number; readonly burst: number };
-    /** Token bucket per clientId (known clients and unknown ids alike). */
-    readonly perClient: { readonly ratePerSecond: number; readonly burst: number };
-    /** Bound on the buckets and back-off entries kept (least recently used dropped). */
-    readonly maxTrackedKeys: number;
-    /** Growing delay for one (client, address) pair after repeated wrong secrets. */
-    readonly failedSecretBackoff: {
-      readonly enabled: boolean;
-      readonly freeAttempts: number;
-      readonly baseDelayMs: number;
-      readonly maxDelayMs: number;
-      readonly resetAfterSeconds: number;
-    };
-  };
   readonly revocation: {
     /** `local`: durable append-only log on disk (default); `memory`: lost on restart. */
     readonly store: 'local' | 'memory';
