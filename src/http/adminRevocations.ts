@@ -35,9 +35,9 @@
  * Nothing here logs: neither the admin token nor a request body is ever written anywhere.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
 import { PortariaError } from '../errors.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
-import { firstDuplicateTopLevelKey } from '../token/parseTokenRequest.js';
 import { isJsonMediaType } from './mediaType.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
 import { instanceOf, sendJson, sendProblem } from './replies.js';
@@ -202,40 +202,23 @@ export function parseRevocation(
   text: string,
   deps: Pick<RevocationAdminDeps, 'maxLifetimeSeconds' | 'clockSkewSeconds' | 'now'>,
 ): Revocation {
-  let body: unknown;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    throw bad('body-not-json', 'The request body is not valid JSON.');
-  }
-  if (body === null || typeof body !== 'object' || Array.isArray(body)) {
-    throw bad('body-not-object', 'The request body must be a JSON object.');
-  }
-  const duplicate = firstDuplicateTopLevelKey(text);
-  if (duplicate !== null) {
-    throw bad('duplicate-key', `Property "${quoteName(duplicate)}" appears more than once.`);
-  }
-  const record = body as Record<string, unknown>;
-  for (const key of Object.keys(record)) {
-    if (!FIELDS.has(key))
-      throw bad('unknown-property', `Property "${quoteName(key)}" is not allowed.`);
-  }
+  const record = parseStrictJsonObject(text, FIELDS);
   const hasJti = Object.hasOwn(record, 'jti');
   const hasClient = Object.hasOwn(record, 'clientId');
   if (hasJti === hasClient) {
-    throw bad('jti-xor-client', 'Exactly one of jti and clientId is required.');
+    throw invalidRequest('jti-xor-client', 'Exactly one of jti and clientId is required.');
   }
   const now = Math.floor(deps.now() / 1000);
   const { maxLifetimeSeconds: lifetime, clockSkewSeconds: skew } = deps;
 
   if (hasJti) {
     if (Object.hasOwn(record, 'issuedBefore')) {
-      throw bad('field-mismatch', 'issuedBefore is allowed with clientId only.');
+      throw invalidRequest('field-mismatch', 'issuedBefore is allowed with clientId only.');
     }
     const jti = record.jti;
-    if (typeof jti !== 'string') throw bad('wrong-type', 'jti must be a string.');
+    if (typeof jti !== 'string') throw invalidRequest('wrong-type', 'jti must be a string.');
     if (jti.length === 0 || jti.length > MAX_JTI_LENGTH || /\p{Cc}/u.test(jti)) {
-      throw bad(
+      throw invalidRequest(
         'bad-jti',
         `jti must be 1 to ${MAX_JTI_LENGTH} characters without control characters.`,
       );
@@ -245,11 +228,11 @@ export function parseRevocation(
     }
     const exp = record.expiresAt;
     if (typeof exp !== 'number' || !Number.isSafeInteger(exp)) {
-      throw bad('wrong-type', 'expiresAt must be an integer (seconds since the epoch).');
+      throw invalidRequest('wrong-type', 'expiresAt must be an integer (seconds since the epoch).');
     }
-    if (exp <= now) throw bad('expires-in-past', 'expiresAt must be in the future.');
+    if (exp <= now) throw invalidRequest('expires-in-past', 'expiresAt must be in the future.');
     if (exp > now + lifetime) {
-      throw bad(
+      throw invalidRequest(
         'expires-too-late',
         'expiresAt must not exceed now plus the maximum token lifetime.',
       );
@@ -258,19 +241,20 @@ export function parseRevocation(
   }
 
   if (Object.hasOwn(record, 'expiresAt')) {
-    throw bad('field-mismatch', 'expiresAt is allowed with jti only.');
+    throw invalidRequest('field-mismatch', 'expiresAt is allowed with jti only.');
   }
   const clientId = record.clientId;
-  if (typeof clientId !== 'string') throw bad('wrong-type', 'clientId must be a string.');
+  if (typeof clientId !== 'string')
+    throw invalidRequest('wrong-type', 'clientId must be a string.');
   if (!CLIENT_ID.test(clientId)) {
-    throw bad(
+    throw invalidRequest(
       'bad-client-id',
       'clientId must be 1 to 128 printable ASCII characters without spaces.',
     );
   }
   const issuedBefore = Object.hasOwn(record, 'issuedBefore') ? cutOff(record.issuedBefore) : now;
   if (issuedBefore > now + skew)
-    throw bad('cut-off-in-future', 'issuedBefore must not be in the future.');
+    throw invalidRequest('cut-off-in-future', 'issuedBefore must not be in the future.');
   return { kind: 'client', clientId, issuedBefore, expiresAt: issuedBefore + lifetime + skew };
 }
 
@@ -283,7 +267,7 @@ function cutOff(value: unknown): number {
     // Date.parse rolls 2026-02-30 over; refuse days and times that do not exist.
     if (m && Number.isFinite(ms) && validFields(m)) return Math.floor(ms / 1000);
   }
-  throw bad(
+  throw invalidRequest(
     'bad-issued-before',
     'issuedBefore must be an RFC 3339 date-time or an integer (seconds since the epoch).',
   );
@@ -303,13 +287,4 @@ function validFields(m: RegExpExecArray): boolean {
     minute <= 59 &&
     second <= 59
   );
-}
-
-function bad(reason: string, detail: string): PortariaError {
-  return new PortariaError('invalid-request', detail, { reason });
-}
-
-function quoteName(name: string): string {
-  const cut = name.length > 64 ? `${name.slice(0, 64)}…` : name;
-  return JSON.stringify(cut).slice(1, -1);
 }
