@@ -20,7 +20,13 @@ import { loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
-import { createLoggers, type DestinationStream, type Logger } from './observability/logger.js';
+import { createTokenLimiter } from './limits/createTokenLimiter.js';
+import {
+  createLoggers,
+  type DestinationStream,
+  type Logger,
+  prettyDestination,
+} from './observability/logger.js';
 import { createMetrics } from './observability/metrics.js';
 import { createForwarder } from './proxy/forwarder.js';
 import { createHeaderPolicy } from './proxy/headers.js';
@@ -29,6 +35,10 @@ import { createWebSocketProxy } from './proxy/webSocketProxy.js';
 import { type ReloadOutcome, type WatchedSource, watchSource } from './reload/watchedSource.js';
 import { LocalRevocationStore } from './revocation/localRevocationStore.js';
 import { MemoryRevocationStore } from './revocation/memoryRevocationStore.js';
+import {
+  type RedisRevocationState,
+  RedisRevocationStore,
+} from './revocation/redisRevocationStore.js';
 import { TokenService } from './token/tokenService.js';
 import { TokenVerifier } from './verify/tokenVerifier.js';
 import { buildIssuerTable } from './verify/trustedIssuer.js';
@@ -68,8 +78,10 @@ const MAX_LIFETIME_SECONDS = 86_400;
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
-  const { logger, access } = createLoggers(config.log.level, options.logDestination);
-  const metrics = createMetrics();
+  const destination =
+    options.logDestination ?? (config.log.pretty ? await prettyDestination() : undefined);
+  const { logger, access } = createLoggers(config.log.level, destination);
+  const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,
@@ -94,19 +106,47 @@ export async function createApp(options: AppOptions): Promise<App> {
   let keyRing = initialRing;
   let clientCount = clients.size;
   let authenticate = createClientAuthenticator(clients, clock);
+  const adminToken = await readAdminToken(config.admin.tokenFile);
+  // Opened after the admin token, so a configuration problem found there leaves no Redis
+  // connection behind. Waits at most redis.connectTimeoutMs for the first full load.
+  const redisRevocations =
+    config.revocation.store === 'redis'
+      ? await RedisRevocationStore.open({
+          redis: config.redis,
+          clock,
+          maxSyncLagSeconds: config.revocation.maxSyncLagSeconds,
+          whileRedisDown: config.revocation.whileRedisDown,
+          queueFile: config.revocation.queueFile,
+          log: (level, event, detail) => logger[level](detail, event),
+          onSync: (outcome) => metrics.revocationSync(outcome),
+        })
+      : null;
   const revocation =
-    config.revocation.store === 'local'
+    redisRevocations ??
+    (config.revocation.store === 'local'
       ? await LocalRevocationStore.open(config.revocation.file, clock, {
           log: (event, detail) => logger.warn(detail, event),
         })
-      : new MemoryRevocationStore(clock);
+      : new MemoryRevocationStore(clock));
   metrics.setRevocationSizeSource(() => revocation.size());
-  const adminToken = await readAdminToken(config.admin.tokenFile);
+  if (redisRevocations !== null) {
+    const store = redisRevocations;
+    metrics.setRevocationSyncSource(() => {
+      const state = store.state();
+      return { lagSeconds: state.syncAgeSeconds, queued: state.queued };
+    });
+    metrics.addRedisConnectionSource('revocation', () => store.state().connected.revocation);
+    metrics.addRedisConnectionSource(
+      'revocation-subscriber',
+      () => store.state().connected['revocation-subscriber'],
+    );
+  }
   const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);
   metrics.setCacheSizeSource(() => cache.size);
   metrics.setSigningKeySource(() => ({
     states: keyRing.states(),
     activeAgeSeconds: keyRing.activeKeyAgeSeconds(),
+    activeRetiresInSeconds: keyRing.activeKeyRetiresInSeconds(),
   }));
   metrics.setIssuerSource(() => issuerSets.map((s) => ({ id: s.config.id, ...s.keys.state() })));
   for (const set of issuerSets) set.keys.start();
@@ -125,7 +165,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     clock,
     cache,
     revocation,
-    hooks: { cacheLookup: (hit) => metrics.cacheLookup(hit) },
+    hooks: {
+      cacheLookup: (hit) => metrics.cacheLookup(hit),
+      verified: (issuer, seconds, age) => metrics.tokenVerified(issuer, seconds, age),
+      verifyFailed: (issuer, reason, seconds) => metrics.tokenVerifyFailed(issuer, reason, seconds),
+    },
   });
 
   let routes = compileRouteTable(config);
@@ -149,6 +193,26 @@ export async function createApp(options: AppOptions): Promise<App> {
     hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
   });
 
+  // Created after every start-up load that can fail, so a failed start leaves no Redis
+  // connection reconnecting behind it.
+  const limiter = await createTokenLimiter({
+    config: config.tokenLimits,
+    redis: config.redis,
+    clock,
+    hooks: {
+      fallback: (check) => metrics.tokenLimitFallback(check),
+      stateChanged: (state, error) => {
+        if (state === 'down')
+          logger.warn({ error }, 'token limits: Redis unusable, each replica limits on its own');
+        else logger.info('token limits: Redis usable again, limits are shared');
+      },
+    },
+  }).catch(async (error: unknown) => {
+    await revocation.close();
+    for (const set of issuerSets) set.keys.close();
+    throw error;
+  });
+
   let draining = false;
   const jwks = new StaticDocument(
     () => keyRing.jwksJson(),
@@ -160,6 +224,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       tokens,
       bodyLimitBytes: config.token.bodyLimitBytes,
       onOutcome: (outcome) => metrics.tokenRequest(outcome),
+      onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
+      limiter,
+      trustForwardedHeaders: config.server.trustForwardedHeaders,
+      onLimited: (reason) => metrics.tokenLimitRefusal(reason),
     },
     jwks,
     openapi: StaticDocument.of(openApiDocument, 'public, max-age=3600'),
@@ -171,6 +239,17 @@ export async function createApp(options: AppOptions): Promise<App> {
     accessLogger: access,
     metrics,
     draining: () => draining,
+    ...(redisRevocations === null
+      ? {}
+      : {
+          revocationFreshness: {
+            isStale: () => redisRevocations.isStale(),
+            refuse: {
+              safe: config.revocation.whenStale.safe === 'refuse',
+              unsafe: config.revocation.whenStale.unsafe === 'refuse',
+            },
+          },
+        }),
   });
 
   const publicServer: Server = createServer(
@@ -209,8 +288,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     }),
   );
 
-  /** Ready: not draining, a signing key active now, every external issuer with usable keys. */
-  const readiness = (): { ready: boolean; reason?: string } => {
+  /**
+   * Ready: not draining, a signing key active now, every external issuer with usable keys,
+   * the Redis revocation list loaded once.
+   */
+  const readiness = (): { ready: boolean; reason?: string; degraded?: string } => {
     if (draining) return { ready: false, reason: 'shutting down' };
     try {
       void keyRing.signingKey;
@@ -226,6 +308,17 @@ export async function createApp(options: AppOptions): Promise<App> {
         return { ready: false, reason: `issuer ${set.config.id} has no usable key set yet` };
       }
       set.everUsable = true;
+    }
+    // The Redis revocation list must have been loaded once. A later Redis outage keeps the
+    // replica ready (the last known list is enforced and revocation.whenStale decides):
+    // taking every replica out of the load balancer would turn it into a full outage.
+    if (redisRevocations !== null) {
+      const state = redisRevocations.state();
+      if (!state.loaded) {
+        return { ready: false, reason: 'the revocation list has not been loaded from Redis yet' };
+      }
+      const degraded = revocationDegraded(state);
+      if (degraded !== undefined) return { ready: true, degraded };
     }
     return { ready: true };
   };
@@ -354,12 +447,26 @@ export async function createApp(options: AppOptions): Promise<App> {
       await new Promise<void>((resolve) => adminServer.close(() => resolve()));
       adminServer.closeAllConnections();
       await revocation.close();
+      await limiter?.close();
       logger.info('stopped');
       // Both loggers share one destination: wait until it has written everything, so an
       // exit right after shutdown neither loses nor reorders the last lines.
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
   };
+}
+
+/** Why the Redis revocation list is not current (for /readyz), or undefined when it is. */
+function revocationDegraded(state: RedisRevocationState): string | undefined {
+  if (state.synced && !state.stale && state.queued === 0) return undefined;
+  const age = Math.round(state.syncAgeSeconds ?? 0);
+  const queued = state.queued > 0 ? `; ${state.queued} revocation(s) queued for Redis` : '';
+  const sync = state.stale
+    ? `revocation list stale: last synchronised with Redis ${age} s ago`
+    : state.synced
+      ? 'revocation list current'
+      : `revocation list not synchronised with Redis (last synchronised ${age} s ago)`;
+  return sync + queued;
 }
 
 /** Shortest admin token accepted: it guards revocations, so it must not be guessable. */

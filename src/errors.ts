@@ -24,6 +24,7 @@ export const PROBLEMS = {
   'request-timeout': { status: 408, title: 'Request timeout' },
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
+  'too-many-requests': { status: 429, title: 'Too many requests' },
   'headers-too-large': { status: 431, title: 'Request header fields too large' },
   'upstream-unavailable': { status: 502, title: 'Upstream unavailable' },
   'service-unavailable': { status: 503, title: 'Service unavailable' },

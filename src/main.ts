@@ -111,12 +111,14 @@ async function main(): Promise<number> {
   }
 }
 
+// A failed start exits at once: a connection opened before the failure (Redis
+// reconnecting, a key set refresh) must not keep a half-started process alive.
 main().then(
   (code) => {
-    if (code >= 0) process.exitCode = code;
+    if (code >= 0) process.exit(code);
   },
   (error: unknown) => {
     process.stderr.write(`portaria: failed to start: ${(error as Error).message}\n`);
-    process.exitCode = 1;
+    process.exit(1);
   },
 );

@@ -5,7 +5,7 @@
  *
  * Environment overrides (for secrets and per-deployment values, e.g. Kubernetes):
  *   PORTARIA_PORT, PORTARIA_ADMIN_PORT, PORTARIA_KEYS_DIR, PORTARIA_CLIENTS_FILE,
- *   PORTARIA_LOG_LEVEL, PORTARIA_ADMIN_TOKEN_FILE, PORTARIA_REVOCATION_FILE.
+ *   PORTARIA_LOG_LEVEL, PORTARIA_LOG_PRETTY, PORTARIA_ADMIN_TOKEN_FILE, PORTARIA_REVOCATION_FILE, PORTARIA_REDIS_URL.
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
@@ -25,14 +25,16 @@ export interface LoadOptions {
   readonly demoUpstream?: string;
 }
 
-const ENV_OVERRIDES: readonly [string, readonly string[], 'int' | 'string'][] = [
+const ENV_OVERRIDES: readonly [string, readonly string[], 'int' | 'bool' | 'string'][] = [
   ['PORTARIA_PORT', ['server', 'port'], 'int'],
   ['PORTARIA_ADMIN_PORT', ['admin', 'port'], 'int'],
   ['PORTARIA_KEYS_DIR', ['keys', 'dir'], 'string'],
   ['PORTARIA_CLIENTS_FILE', ['clients', 'file'], 'string'],
   ['PORTARIA_LOG_LEVEL', ['log', 'level'], 'string'],
+  ['PORTARIA_LOG_PRETTY', ['log', 'pretty'], 'bool'],
   ['PORTARIA_ADMIN_TOKEN_FILE', ['admin', 'tokenFile'], 'string'],
   ['PORTARIA_REVOCATION_FILE', ['revocation', 'file'], 'string'],
+  ['PORTARIA_REDIS_URL', ['redis', 'url'], 'string'],
 ];
 
 export async function loadConfig(options: LoadOptions): Promise<Config> {
@@ -58,7 +60,11 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
       problems.push(`${path.join('.')} (${name}): must be an integer`);
       continue;
     }
-    setPath(raw, path, kind === 'int' ? Number(value) : value);
+    if (kind === 'bool' && value !== 'true' && value !== 'false') {
+      problems.push(`${path.join('.')} (${name}): must be true or false`);
+      continue;
+    }
+    setPath(raw, path, kind === 'int' ? Number(value) : kind === 'bool' ? value === 'true' : value);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return validateConfig(raw, { baseDir, demo: options.demo === true });

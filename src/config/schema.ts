@@ -113,8 +113,73 @@ export const configSchema = {
       additionalProperties: false,
       default: {},
       properties: {
-        store: { enum: ['local', 'memory'], default: 'local' },
+        store: { enum: ['local', 'memory', 'redis'], default: 'local' },
         file: { type: 'string', minLength: 1, default: './data/revocations.log' },
+        maxSyncLagSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 30 },
+        whenStale: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            safe: { enum: ['admit', 'refuse'], default: 'admit' },
+            unsafe: { enum: ['admit', 'refuse'], default: 'refuse' },
+          },
+        },
+        whileRedisDown: { enum: ['queue', 'refuse'], default: 'queue' },
+        queueFile: { type: 'string', minLength: 1, default: './data/revocations-pending.log' },
+      },
+    },
+    redis: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        url: { type: ['string', 'null'], minLength: 1, default: null },
+        passwordFile: { type: ['string', 'null'], minLength: 1, default: null },
+        keyPrefix: { type: 'string', pattern: '^[A-Za-z0-9:_.-]{1,64}$', default: 'portaria:' },
+        connectTimeoutMs: { ...positiveMs, default: 2000 },
+        commandTimeoutMs: { ...positiveMs, default: 1000 },
+      },
+    },
+    tokenLimits: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        store: { enum: ['local', 'redis'], default: 'local' },
+        maxTrackedKeys: { type: 'integer', minimum: 100, maximum: 10_000_000, default: 100_000 },
+        perAddress: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: true },
+            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, default: 5 },
+            burst: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 20 },
+          },
+        },
+        perClient: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: true },
+            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, default: 10 },
+            burst: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 50 },
+          },
+        },
+        failedSecretBackoff: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: true },
+            freeFailures: { type: 'integer', minimum: 0, maximum: 1000, default: 3 },
+            baseDelayMs: { type: 'integer', minimum: 1, maximum: 3_600_000, default: 1000 },
+            maxDelayMs: { type: 'integer', minimum: 1, maximum: 86_400_000, default: 300_000 },
+            forgetAfterSeconds: { type: 'integer', minimum: 1, maximum: 604_800, default: 900 },
+          },
+        },
       },
     },
     reload: {
@@ -181,6 +246,14 @@ export const configSchema = {
     },
     forwardAuthorization: { type: 'boolean', default: true },
     problemTypeBase: { type: 'string', minLength: 1, default: 'urn:portaria:problem:' },
+    metrics: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        maxClientLabels: { type: 'integer', minimum: 0, maximum: 10_000, default: 100 },
+      },
+    },
     log: {
       type: 'object',
       additionalProperties: false,
@@ -190,6 +263,7 @@ export const configSchema = {
           enum: ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'],
           default: 'info',
         },
+        pretty: { type: 'boolean', default: false },
       },
     },
   },

@@ -98,18 +98,81 @@ export interface IssuerConfig {
   readonly fetchTimeoutMs: number;
 }
 
+export type AdmitOrRefuse = 'admit' | 'refuse';
+
+export interface RevocationConfig {
+  /**
+   * `local`: durable append-only log on disk (default); `memory`: lost on restart;
+   * `redis`: shared by every replica through `redis`.
+   */
+  readonly store: 'local' | 'memory' | 'redis';
+  /** The local store's log file. */
+  readonly file: string;
+  /** Redis store: the list counts as stale when its last synchronisation is older than this. */
+  readonly maxSyncLagSeconds: number;
+  /** Redis store: whether requests are admitted while the list is stale, per method class. */
+  readonly whenStale: {
+    /** GET, HEAD, OPTIONS, TRACE. */
+    readonly safe: AdmitOrRefuse;
+    /** Every other method. */
+    readonly unsafe: AdmitOrRefuse;
+  };
+  /** Redis store: a revocation made while Redis is unreachable is queued durably and replayed, or refused (503). */
+  readonly whileRedisDown: 'queue' | 'refuse';
+  /** Redis store: the durable queue of revocations waiting for Redis. */
+  readonly queueFile: string;
+}
+
+export interface RedisConfig {
+  /** `redis://[user@]host:port[/db]` (or `rediss://`); null: no Redis. Override with PORTARIA_REDIS_URL. */
+  readonly url: string | null;
+  /** File holding the Redis password (kept out of the URL and the config). */
+  readonly passwordFile: string | null;
+  /** Prefix of every key and channel Portaria uses (several gateways may share one Redis). */
+  readonly keyPrefix: string;
+  readonly connectTimeoutMs: number;
+  readonly commandTimeoutMs: number;
+}
+
+export interface TokenBucketConfig {
+  readonly enabled: boolean;
+  /** Tokens added per second. */
+  readonly ratePerSecond: number;
+  /** Bucket capacity: requests allowed at once after a quiet period. */
+  readonly burst: number;
+}
+
+export interface TokenLimitsConfig {
+  /** `local`: per-process buckets; `redis`: shared by every replica (atomic script). */
+  readonly store: 'local' | 'redis';
+  /** Local store: most entries tracked at once per kind (addresses, clients, (client, address) pairs). */
+  readonly maxTrackedKeys: number;
+  /** Token requests per source address. */
+  readonly perAddress: TokenBucketConfig;
+  /** Token requests per `clientId`. */
+  readonly perClient: TokenBucketConfig;
+  /** Growing delay after wrong secrets, per (client, source address). */
+  readonly failedSecretBackoff: {
+    readonly enabled: boolean;
+    /** Wrong secrets allowed before the first delay. */
+    readonly freeFailures: number;
+    /** First delay; doubles with each further failure. */
+    readonly baseDelayMs: number;
+    readonly maxDelayMs: number;
+    /** A (client, address) pair with no failure for this long starts over. */
+    readonly forgetAfterSeconds: number;
+  };
+}
+
 export interface Config {
   readonly server: ServerConfig;
   readonly admin: ListenerConfig & {
     /** File holding the admin API token (PORTARIA_ADMIN_TOKEN_FILE); null: admin API off. */
     readonly tokenFile: string | null;
   };
-  readonly revocation: {
-    /** `local`: durable append-only log on disk (default); `memory`: lost on restart. */
-    readonly store: 'local' | 'memory';
-    /** The local store's log file. */
-    readonly file: string;
-  };
+  readonly revocation: RevocationConfig;
+  readonly redis: RedisConfig;
+  readonly tokenLimits: TokenLimitsConfig;
   /** `iss` of the tokens we issue. */
   readonly issuer: string;
   /** `aud` of the tokens we issue and require. */
@@ -136,8 +199,14 @@ export interface Config {
   readonly forwardAuthorization: boolean;
   /** Base of problem-details `tipo` URIs; the code is appended. */
   readonly problemTypeBase: string;
+  readonly metrics: {
+    /** Distinct clients given their own `client` metric label; later ones share `_other`; 0: none. */
+    readonly maxClientLabels: number;
+  };
   readonly log: {
     readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';
+    /** Human-readable colored lines through pino-pretty (a dev dependency: development only). */
+    readonly pretty: boolean;
   };
   /**
    * Demo mode (`npm start`): create a signing key and a demo client when missing, and

@@ -60,9 +60,11 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
     const at = `routes[${i}]`;
     if (ids.has(route.id)) problems.push(`${at}.id: duplicate route id "${route.id}"`);
     ids.add(route.id);
-    if (prefixes.has(route.prefix))
-      problems.push(`${at}.prefix: duplicate prefix "${route.prefix}"`);
-    prefixes.add(route.prefix);
+    // Prefixes match ASCII case-insensitively (proxy/routeTable.ts): compare them so.
+    const folded = route.prefix.replace(/[A-Z]/g, (c) => c.toLowerCase());
+    if (prefixes.has(folded))
+      problems.push(`${at}.prefix: duplicate prefix "${route.prefix}" (prefixes ignore case)`);
+    prefixes.add(folded);
     const prefixProblem = prefixIssue(route.prefix);
     if (prefixProblem) problems.push(`${at}.prefix: ${prefixProblem}`);
     checkUpstream(problems, `${at}.upstream`, route.upstream);
@@ -115,6 +117,19 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
     issuer.clockSkewSeconds ??= config.clockSkewSeconds;
   });
 
+  if (config.redis.url !== null)
+    checkUrl(problems, 'redis.url', config.redis.url, ['redis:', 'rediss:']);
+  if (config.revocation.store === 'redis' && config.redis.url === null) {
+    problems.push('revocation.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
+  }
+  if (config.tokenLimits.store === 'redis' && config.redis.url === null) {
+    problems.push('tokenLimits.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
+  }
+  const backoff = config.tokenLimits.failedSecretBackoff;
+  if (backoff.maxDelayMs < backoff.baseDelayMs) {
+    problems.push('tokenLimits.failedSecretBackoff.maxDelayMs: must be at least baseDelayMs');
+  }
+
   const { server, admin } = config;
   if (server.port !== 0 && server.port === admin.port) {
     problems.push('admin.port: must differ from server.port (the admin surface is never public)');
@@ -124,6 +139,9 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
   config.clients.file = resolvePath(options.baseDir, config.clients.file);
   config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
+  config.revocation.queueFile = resolvePath(options.baseDir, config.revocation.queueFile);
+  if (config.redis.passwordFile)
+    config.redis.passwordFile = resolvePath(options.baseDir, config.redis.passwordFile);
   if (config.admin.tokenFile)
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;

@@ -2,7 +2,8 @@
  * The admin listener (default 127.0.0.1:9091), never reachable through the public port:
  *   GET /healthz  — 200 while the process runs (liveness);
  *   GET /readyz   — 200 once keys and clients are loaded and until shutdown begins,
- *                   503 otherwise (readiness: take me out of the load balancer);
+ *                   503 otherwise (readiness: take me out of the load balancer); a ready
+ *                   body may carry `degraded` (e.g. a stale Redis revocation list);
  *   GET /metrics  — Prometheus text exposition;
  *   /admin/v1/revocations — the revocation API behind the admin token (adminRevocations.ts).
  */
@@ -17,7 +18,8 @@ import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js
 
 export interface AdminDeps {
   readonly metricsText: () => Promise<{ contentType: string; text: string }>;
-  readonly ready: () => { ready: boolean; reason?: string };
+  /** `degraded`: ready, but something to report (e.g. a stale revocation list). */
+  readonly ready: () => { ready: boolean; reason?: string; degraded?: string };
   readonly problemTypeBase: string;
   /** The revocation API; absent (or no admin token): it answers 404. */
   readonly revocations?: RevocationAdminDeps;
@@ -59,7 +61,9 @@ async function handleAdmin(
   if (path === '/readyz') {
     const state = deps.ready();
     const body = JSON.stringify(
-      state.ready ? { status: 'ready' } : { status: 'not ready', reason: state.reason },
+      state.ready
+        ? { status: 'ready', ...(state.degraded === undefined ? {} : { degraded: state.degraded }) }
+        : { status: 'not ready', reason: state.reason },
     );
     return sendJson(res, state.ready ? 200 : 503, body, noStore, head);
   }

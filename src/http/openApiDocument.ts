@@ -63,6 +63,17 @@ export const openApiDocument = {
           '405': problem('Only POST is accepted.'),
           '413': problem('The body exceeds the configured limit (default 16 KiB).'),
           '415': problem('Content-Type is not application/json, or the body is compressed.'),
+          '429': {
+            ...problem(
+              'Too many token requests from this address or for this client, or this address must wait after repeated wrong secrets for this client. The request was not processed.',
+            ),
+            headers: {
+              'Retry-After': {
+                description: 'Seconds to wait before trying again (at least 1).',
+                schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+              },
+            },
+          },
           '500': { description: 'Unexpected server failure; no body.' },
         },
       },

@@ -18,7 +18,12 @@ import { parseRequestTarget, type RequestTarget, TOKEN_PATH } from '../domain/re
 import { hasScopes } from '../domain/scope.js';
 import { isPortariaError, PortariaError } from '../errors.js';
 import type { Logger } from '../observability/logger.js';
-import { type Metrics, methodClass, statusClass } from '../observability/metrics.js';
+import {
+  type MethodClass,
+  type Metrics,
+  methodClass,
+  statusClass,
+} from '../observability/metrics.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import { writeSocketProblem } from '../proxy/socketProblem.js';
@@ -49,12 +54,23 @@ export interface PublicGatewayDeps {
   readonly metrics: Metrics;
   /** True once shutdown began: responses then carry `Connection: close`. */
   readonly draining: () => boolean;
+  /**
+   * Revocation freshness (Redis store): while `isStale()`, an authenticated request of a
+   * method class whose policy is `refuse` gets 503 `service-unavailable`. Known
+   * revocations are enforced before this, stale or not. Absent: never refused.
+   */
+  readonly revocationFreshness?: {
+    readonly isStale: () => boolean;
+    readonly refuse: Readonly<Record<MethodClass, boolean>>;
+  };
 }
 
 export class PublicGateway {
   readonly #d: PublicGatewayDeps;
   readonly #typeBase: string;
   readonly #proto: 'http' | 'https' = 'http';
+  /** `revocationFreshness.isStale`, or null when no method class is ever refused. */
+  readonly #revocationStale: (() => boolean) | null;
 
   /** The one `close` listener every response shares (Node calls it with the response as `this`). */
   readonly #onResponseClose: (this: GatewayResponse) => void;
@@ -62,6 +78,9 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#d = deps;
     this.#typeBase = deps.config.problemTypeBase;
+    const fresh = deps.revocationFreshness;
+    this.#revocationStale =
+      fresh !== undefined && (fresh.refuse.safe || fresh.refuse.unsafe) ? fresh.isStale : null;
     const accessLog = (res: GatewayResponse) => this.#accessLog(res);
     this.#onResponseClose = function (this: GatewayResponse) {
       accessLog(this);
@@ -140,6 +159,7 @@ export class PublicGateway {
   ): Promise<void> {
     const scope = res.scope;
     scope.clientId = principal.clientId;
+    if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
     const route = this.#authorize(target.path, principal);
     scope.routeId = route.id;
     return this.#d.forwarder.forward(req, res, route, target, principal, {
@@ -162,6 +182,7 @@ export class PublicGateway {
       });
     }
     const principal = await this.#authenticate(req, target.search);
+    if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
     const route = this.#authorize(target.path, principal);
     this.#d.accessLogger.info(
       {
@@ -183,6 +204,18 @@ export class PublicGateway {
   #authenticate(req: IncomingMessage, search: string): Principal | Promise<Principal> {
     const token = bearerToken(req.headers.authorization, req.rawHeaders, search);
     return this.#d.verifier.verify(token);
+  }
+
+  /** The revocation list is stale: throws 503 when the method class's policy refuses. */
+  #refuseWhenStale(method: string | undefined): void {
+    const kind = methodClass(method);
+    if (this.#d.revocationFreshness?.refuse[kind] !== true) return;
+    this.#d.metrics.revocationStaleRefusal(kind);
+    throw new PortariaError(
+      'service-unavailable',
+      'The revocation list cannot be confirmed as current; retry later.',
+      { reason: 'revocation-stale' },
+    );
   }
 
   /** Route lookup after authentication (the route table is not revealed to strangers). */

@@ -1,12 +1,23 @@
 /**
  * `POST /v1/authentication/accesstoken` as a list of named steps (STYLE habit 8):
- * method → media type → bounded body → (token service: schema → client authentication
- * → issue → shape) → respond with `Cache-Control: no-store`. Credentials are read from
- * the JSON body only; this path is never forwarded upstream.
+ * method → media type → per-address limit → bounded body → (token service: schema →
+ * client authentication → issue → shape) → respond with `Cache-Control: no-store`.
+ * Credentials are read from the JSON body only; this path is never forwarded upstream.
+ *
+ * With token limits on, the body is parsed first for its `clientId`, then: failed-secret
+ * back-off for (client, address) → per-client limit → authentication → the outcome is
+ * recorded (a failure counts towards the back-off, a success resets it). A refusal is 429
+ * `too-many-requests` with `Retry-After` at once; the request is never held. A pair that
+ * is backing off is refused before its secret is looked at, right or wrong. Unknown
+ * clients go through the same steps as known ones, and failure and success each cost one
+ * recording step, so neither the limiter nor its timing tells them apart.
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
-import type { TokenService } from '../token/tokenService.js';
+import { sourceAddress } from '../limits/sourceAddress.js';
+import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
+import { parseTokenRequest } from '../token/parseTokenRequest.js';
+import type { TokenExchange, TokenService } from '../token/tokenService.js';
 import { isJsonMediaType } from './mediaType.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
 import { sendJson } from './replies.js';
@@ -18,6 +29,14 @@ export interface TokenRouteDeps {
   readonly tokens: TokenService;
   readonly bodyLimitBytes: number;
   readonly onOutcome: (outcome: string) => void;
+  /** A token was issued to `clientId` (an authenticated, registered client). */
+  readonly onIssued?: (clientId: string) => void;
+  /** Token limits; null when every limit is off. */
+  readonly limiter: TokenLimiter | null;
+  /** `server.trustForwardedHeaders`: the source address comes from `X-Forwarded-For`. */
+  readonly trustForwardedHeaders: boolean;
+  /** A request refused by a token limit. */
+  readonly onLimited: (reason: LimitReason) => void;
 }
 
 /** Resolves when the response is written; throws PortariaError for refusals. */
@@ -29,16 +48,76 @@ export async function handleTokenRequest(
   try {
     requirePost(req);
     requireJson(req);
-    const text = await readBoundedBody(req, deps.bodyLimitBytes);
-    const exchange = await deps.tokens.exchange(text);
+    const exchange =
+      deps.limiter === null
+        ? await deps.tokens.exchange(await readBoundedBody(req, deps.bodyLimitBytes))
+        : await limitedExchange(req, deps, deps.limiter);
     res.scope.clientId = exchange.clientId;
     sendJson(res, 200, JSON.stringify(exchange.body), NO_STORE);
     deps.onOutcome('issued');
+    deps.onIssued?.(exchange.clientId);
   } catch (error) {
     deps.onOutcome(outcomeOf(error));
     if (error instanceof BodyTooLarge) res.setHeader('connection', 'close');
     throw error;
   }
+}
+
+async function limitedExchange(
+  req: IncomingMessage,
+  deps: TokenRouteDeps,
+  limiter: TokenLimiter,
+): Promise<TokenExchange> {
+  const address = sourceAddress(
+    req.socket.remoteAddress,
+    req.headers['x-forwarded-for'],
+    deps.trustForwardedHeaders,
+  );
+  refuseIfWaiting(await limiter.takeAddress(address), 'address', deps);
+  const text = await readBoundedBody(req, deps.bodyLimitBytes);
+  const { clientId } = parseTokenRequest(text);
+  refuseIfWaiting(await limiter.backoffWait(clientId, address), 'backoff', deps);
+  refuseIfWaiting(await limiter.takeClient(clientId), 'client', deps);
+  let exchange: TokenExchange;
+  try {
+    exchange = await deps.tokens.exchange(text);
+  } catch (error) {
+    if (error instanceof PortariaError && error.code === 'invalid-client') {
+      await limiter.recordFailure(clientId, address);
+    }
+    throw error;
+  }
+  await limiter.recordSuccess(clientId, address);
+  return exchange;
+}
+
+const LIMITED: Readonly<Record<LimitReason, { reason: string; detail: string }>> = {
+  address: {
+    reason: 'rate-limit-address',
+    detail:
+      'Too many token requests from this address; try again after the seconds given in Retry-After.',
+  },
+  client: {
+    reason: 'rate-limit-client',
+    detail:
+      'Too many token requests for this client; try again after the seconds given in Retry-After.',
+  },
+  backoff: {
+    reason: 'failed-secret-backoff',
+    detail:
+      'Too many failed attempts for this client from this address; try again after the seconds given in Retry-After.',
+  },
+};
+
+/** 429 when a limit answered a wait; `Retry-After` in whole seconds, rounded up, at least 1. */
+function refuseIfWaiting(waitMs: number, limit: LimitReason, deps: TokenRouteDeps): void {
+  if (waitMs <= 0) return;
+  deps.onLimited(limit);
+  const { reason, detail } = LIMITED[limit];
+  throw new PortariaError('too-many-requests', detail, {
+    reason,
+    headers: { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
+  });
 }
 
 function requirePost(req: IncomingMessage): void {
@@ -69,6 +148,8 @@ function outcomeOf(error: unknown): string {
       return 'unsupported_media_type';
     case 'method-not-allowed':
       return 'method_not_allowed';
+    case 'too-many-requests':
+      return 'rate_limited';
     default:
       return 'invalid_request';
   }

@@ -201,6 +201,13 @@ export class KeyRing {
     return at === undefined || !Number.isFinite(at) || at <= 0 ? null : (now - at) / 1000;
   }
 
+  /** Seconds until the active signing key retires; null when none is active or it never retires. */
+  activeKeyRetiresInSeconds(): number | null {
+    const now = this.#clock.now();
+    const at = this.#currentSigner(now)?.window.retireAt;
+    return at === undefined || !Number.isFinite(at) ? null : (at - now) / 1000;
+  }
+
   #currentSigner(now: number): Entry | undefined {
     const cached = this.#signer;
     if (cached !== undefined && cached.from <= now && now < cached.until) return cached.value;

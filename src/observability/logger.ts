@@ -38,6 +38,23 @@ export interface Loggers {
   readonly access: Logger;
 }
 
+/**
+ * The stream for `log.pretty`: pino-pretty, a development dependency, so a production
+ * install (`npm ci --omit=dev`) does not have it and start-up fails with this message.
+ */
+export async function prettyDestination(): Promise<DestinationStream> {
+  let build: (options: Record<string, unknown>) => DestinationStream;
+  try {
+    ({ build } = await import('pino-pretty'));
+  } catch {
+    throw new Error(
+      'log.pretty needs the development dependency pino-pretty, which this install does not have: turn log.pretty off (JSON logs) in production',
+    );
+  }
+  // Colors follow the terminal (off when stdout is not a TTY or NO_COLOR is set).
+  return build({ sync: true, translateTime: 'SYS:HH:MM:ss.l' });
+}
+
 export function createLoggers(level: string, destination?: DestinationStream): Loggers {
   const stream = destination ?? pino.destination({ dest: 1, sync: false });
   const common = {

@@ -11,7 +11,7 @@
  * plain per-route slots and published when Prometheus scrapes (`collect`), so a request
  * pays array increments, not prom-client's label hashing.
  */
-import { Counter, Gauge, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
 import { type HistogramChild, HistogramSeries } from './histogramSeries.js';
 
 export type MethodClass = 'safe' | 'unsafe';
@@ -39,8 +39,14 @@ export interface Metrics {
   requestStarted(): void;
   requestFinished(route: string, method: MethodClass, status: StatusClass, seconds: number): void;
   tokenRequest(outcome: string): void;
+  /** A token issued to a registered client (per-client series up to `maxClientLabels`). */
+  tokenIssuedTo(clientId: string): void;
   authFailure(reason: string): void;
   cacheLookup(hit: boolean): void;
+  /** A full (uncached) token verification succeeded; `ageSeconds` is `now − iat`. */
+  tokenVerified(issuer: string, seconds: number, ageSeconds: number): void;
+  /** A full token verification failed, by private reason. */
+  tokenVerifyFailed(issuer: string, reason: string, seconds: number): void;
   upstreamResponse(route: string, seconds: number): void;
   upstreamError(route: string, kind: string): void;
   /** Binds a gauge read at scrape time (e.g. cache size). */
@@ -57,11 +63,37 @@ export interface Metrics {
   revoked(kind: 'token' | 'client'): void;
   /** Binds the number of revocation entries held, read at scrape time. */
   setRevocationSizeSource(read: () => number): void;
+  /** Binds the Redis revocation store's sync age and queue, read at scrape time. */
+  setRevocationSyncSource(read: () => RevocationSyncSnapshot): void;
+  /** A full synchronisation of the revocation list with Redis ended. */
+  revocationSync(outcome: 'ok' | 'error'): void;
+  /** A protected request refused (503) because the revocation list was stale. */
+  revocationStaleRefusal(method: MethodClass): void;
+  /** Binds one Redis connection's state (`role`: a fixed name per connection), read at scrape time. */
+  addRedisConnectionSource(role: string, connected: () => boolean): void;
+  /** A token request refused by a token limit. */
+  tokenLimitRefusal(reason: TokenLimitReason): void;
+  /** A token-limit check answered locally because Redis could not be used. */
+  tokenLimitFallback(check: TokenLimitCheck): void;
+}
+
+/** Which token limit refused a request. */
+export type TokenLimitReason = 'address' | 'client' | 'backoff';
+/** Which shared token-limit operation fell back to the local limiter. */
+export type TokenLimitCheck = 'address' | 'client' | 'backoff' | 'record';
+
+export interface RevocationSyncSnapshot {
+  /** Seconds since the last successful synchronisation; null: never. */
+  readonly lagSeconds: number | null;
+  /** Revocations queued on disk, waiting for Redis. */
+  readonly queued: number;
 }
 
 export interface SigningKeySnapshot {
   readonly states: readonly { readonly state: string }[];
   readonly activeAgeSeconds: number | null;
+  /** Seconds until the active key's scheduled retirement; null: none scheduled. */
+  readonly activeRetiresInSeconds: number | null;
 }
 
 export interface IssuerSnapshot {
@@ -89,11 +121,27 @@ const STATUS_INDEX: readonly StatusClass[] = ['1xx', '2xx', '3xx', '4xx', '5xx']
 const METHOD_INDEX: readonly MethodClass[] = ['safe', 'unsafe'];
 
 /** A fresh registry per app: tests read their own, nothing is global. */
-export function createMetrics(): Metrics {
+export interface MetricsOptions {
+  /** Distinct clients given their own `client` label; later ones share `_other`. 0: no per-client series. */
+  readonly maxClientLabels: number;
+}
+
+/** The `client` label value shared by clients beyond `maxClientLabels`. */
+export const OTHER_CLIENTS = '_other';
+
+export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }): Metrics {
   const registry = new Registry();
   const registers = [registry];
   const slots = new Map<string, RouteSlot>();
   let inFlightCount = 0;
+
+  // prom-client's process and Node.js metrics, prefixed like ours. The three
+  // `nodejs_active_*_total` gauges break the naming rule (promtool flags a gauge ending in
+  // `_total`) and repeat `nodejs_active_*`: left out.
+  collectDefaultMetrics({ register: registry, prefix: 'portaria_' });
+  for (const kind of ['handles', 'requests', 'resources']) {
+    registry.removeSingleMetric(`portaria_nodejs_active_${kind}_total`);
+  }
 
   new Counter({
     name: 'portaria_http_requests_total',
@@ -133,6 +181,16 @@ export function createMetrics(): Metrics {
     labelNames: ['outcome'] as const,
     registers,
   });
+  const labelledClients = new Set<string>();
+  const issuedByClient =
+    options.maxClientLabels > 0
+      ? new Counter({
+          name: 'portaria_tokens_issued_by_client_total',
+          help: `Tokens issued, by client id: the first ${options.maxClientLabels} clients seen get their own series, later ones share client="${OTHER_CLIENTS}".`,
+          labelNames: ['client'] as const,
+          registers,
+        })
+      : null;
   const authFailures = new Counter({
     name: 'portaria_auth_failures_total',
     help: 'Bearer verification refusals on protected routes, by reason code.',
@@ -150,6 +208,26 @@ export function createMetrics(): Metrics {
       if (cacheLookups.hit > 0) this.inc({ result: 'hit' }, cacheLookups.hit);
       if (cacheLookups.miss > 0) this.inc({ result: 'miss' }, cacheLookups.miss);
     },
+  });
+  const verifications = new Counter({
+    name: 'portaria_token_verifications_total',
+    help: 'Full (uncached) bearer token verifications, by issuer id and outcome (valid or the private refusal reason).',
+    labelNames: ['issuer', 'outcome'] as const,
+    registers,
+  });
+  const verifyDuration = new Histogram({
+    name: 'portaria_token_verify_duration_seconds',
+    help: 'Time of a full (uncached) token verification, key lookup and signature included, by issuer id.',
+    labelNames: ['issuer'] as const,
+    buckets: [0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.05, 0.25, 1, 5],
+    registers,
+  });
+  const tokenAge = new Histogram({
+    name: 'portaria_token_clock_skew_seconds',
+    help: 'now − iat when a token is first verified, by issuer id: negative values mean the issuer clock runs ahead.',
+    labelNames: ['issuer'] as const,
+    buckets: [-300, -60, -10, -1, 0, 1, 10, 60, 300, 900, 3600, 86_400],
+    registers,
   });
   let readCacheSize: () => number = () => 0;
   new Gauge({
@@ -185,7 +263,11 @@ export function createMetrics(): Metrics {
     labelNames: ['source', 'outcome'] as const,
     registers,
   });
-  let readSigningKeys: () => SigningKeySnapshot = () => ({ states: [], activeAgeSeconds: null });
+  let readSigningKeys: () => SigningKeySnapshot = () => ({
+    states: [],
+    activeAgeSeconds: null,
+    activeRetiresInSeconds: null,
+  });
   new Gauge({
     name: 'portaria_signing_keys',
     help: 'Signing keys by state (pending, active, retiring, retired).',
@@ -206,6 +288,16 @@ export function createMetrics(): Metrics {
       const age = readSigningKeys().activeAgeSeconds;
       if (age === null) this.reset();
       else this.set(age);
+    },
+  });
+  new Gauge({
+    name: 'portaria_signing_key_active_retires_in_seconds',
+    help: 'Seconds until the active signing key is scheduled to retire (absent when no retirement is scheduled).',
+    registers,
+    collect() {
+      const left = readSigningKeys().activeRetiresInSeconds;
+      if (left === null) this.reset();
+      else this.set(left);
     },
   });
   let readIssuers: () => readonly IssuerSnapshot[] = () => [];
@@ -246,6 +338,66 @@ export function createMetrics(): Metrics {
       this.set(readRevocationSize());
     },
   });
+  // Redis revocation store only: without it these gauges have no sample.
+  let readRevocationSync: (() => RevocationSyncSnapshot) | null = null;
+  new Gauge({
+    name: 'portaria_revocation_sync_lag_seconds',
+    help: 'Age of the revocation list: seconds since its last successful synchronisation with Redis (+Inf before the first).',
+    registers,
+    collect() {
+      const sync = readRevocationSync?.();
+      if (sync === undefined) this.reset();
+      else this.set(sync.lagSeconds ?? Number.POSITIVE_INFINITY);
+    },
+  });
+  new Gauge({
+    name: 'portaria_revocation_queue_entries',
+    help: 'Revocations accepted while Redis was unreachable, queued on disk until replayed.',
+    registers,
+    collect() {
+      const sync = readRevocationSync?.();
+      if (sync === undefined) this.reset();
+      else this.set(sync.queued);
+    },
+  });
+  const revocationSyncs = new Counter({
+    name: 'portaria_revocation_syncs_total',
+    help: 'Full synchronisations of the revocation list with Redis (at start and after each reconnection), by outcome (ok, error).',
+    labelNames: ['outcome'] as const,
+    registers,
+  });
+  const staleRefusals = new Counter({
+    name: 'portaria_revocation_stale_refusals_total',
+    help: 'Protected requests refused with 503 because the revocation list was older than revocation.maxSyncLagSeconds, by method class.',
+    labelNames: ['method'] as const,
+    registers,
+  });
+  const redisConnections = new Map<string, () => boolean>();
+  new Gauge({
+    name: 'portaria_redis_connected',
+    help: 'Whether each Redis connection is up (1) or not (0), by role (a fixed name per connection: revocation, revocation-subscriber).',
+    labelNames: ['role'] as const,
+    registers,
+    collect() {
+      this.reset();
+      for (const [role, connected] of redisConnections) this.set({ role }, connected() ? 1 : 0);
+    },
+  });
+
+  const limitRefusals = new Counter({
+    name: 'portaria_token_limit_refusals_total',
+    help: 'Token requests refused with 429 by a token limit, by reason (address, client, backoff).',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  // Every reason from the start, so a rate() over it exists before the first refusal.
+  for (const reason of ['address', 'client', 'backoff'] as const) limitRefusals.inc({ reason }, 0);
+  const limitFallbacks = new Counter({
+    name: 'portaria_token_limit_redis_fallbacks_total',
+    help: 'Shared (Redis) token-limit operations answered by the local limiter because Redis could not be used, by check (address, client, backoff, record).',
+    labelNames: ['check'] as const,
+    registers,
+  });
 
   const slotOf = (route: string): RouteSlot => {
     let slot = slots.get(route);
@@ -272,6 +424,26 @@ export function createMetrics(): Metrics {
     },
     tokenRequest(outcome) {
       tokens.labels(outcome).inc();
+    },
+    tokenIssuedTo(clientId) {
+      if (issuedByClient === null) return;
+      if (!labelledClients.has(clientId)) {
+        if (labelledClients.size >= options.maxClientLabels) {
+          issuedByClient.labels(OTHER_CLIENTS).inc();
+          return;
+        }
+        labelledClients.add(clientId);
+      }
+      issuedByClient.labels(clientId).inc();
+    },
+    tokenVerified(issuer, seconds, ageSeconds) {
+      verifications.labels(issuer, 'valid').inc();
+      verifyDuration.labels(issuer).observe(seconds);
+      tokenAge.labels(issuer).observe(ageSeconds);
+    },
+    tokenVerifyFailed(issuer, reason, seconds) {
+      verifications.labels(issuer, reason).inc();
+      verifyDuration.labels(issuer).observe(seconds);
     },
     authFailure(reason) {
       authFailures.labels(reason).inc();
@@ -306,6 +478,27 @@ export function createMetrics(): Metrics {
     },
     setRevocationSizeSource(read) {
       readRevocationSize = read;
+    },
+    setRevocationSyncSource(read) {
+      readRevocationSync = read;
+      // Both outcomes and method classes from the start, so rate() works before the first.
+      for (const outcome of ['ok', 'error'] as const) revocationSyncs.inc({ outcome }, 0);
+      for (const method of ['safe', 'unsafe'] as const) staleRefusals.inc({ method }, 0);
+    },
+    revocationSync(outcome) {
+      revocationSyncs.labels(outcome).inc();
+    },
+    revocationStaleRefusal(method) {
+      staleRefusals.labels(method).inc();
+    },
+    addRedisConnectionSource(role, connected) {
+      redisConnections.set(role, connected);
+    },
+    tokenLimitRefusal(reason) {
+      limitRefusals.labels(reason).inc();
+    },
+    tokenLimitFallback(check) {
+      limitFallbacks.labels(check).inc();
     },
   };
 }

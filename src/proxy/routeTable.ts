@@ -4,7 +4,9 @@
  * A route matches a canonical path (see `domain/requestPath.ts`; the query is not part of
  * it) when its prefix equals the path or is followed in it by `/`: `/v1/orders` matches
  * `/v1/orders` and `/v1/orders/1`, never `/v1/ordersX`. The prefix `/` matches every
- * path. The longest matching prefix wins; routes are sorted by prefix length once, so a
+ * path. Prefixes compare ASCII case-insensitively: `/V1/Orders/1` takes the `/v1/orders`
+ * route and its scopes, so an upstream that ignores case can never be reached around a
+ * route's scopes through the default route (the path is forwarded unchanged). The longest matching prefix wins; routes are sorted by prefix length once, so a
  * lookup is a scan that stops at the first hit and allocates nothing. When nothing
  * matches, `upstream.default` (id `default`) is used if configured, else `null` (404).
  *
@@ -55,8 +57,19 @@ function compileRoute(
   });
 }
 
+/** `path` starts with `lowerPrefix` (already lower case), ignoring ASCII case; allocates nothing. */
+function startsWithFolded(path: string, lowerPrefix: string): boolean {
+  if (path.length < lowerPrefix.length) return false;
+  for (let i = 0; i < lowerPrefix.length; i++) {
+    let c = path.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) c += 0x20;
+    if (c !== lowerPrefix.charCodeAt(i)) return false;
+  }
+  return true;
+}
+
 function matches(prefix: string, path: string): boolean {
-  if (!path.startsWith(prefix)) return false;
+  if (!startsWithFolded(path, prefix)) return false;
   // A prefix ending in `/` (including `/` itself) already ends on a boundary.
   // `;` also ends a segment (RFC 3986 §3.3 parameters); request paths with `;` are refused
   // before routing, so this is defence in depth.
@@ -74,7 +87,11 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
     compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs),
   );
   // Stable sort: among equal prefixes the first configured wins (validation rejects those).
-  const byLength = Object.freeze([...routes].sort((a, b) => b.prefix.length - a.prefix.length));
+  const byLength = Object.freeze(
+    [...routes]
+      .sort((a, b) => b.prefix.length - a.prefix.length)
+      .map((route) => ({ route, folded: lowerAscii(route.prefix) })),
+  );
   const fallback =
     config.upstream.default === null
       ? null
@@ -91,10 +108,15 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
     routes: Object.freeze(all),
     origins: Object.freeze([...new Set(all.map((r) => r.origin))]),
     match(path: string): CompiledRoute | null {
-      for (const route of byLength) {
-        if (matches(route.prefix, path)) return route;
+      for (const { route, folded } of byLength) {
+        if (matches(folded, path)) return route;
       }
       return fallback;
     },
   });
+}
+
+/** ASCII-only lower case (URL paths are ASCII once canonical; no locale rules). */
+function lowerAscii(text: string): string {
+  return text.replace(/[A-Z]/g, (c) => String.fromCharCode(c.charCodeAt(0) + 0x20));
 }

@@ -48,6 +48,13 @@ export interface TrustedIssuer {
 
 export interface VerifierHooks {
   cacheLookup?(hit: boolean): void;
+  /**
+   * A full (uncached) verification succeeded: the issuer id, the time it took, and the
+   * token's age at first sight (`now − iat`, negative when the issuer's clock is ahead).
+   */
+  verified?(issuerId: string, seconds: number, ageSeconds: number): void;
+  /** A full verification failed: the issuer id (`unknown` before `iss` is matched) and the private reason. */
+  verifyFailed?(issuerId: string, reason: string, seconds: number): void;
 }
 
 export interface TokenVerifierOptions {
@@ -80,10 +87,24 @@ export class TokenVerifier {
     const cached = cache.get(token);
     hooks?.cacheLookup?.(cached !== undefined);
     if (cached !== undefined) return this.#notRevoked(cached);
-    return this.#verifyFully(token).then((principal) => {
-      cache.set(token, principal);
-      return this.#notRevoked(principal);
-    });
+    const started = performance.now();
+    const seen: { issuerId: string } = { issuerId: 'unknown' };
+    return this.#verifyFully(token, seen).then(
+      (principal) => {
+        hooks?.verified?.(
+          principal.issuerId,
+          (performance.now() - started) / 1000,
+          this.#options.clock.now() / 1000 - principal.issuedAt,
+        );
+        cache.set(token, principal);
+        return this.#notRevoked(principal);
+      },
+      (error: unknown) => {
+        const reason = error instanceof PortariaError ? error.reason : 'error';
+        hooks?.verifyFailed?.(seen.issuerId, reason, (performance.now() - started) / 1000);
+        throw error;
+      },
+    );
   }
 
   #notRevoked(principal: Principal): Principal {
@@ -96,7 +117,8 @@ export class TokenVerifier {
     return principal;
   }
 
-  async #verifyFully(token: string): Promise<Principal> {
+  /** `seen.issuerId` is set once the token's `iss` names a trusted issuer (for metrics). */
+  async #verifyFully(token: string, seen: { issuerId: string }): Promise<Principal> {
     const o = this.#options;
     const header = decodeSegment(token, 0, 'header');
     const alg = header.alg;
@@ -110,6 +132,7 @@ export class TokenVerifier {
     const issuer = typeof iss === 'string' ? o.issuers.get(iss) : undefined;
     if (issuer === undefined)
       throw invalid('unknown-issuer', 'The access token issuer is not trusted.');
+    seen.issuerId = issuer.id;
     if (!issuer.algorithms.has(alg)) {
       throw invalid(
         'alg-not-allowed',

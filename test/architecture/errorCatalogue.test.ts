@@ -23,6 +23,7 @@ test('the error catalogue is pinned: code → status', () => {
     'request-timeout': 408,
     'payload-too-large': 413,
     'unsupported-media-type': 415,
+    'too-many-requests': 429,
     'headers-too-large': 431,
     'upstream-unavailable': 502,
     'service-unavailable': 503,

@@ -22,7 +22,11 @@ function portable(config: Config, file: string): Json {
     ...config,
     keys: { ...config.keys, dir: relative(base, config.keys.dir) },
     clients: { file: relative(base, config.clients.file) },
-    revocation: { ...config.revocation, file: relative(base, config.revocation.file) },
+    revocation: {
+      ...config.revocation,
+      file: relative(base, config.revocation.file),
+      queueFile: relative(base, config.revocation.queueFile),
+    },
   };
 }
 

@@ -151,6 +151,13 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
     clients: { file: join(dir, 'clients.json') },
     upstream: { default: { upstream: upstream.url } },
     log: { level: 'info' },
+    // Token limits off unless a test passes its own `tokenLimits`: most tests fetch many
+    // tokens from one address and one client.
+    tokenLimits: {
+      perAddress: { enabled: false },
+      perClient: { enabled: false },
+      failedSecretBackoff: { enabled: false },
+    },
     ...(options.settings?.(upstream.url) ?? {}),
   };
   const config = validateConfig(settings, { baseDir: dir });

@@ -187,4 +187,16 @@ describe('KeyRing with a schedule', () => {
     clock.set(T0);
     assert.equal(keys.activeKeyAgeSeconds(), 100 * 60);
   });
+
+  test('tells how long the active key has until its scheduled retirement', () => {
+    const clock = new ManualClock(T0);
+    const keys = rotating(clock);
+    assert.equal(keys.activeKeyRetiresInSeconds(), 10 * 60);
+    clock.advance(9 * MIN);
+    assert.equal(keys.activeKeyRetiresInSeconds(), 60);
+    // The successor has no retirement scheduled.
+    clock.set(T0 + 10 * MIN);
+    assert.equal(keys.signingKey.kid, 'b-next');
+    assert.equal(keys.activeKeyRetiresInSeconds(), null);
+  });
 });

@@ -188,7 +188,16 @@ describe('OpenAPI description', () => {
 
   test('every problem the token path emits is declared and matches ProblemDetails', async (t) => {
     const [gw, doc] = await Promise.all([
-      startGateway(t, { settings: () => ({ token: { bodyLimitBytes: 1024 } }) }),
+      startGateway(t, {
+        settings: () => ({
+          token: { bodyLimitBytes: 1024 },
+          tokenLimits: {
+            perAddress: { enabled: false },
+            perClient: { ratePerSecond: 0.001, burst: 1 },
+            failedSecretBackoff: { enabled: false },
+          },
+        }),
+      }),
       contract(),
     ]);
     const cases: [string, () => Promise<Response>, number][] = [
@@ -212,6 +221,15 @@ describe('OpenAPI description', () => {
         () => postToken(gw.url, JSON.stringify({ x: 'y'.repeat(2000) })),
         413,
       ],
+      [
+        'a client over its rate limit',
+        async () => {
+          const busy = '{"clientId":"busy","clientSecret":"y"}';
+          await (await postToken(gw.url, busy)).arrayBuffer();
+          return postToken(gw.url, busy);
+        },
+        429,
+      ],
       ['text/plain', () => postToken(gw.url, credentials, { 'content-type': 'text/plain' }), 415],
       ['a gzip body', () => postToken(gw.url, credentials, { 'content-encoding': 'gzip' }), 415],
     ];
@@ -226,7 +244,7 @@ describe('OpenAPI description', () => {
       assert.equal(body.status, status, name);
       emitted.add(String(status));
     }
-    assert.deepEqual([...emitted].sort(), ['400', '401', '405', '413', '415']);
+    assert.deepEqual([...emitted].sort(), ['400', '401', '405', '413', '415', '429']);
     // The declared responses are exactly these, the success and the bodiless 500.
     assert.deepEqual(Object.keys(openApiDocument.paths[TOKEN_PATH].post.responses).sort(), [
       '200',
@@ -235,6 +253,7 @@ describe('OpenAPI description', () => {
       '405',
       '413',
       '415',
+      '429',
       '500',
     ]);
     assert.equal(doc.token['500']?.content, undefined);

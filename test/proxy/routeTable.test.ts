@@ -31,7 +31,11 @@ describe('compileRouteTable', () => {
     ['/v1', 'v1'],
     ['/v1/', 'v1'],
     ['/v10', null],
-    ['/V1/orders', null],
+    // Prefixes ignore ASCII case: a case variant keeps its route's scopes.
+    ['/V1/orders', 'orders'],
+    ['/V1/ORDERS/Items/7', 'order-items'],
+    ['/DOCS/a', 'docs'],
+    ['/V10', null],
     ['/docs/', 'docs'],
     ['/docs/a', 'docs'],
     ['/docs', null],

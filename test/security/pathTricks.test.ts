@@ -225,6 +225,10 @@ describe('a route-scoped prefix cannot be bypassed', () => {
     ['/v1/reports;jsessionid=1/2', 400, 'invalid-path', 'path-parameter'],
     ['/v1;x/reports', 400, 'invalid-path', 'path-parameter'],
     ['/v1/reports%3bx', 400, 'invalid-path', 'encoded'],
+    // Prefixes ignore case: a case-insensitive upstream would serve these as /v1/reports.
+    ['/V1/reports', 403, 'insufficient-scope', 'insufficient-scope'],
+    ['/v1/REPORTS/1', 403, 'insufficient-scope', 'insufficient-scope'],
+    ['/V1/Reports?x=1', 403, 'insufficient-scope', 'insufficient-scope'],
   ];
   for (const [target, status, code, reason] of cases) {
     test(`${target} with an orders-only token → ${status} ${code}, nothing forwarded`, async (t) => {

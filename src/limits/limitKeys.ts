@@ -1,0 +1,23 @@
+/**
+ * The keys the token limits track, bounded whatever the request holds.
+ *
+ * A `clientId` is client-chosen (known or not: an unknown id is limited like a known
+ * one, so the limiter does not reveal which ids exist). An id that a client could
+ * legitimately have (1–128 visible ASCII characters, the registry's rule) is its own
+ * key; anything else is replaced by a space and its SHA-256 (a space never appears in a
+ * valid id, so the two forms cannot collide). A source address is an IP address, which
+ * never holds a space, so `<address> <client>` names a pair unambiguously.
+ */
+import { createHash } from 'node:crypto';
+
+const PLAIN_CLIENT_ID = /^[\x21-\x7e]{1,128}$/;
+
+export function clientKey(clientId: string): string {
+  return PLAIN_CLIENT_ID.test(clientId)
+    ? clientId
+    : ` ${createHash('sha256').update(clientId).digest('base64url')}`;
+}
+
+export function pairKey(clientId: string, address: string): string {
+  return `${address} ${clientKey(clientId)}`;
+}

@@ -1,0 +1,498 @@
+/**
+ * The revocation store shared by every replica through Redis (`revocation.store: redis`).
+ * Key layout and scripts: `redisRevocationLayout.ts`.
+ *
+ * Lookups never touch the network: `isRevoked` reads an in-memory copy (a
+ * `MemoryRevocationStore`, O(1)). The copy is filled by a full load at start and after
+ * every reconnection, and kept current by pub/sub: a revocation is written and announced
+ * in one script, and every replica's subscriber connection applies the message (well
+ * within 1 s). The copy only ever grows by merging (later cut-off, later expiry win);
+ * entries leave it when they expire, never because Redis lacks them — after a full load
+ * the store writes back every live entry Redis lacks or holds weaker (Redis restarted
+ * without persistence, queued revocations), so nothing acknowledged is lost while any
+ * replica still knows it.
+ *
+ * Freshness: the list counts as synchronised at the start of the last full load that
+ * succeeded, and again each time a PING on the subscriber connection is answered while
+ * subscribed (a reply proves every message published before the PING was delivered).
+ * The heartbeat runs every `heartbeatMs` (default: a quarter of `maxSyncLagSeconds`, at
+ * most 1 s); a closed connection marks the list unsynchronised until a full load
+ * succeeds again. `isStale()` (one clock read, no allocation) is true once the last
+ * synchronisation is older than `maxSyncLagSeconds` — and before the first load.
+ *
+ * Revocations: applied to the copy at once (enforced here even if storing fails), then
+ * written to Redis; the promise resolves once Redis has it. When Redis is unreachable or
+ * the write fails: `whileRedisDown: queue` appends the record to the durable queue
+ * (fsynced) and resolves — the queue is replayed after reconnecting and at the next
+ * start; `refuse` rejects (nothing acknowledged; when Redis is known to be down the
+ * revocation is refused before it is applied anywhere).
+ *
+ * Start: `open` waits at most `startWaitMs` (default `redis.connectTimeoutMs`) for the
+ * first full load, then returns either way; `state().loaded` says whether it happened.
+ * Timers are unref'd; `close` ends both connections without waiting on a dead Redis.
+ * Logs never carry the Redis URL or password (ioredis messages name host:port at most).
+ */
+import type { RedisConfig } from '../config/types.js';
+import { type Clock, epochSeconds } from '../lib/clock.js';
+import { createRedisClient, type RedisClient } from '../redis/redisClient.js';
+import { MemoryRevocationStore } from './memoryRevocationStore.js';
+import {
+  type RevocationKeys,
+  revocationKeys,
+  SWEEP_SCRIPT,
+  WRITE_SCRIPT,
+  writeArguments,
+} from './redisRevocationLayout.js';
+import {
+  decodeRevocationLine,
+  encodeRevocationRecord,
+  type RevocationRecord,
+} from './revocationLogRecord.js';
+import { RevocationQueue } from './revocationQueue.js';
+import type { RevocationEntries, RevocationStore } from './revocationStore.js';
+
+export type RedisRole = 'revocation' | 'revocation-subscriber';
+export type StoreLog = (
+  level: 'info' | 'warn' | 'error',
+  event: string,
+  detail: Record<string, unknown>,
+) => void;
+
+export interface RedisRevocationStoreOptions {
+  readonly redis: RedisConfig;
+  readonly clock: Clock;
+  readonly maxSyncLagSeconds: number;
+  readonly whileRedisDown: 'queue' | 'refuse';
+  readonly queueFile: string;
+  readonly log?: StoreLog;
+  /** A full synchronisation ended (metrics). */
+  readonly onSync?: (outcome: 'ok' | 'error') => void;
+  /** Heartbeat and retry period; default min(1000, maxSyncLagSeconds × 250) ms. */
+  readonly heartbeatMs?: number;
+  /** How long `open` waits for the first full load; default `redis.connectTimeoutMs`. */
+  readonly startWaitMs?: number;
+}
+
+export interface RedisRevocationState {
+  /** A full load has succeeded once. */
+  readonly loaded: boolean;
+  /** The list is kept current now (subscribed, loaded since the last reconnection). */
+  readonly synced: boolean;
+  /** Seconds since the last synchronisation; null before the first. */
+  readonly syncAgeSeconds: number | null;
+  readonly stale: boolean;
+  /** Revocations waiting in the queue file for Redis. */
+  readonly queued: number;
+  readonly connected: Readonly<Record<RedisRole, boolean>>;
+}
+
+/** Thrown (and turned into 503 by the admin API) when a revocation cannot be stored. */
+export class RevocationNotStored extends Error {
+  override readonly name = 'RevocationNotStored';
+}
+
+const SCAN_COUNT = 1000;
+const WRITE_BATCH = 500;
+
+/** What a full load found in Redis (live entries only). */
+interface Held {
+  readonly tokens: Map<string, number>;
+  readonly clients: Map<string, { issuedBefore: number; expiresAt: number }>;
+}
+
+export class RedisRevocationStore implements RevocationStore {
+  readonly #o: RedisRevocationStoreOptions;
+  readonly #clock: Clock;
+  readonly #log: StoreLog;
+  readonly #keys: RevocationKeys;
+  readonly #maxLagMs: number;
+  readonly #memory: MemoryRevocationStore;
+  readonly #queue: RevocationQueue;
+  readonly #command: RedisClient;
+  readonly #subscriber: RedisClient;
+  readonly #down: Record<RedisRole, boolean> = {
+    revocation: false,
+    'revocation-subscriber': false,
+  };
+  #timer: NodeJS.Timeout | undefined;
+  #lastSyncMs = Number.NEGATIVE_INFINITY;
+  #loaded = false;
+  #synced = false;
+  /** Bumped on every connection close: a sync begun before it proves nothing. */
+  #epoch = 0;
+  #busy = false;
+  #failing = false;
+  #closed = false;
+  #onFirstLoad: () => void = () => {};
+
+  private constructor(options: RedisRevocationStoreOptions, queue: RevocationQueue) {
+    this.#o = options;
+    this.#clock = options.clock;
+    this.#log = options.log ?? (() => {});
+    this.#keys = revocationKeys(options.redis.keyPrefix);
+    this.#maxLagMs = options.maxSyncLagSeconds * 1000;
+    this.#memory = new MemoryRevocationStore(options.clock);
+    this.#queue = queue;
+    this.#command = createRedisClient(options.redis, { role: 'revocation' });
+    this.#subscriber = createRedisClient(options.redis, { role: 'revocation-subscriber' });
+  }
+
+  /** Reads the queue left by an earlier run, connects, and waits briefly for the first load. */
+  static async open(options: RedisRevocationStoreOptions): Promise<RedisRevocationStore> {
+    const queue = await RevocationQueue.open(options.queueFile, (event, detail) =>
+      options.log?.('warn', event, detail),
+    );
+    const store = new RedisRevocationStore(options, queue);
+    const now = epochSeconds(options.clock);
+    for (const record of queue.records()) if (record.expiresAt >= now) store.#apply(record);
+    const loaded = new Promise<void>((resolve) => {
+      store.#onFirstLoad = resolve;
+    });
+    store.#start();
+    let timer: NodeJS.Timeout | undefined;
+    const waited = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, options.startWaitMs ?? options.redis.connectTimeoutMs);
+      timer.unref();
+    });
+    await Promise.race([loaded, waited]);
+    clearTimeout(timer);
+    return store;
+  }
+
+  isRevoked(token: { tokenId: string; clientId: string; issuedAt: number }): boolean {
+    return this.#memory.isRevoked(token);
+  }
+
+  /** True while the last synchronisation is older than `maxSyncLagSeconds` (or none yet). */
+  isStale(): boolean {
+    return this.#clock.now() - this.#lastSyncMs > this.#maxLagMs;
+  }
+
+  revokeToken(tokenId: string, expiresAt: number): Promise<void> {
+    return this.#revoke({ kind: 'token', tokenId, expiresAt });
+  }
+
+  revokeClient(clientId: string, issuedBefore: number, expiresAt: number): Promise<void> {
+    return this.#revoke({ kind: 'client', clientId, issuedBefore, expiresAt });
+  }
+
+  size(): number {
+    return this.#memory.size();
+  }
+
+  entries(): RevocationEntries {
+    return this.#memory.entries();
+  }
+
+  /** Forgets expired entries here and in Redis (when reachable). Never rejects. */
+  async sweep(): Promise<void> {
+    this.#memory.sweep();
+    if (this.#closed || this.#command.status !== 'ready') return;
+    const k = this.#keys;
+    try {
+      await this.#command.eval(
+        SWEEP_SCRIPT,
+        3,
+        k.tokens,
+        k.clients,
+        k.cutoffs,
+        epochSeconds(this.#clock),
+      );
+    } catch (error) {
+      this.#log('warn', 'revocation sweep in redis failed', { error: messageOf(error) });
+    }
+  }
+
+  state(): RedisRevocationState {
+    const age = this.#clock.now() - this.#lastSyncMs;
+    return {
+      loaded: this.#loaded,
+      synced: this.#synced,
+      syncAgeSeconds: Number.isFinite(age) ? Math.max(0, age / 1000) : null,
+      stale: age > this.#maxLagMs,
+      queued: this.#queue.size,
+      connected: {
+        revocation: this.#command.status === 'ready',
+        'revocation-subscriber': this.#subscriber.status === 'ready',
+      },
+    };
+  }
+
+  /** Stops the heartbeat, waits for queue writes, ends both connections (bounded). */
+  async close(): Promise<void> {
+    if (this.#closed) return;
+    this.#closed = true;
+    clearInterval(this.#timer);
+    this.#onFirstLoad();
+    await this.#queue.close();
+    await Promise.all([this.#quit(this.#command), this.#quit(this.#subscriber)]);
+  }
+
+  #start(): void {
+    this.#watch(this.#command, 'revocation');
+    this.#watch(this.#subscriber, 'revocation-subscriber');
+    this.#subscriber.on('message', (channel: string, message: string) => {
+      if (channel !== this.#keys.channel) return;
+      const record = decodeRevocationLine(message);
+      if (record === undefined) {
+        this.#log('warn', 'revocation message invalid', { channel });
+        return;
+      }
+      this.#apply(record);
+    });
+    const heartbeatMs =
+      this.#o.heartbeatMs ?? Math.max(50, Math.min(1000, this.#o.maxSyncLagSeconds * 250));
+    this.#timer = setInterval(() => this.#tick(), heartbeatMs);
+    this.#timer.unref();
+    this.#command.connect().catch(() => {});
+    this.#subscriber.connect().catch(() => {});
+  }
+
+  #watch(client: RedisClient, role: RedisRole): void {
+    client.on('error', (error: unknown) => {
+      if (this.#down[role] || this.#closed) return;
+      this.#down[role] = true;
+      this.#log('warn', 'redis connection failed', { role, error: messageOf(error) });
+    });
+    client.on('close', () => {
+      this.#epoch += 1;
+      this.#synced = false;
+      if (this.#down[role] || this.#closed) return;
+      this.#down[role] = true;
+      this.#log('warn', 'redis connection lost', { role });
+    });
+    client.on('ready', () => {
+      if (this.#down[role]) this.#log('info', 'redis connected', { role });
+      this.#down[role] = false;
+      this.#tick();
+    });
+  }
+
+  #connected(): boolean {
+    return this.#command.status === 'ready' && this.#subscriber.status === 'ready';
+  }
+
+  /** One heartbeat: a full sync when unsynchronised, else replay the queue or PING. */
+  #tick(): void {
+    if (this.#busy || this.#closed) return;
+    // Unsynchronised and a connection still down: its 'ready' event ticks again.
+    if (!this.#synced && !this.#connected()) return;
+    this.#busy = true;
+    const step = !this.#synced
+      ? this.#sync()
+      : this.#queue.size > 0
+        ? this.#replayQueue()
+        : this.#heartbeat();
+    step
+      .catch((error: unknown) => {
+        if (this.#closed) return;
+        this.#synced = false;
+        if (!this.#failing) {
+          this.#failing = true;
+          this.#log('warn', 'revocation sync failed', { error: messageOf(error) });
+        }
+      })
+      .finally(() => {
+        this.#busy = false;
+      });
+  }
+
+  /** Subscribe, load in full, write back what Redis lacks, drop the replayed queue. */
+  async #sync(): Promise<void> {
+    const epoch = this.#epoch;
+    const started = this.#clock.now();
+    const queued = this.#queue.size;
+    try {
+      await this.#subscriber.subscribe(this.#keys.channel);
+      const held = await this.#load();
+      const missing = this.#missingFrom(held);
+      await this.#writeAll(missing);
+      await this.#queue.drop(queued);
+      if (this.#epoch !== epoch || this.#closed)
+        throw new Error('redis connection lost during sync');
+      this.#synced = true;
+      this.#lastSyncMs = Math.max(this.#lastSyncMs, started);
+      this.#failing = false;
+      this.#o.onSync?.('ok');
+      this.#log('info', 'revocation list synchronised', {
+        entries: this.#memory.size(),
+        fromRedis: held.tokens.size + held.clients.size,
+        written: missing.length,
+        replayed: queued,
+        ms: Math.round(this.#clock.now() - started),
+      });
+      if (!this.#loaded) {
+        this.#loaded = true;
+        this.#onFirstLoad();
+      }
+    } catch (error) {
+      this.#o.onSync?.('error');
+      throw error;
+    }
+  }
+
+  async #replayQueue(): Promise<void> {
+    const records = this.#queue.records();
+    await this.#writeAll(records);
+    await this.#queue.drop(records.length);
+    this.#log('info', 'revocation queue replayed', { replayed: records.length });
+  }
+
+  async #heartbeat(): Promise<void> {
+    const epoch = this.#epoch;
+    const sent = this.#clock.now();
+    await this.#subscriber.ping();
+    if (this.#synced && this.#epoch === epoch) {
+      this.#lastSyncMs = Math.max(this.#lastSyncMs, sent);
+    }
+  }
+
+  /** Every live entry in Redis, merged into the in-memory copy on the way. */
+  async #load(): Promise<Held> {
+    const now = epochSeconds(this.#clock);
+    const tokens = new Map<string, number>();
+    for await (const [tokenId, expiresAt] of this.#scan(this.#keys.tokens)) {
+      if (expiresAt < now) continue;
+      tokens.set(tokenId, expiresAt);
+      void this.#memory.revokeToken(tokenId, expiresAt);
+    }
+    const clients = new Map<string, { issuedBefore: number; expiresAt: number }>();
+    const page: [string, number][] = [];
+    const flush = async () => {
+      if (page.length === 0) return;
+      const cutoffs = await this.#command.zmscore(this.#keys.cutoffs, ...page.map(([id]) => id));
+      page.forEach(([clientId, expiresAt], i) => {
+        const cut = cutoffs[i];
+        if (cut === null || cut === undefined) return;
+        const issuedBefore = Number(cut);
+        clients.set(clientId, { issuedBefore, expiresAt });
+        void this.#memory.revokeClient(clientId, issuedBefore, expiresAt);
+      });
+      page.length = 0;
+    };
+    for await (const [clientId, expiresAt] of this.#scan(this.#keys.clients)) {
+      if (expiresAt < now) continue;
+      page.push([clientId, expiresAt]);
+      if (page.length >= SCAN_COUNT) await flush();
+    }
+    await flush();
+    return { tokens, clients };
+  }
+
+  async *#scan(key: string): AsyncGenerator<[string, number]> {
+    let cursor = '0';
+    do {
+      const [next, flat] = await this.#command.zscan(key, cursor, 'COUNT', SCAN_COUNT);
+      for (let i = 0; i + 1 < flat.length; i += 2) {
+        yield [flat[i] as string, Number(flat[i + 1])];
+      }
+      cursor = next;
+    } while (cursor !== '0');
+  }
+
+  /** Live local entries Redis lacks or holds with an earlier expiry or cut-off. */
+  #missingFrom(held: Held): RevocationRecord[] {
+    const missing: RevocationRecord[] = [];
+    const { tokens, clients } = this.#memory.entries();
+    for (const t of tokens) {
+      if ((held.tokens.get(t.tokenId) ?? Number.NEGATIVE_INFINITY) < t.expiresAt) {
+        missing.push({ kind: 'token', ...t });
+      }
+    }
+    for (const c of clients) {
+      const there = held.clients.get(c.clientId);
+      if (
+        there === undefined ||
+        there.issuedBefore < c.issuedBefore ||
+        there.expiresAt < c.expiresAt
+      ) {
+        missing.push({ kind: 'client', ...c });
+      }
+    }
+    return missing;
+  }
+
+  async #revoke(record: RevocationRecord): Promise<void> {
+    if (this.#closed) throw new RevocationNotStored('revocation store is closed');
+    const id = record.kind === 'token' ? record.tokenId : record.clientId;
+    const times =
+      record.kind === 'token' ? [record.expiresAt] : [record.issuedBefore, record.expiresAt];
+    if (typeof id !== 'string' || id === '' || !times.every(Number.isFinite)) {
+      throw new TypeError('revocation needs a non-empty id and finite times');
+    }
+    const queue = this.#o.whileRedisDown === 'queue';
+    const reachable = this.#command.status === 'ready';
+    if (!reachable && !queue) {
+      throw new RevocationNotStored('redis is unreachable: revocation refused');
+    }
+    this.#apply(record);
+    if (reachable) {
+      try {
+        await this.#writeAll([record]);
+        return;
+      } catch (error) {
+        // Maybe stored, maybe not: enforced here regardless; a full sync follows.
+        this.#synced = false;
+        if (!queue) throw new RevocationNotStored(`redis write failed: ${messageOf(error)}`);
+        this.#log('warn', 'revocation write to redis failed: queued', {
+          error: messageOf(error),
+        });
+      }
+    }
+    await this.#queue.append(record);
+  }
+
+  /**
+   * Writes and announces records, pipelined in batches (each command's timeout runs from
+   * when it is sent, so one huge pipeline could time out); rejects if any failed.
+   */
+  async #writeAll(records: readonly RevocationRecord[]): Promise<void> {
+    for (let i = 0; i < records.length; i += WRITE_BATCH) {
+      await this.#writeBatch(records.slice(i, i + WRITE_BATCH));
+    }
+  }
+
+  async #writeBatch(records: readonly RevocationRecord[]): Promise<void> {
+    const k = this.#keys;
+    const pipeline = this.#command.pipeline();
+    for (const record of records) {
+      const message = encodeRevocationRecord(record).slice(0, -1);
+      pipeline.eval(
+        WRITE_SCRIPT,
+        3,
+        k.tokens,
+        k.clients,
+        k.cutoffs,
+        ...writeArguments(record, k.channel, message),
+      );
+    }
+    const results = (await pipeline.exec()) ?? [];
+    const failed = results.find(([error]) => error !== null);
+    if (failed !== undefined || results.length !== records.length) {
+      throw failed?.[0] ?? new Error('redis pipeline aborted');
+    }
+  }
+
+  #apply(record: RevocationRecord): void {
+    if (record.kind === 'token') void this.#memory.revokeToken(record.tokenId, record.expiresAt);
+    else void this.#memory.revokeClient(record.clientId, record.issuedBefore, record.expiresAt);
+  }
+
+  /** QUIT when connected (bounded by the command timeout), then drop the socket regardless. */
+  async #quit(client: RedisClient): Promise<void> {
+    if (client.status === 'ready') {
+      let timer: NodeJS.Timeout | undefined;
+      const bound = new Promise<void>((resolve) => {
+        timer = setTimeout(resolve, this.#o.redis.commandTimeoutMs);
+        timer.unref();
+      });
+      await Promise.race([client.quit().catch(() => {}), bound]);
+      clearTimeout(timer);
+    }
+    client.disconnect();
+  }
+}
+
+function messageOf(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
