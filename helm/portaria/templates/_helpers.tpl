@@ -1,0 +1,183 @@
+{{/*
+Names. The full name is "<release>-portaria", or the release name alone when it already
+contains the chart name; Kubernetes names are limited to 63 characters.
+*/}}
+{{- define "portaria.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "portaria.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "portaria.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* Standard labels on every object. */}}
+{{- define "portaria.labels" -}}
+helm.sh/chart: {{ include "portaria.chart" . }}
+{{ include "portaria.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: portaria
+{{- end -}}
+
+{{/* Labels that select the gateway pods (immutable in a Deployment's selector). */}}
+{{- define "portaria.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "portaria.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "portaria.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "portaria.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "portaria.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "portaria.secretName" -}}
+{{- default (include "portaria.fullname" .) .Values.secrets.existingSecret -}}
+{{- end -}}
+
+{{/* Where the pod mounts things. */}}
+{{- define "portaria.configDir" -}}/etc/portaria/config{{- end -}}
+{{- define "portaria.secretDir" -}}/etc/portaria/secret{{- end -}}
+{{- define "portaria.redisPasswordDir" -}}/etc/portaria/redis{{- end -}}
+{{- define "portaria.dataDir" -}}/data{{- end -}}
+
+{{/* The revocation and token-limit stores chosen in config. */}}
+{{- define "portaria.revocationStore" -}}
+{{- dig "revocation" "store" "local" (.Values.config | default dict) -}}
+{{- end -}}
+{{- define "portaria.tokenLimitsStore" -}}
+{{- dig "tokenLimits" "store" "local" (.Values.config | default dict) -}}
+{{- end -}}
+{{- define "portaria.usesRedis" -}}
+{{- if or (eq (include "portaria.revocationStore" .) "redis") (eq (include "portaria.tokenLimitsStore" .) "redis") -}}true{{- end -}}
+{{- end -}}
+
+{{/* config.server.shutdownGraceMs (gateway default 10000). */}}
+{{- define "portaria.shutdownGraceMs" -}}
+{{- dig "server" "shutdownGraceMs" 10000 (.Values.config | default dict) | int -}}
+{{- end -}}
+
+{{/* The drain needs preStop + ceil(shutdownGraceMs / 1000) seconds before the kill. */}}
+{{- define "portaria.minTerminationGracePeriodSeconds" -}}
+{{- $graceSeconds := div (add (include "portaria.shutdownGraceMs" . | int) 999) 1000 -}}
+{{- add (.Values.drain.preStopSleepSeconds | int) $graceSeconds -}}
+{{- end -}}
+
+{{- define "portaria.terminationGracePeriodSeconds" -}}
+{{- if kindIs "invalid" .Values.terminationGracePeriodSeconds -}}
+{{- add (include "portaria.minTerminationGracePeriodSeconds" . | int) 5 -}}
+{{- else -}}
+{{- .Values.terminationGracePeriodSeconds | int -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The gateway configuration (portaria.yaml): config from the values, with the settings the
+chart owns (listeners, file locations, Redis URL) set to what the pod provides.
+*/}}
+{{- define "portaria.gatewayConfig" -}}
+{{- $cfg := deepCopy (.Values.config | default dict) -}}
+{{- $server := deepCopy ($cfg.server | default dict) -}}
+{{- $_ := set $server "host" "0.0.0.0" -}}
+{{- $_ := set $server "port" (.Values.ports.http | int) -}}
+{{- $_ := set $cfg "server" $server -}}
+{{- $admin := dict "host" "0.0.0.0" "port" (.Values.ports.admin | int) "tokenFile" nil -}}
+{{- if .Values.adminApi.enabled -}}
+{{- $_ := set $admin "tokenFile" (printf "%s/admin-token" (include "portaria.secretDir" .)) -}}
+{{- end -}}
+{{- $_ := set $cfg "admin" $admin -}}
+{{- $keys := deepCopy ($cfg.keys | default dict) -}}
+{{- $_ := set $keys "dir" (include "portaria.secretDir" .) -}}
+{{- $_ := set $cfg "keys" $keys -}}
+{{- $_ := set $cfg "clients" (dict "file" (printf "%s/clients.json" (include "portaria.secretDir" .))) -}}
+{{- $revocation := deepCopy ($cfg.revocation | default dict) -}}
+{{- $_ := set $revocation "file" (printf "%s/revocations.log" (include "portaria.dataDir" .)) -}}
+{{- $_ := set $revocation "queueFile" (printf "%s/revocations-pending.log" (include "portaria.dataDir" .)) -}}
+{{- $_ := set $cfg "revocation" $revocation -}}
+{{- $redis := deepCopy ($cfg.redis | default dict) -}}
+{{- if .Values.redis.url -}}
+{{- $_ := set $redis "url" .Values.redis.url -}}
+{{- end -}}
+{{- if .Values.redis.passwordSecret.name -}}
+{{- $_ := set $redis "passwordFile" (printf "%s/password" (include "portaria.redisPasswordDir" .)) -}}
+{{- end -}}
+{{- if $redis -}}
+{{- $_ := set $cfg "redis" $redis -}}
+{{- end -}}
+{{- toYaml $cfg -}}
+{{- end -}}
+
+{{/*
+Impossible combinations stop the render with a message naming the values to change.
+*/}}
+{{- define "portaria.validate" -}}
+{{- $store := include "portaria.revocationStore" . -}}
+{{- if and (ne $store "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
+{{- fail (printf "replicaCount > 1 or autoscaling.enabled needs config.revocation.store: redis (the %s revocation store is per pod, so a revocation would reach only one replica)" $store) -}}
+{{- end -}}
+{{- if and (include "portaria.usesRedis" .) (not (or .Values.redis.url .Values.redis.existingSecret)) -}}
+{{- fail "config.revocation.store or config.tokenLimits.store is redis: set redis.url or redis.existingSecret" -}}
+{{- end -}}
+{{- if and .Values.redis.url .Values.redis.existingSecret -}}
+{{- fail "redis.url and redis.existingSecret are both set: choose one source for the Redis URL" -}}
+{{- end -}}
+{{- if and .Values.secrets.existingSecret (or .Values.secrets.signingKeys .Values.secrets.clientsJson .Values.secrets.adminToken) -}}
+{{- fail "secrets.existingSecret is set together with inline secrets (secrets.signingKeys, secrets.clientsJson, secrets.adminToken): use one or the other" -}}
+{{- end -}}
+{{- if and .Values.adminApi.enabled (not .Values.secrets.existingSecret) (not .Values.secrets.adminToken) -}}
+{{- fail "adminApi.enabled needs secrets.adminToken (or an admin-token key in secrets.existingSecret)" -}}
+{{- end -}}
+{{- if and .Values.tests.existingSecret (or .Values.tests.clientId .Values.tests.clientSecret) -}}
+{{- fail "tests.existingSecret is set together with tests.clientId/tests.clientSecret: use one or the other" -}}
+{{- end -}}
+{{- if ne (empty .Values.tests.clientId) (empty .Values.tests.clientSecret) -}}
+{{- fail "tests.clientId and tests.clientSecret go together" -}}
+{{- end -}}
+{{- if eq (.Values.ports.http | int) (.Values.ports.admin | int) -}}
+{{- fail "ports.http and ports.admin must differ (the admin listener is never public)" -}}
+{{- end -}}
+{{- if and .Values.autoscaling.enabled (gt (.Values.autoscaling.minReplicas | int) (.Values.autoscaling.maxReplicas | int)) -}}
+{{- fail "autoscaling.minReplicas is above autoscaling.maxReplicas" -}}
+{{- end -}}
+{{- if and .Values.podDisruptionBudget.enabled (not (kindIs "invalid" .Values.podDisruptionBudget.minAvailable)) (not (kindIs "invalid" .Values.podDisruptionBudget.maxUnavailable)) -}}
+{{- fail "podDisruptionBudget: set minAvailable or maxUnavailable, not both" -}}
+{{- end -}}
+{{- if and .Values.persistence.existingClaim (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
+{{- fail "persistence.existingClaim is mounted by every pod: use it with one replica only (several replicas keep their data in Redis and an emptyDir)" -}}
+{{- end -}}
+{{- if dig "log" "pretty" false (.Values.config | default dict) -}}
+{{- fail "config.log.pretty needs pino-pretty, a development dependency the image does not install: keep JSON logs in the cluster" -}}
+{{- end -}}
+{{- $minGrace := include "portaria.minTerminationGracePeriodSeconds" . | int -}}
+{{- if lt (include "portaria.terminationGracePeriodSeconds" . | int) $minGrace -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) is shorter than the drain: drain.preStopSleepSeconds + ceil(config.server.shutdownGraceMs / 1000) = %d; the pod would be killed mid-drain" (.Values.terminationGracePeriodSeconds | int) $minGrace) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* PromQL label matchers selecting this release's series. */}}
+{{- define "portaria.seriesSelector" -}}
+{{- default (printf "job=%q,namespace=%q" (include "portaria.fullname" .) .Release.Namespace) .Values.prometheusRule.seriesSelector -}}
+{{- end -}}

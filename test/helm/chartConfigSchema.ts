@@ -1,0 +1,49 @@
+/**
+ * The `config` part of the chart's values schema, derived from the gateway's own
+ * configuration schema (`src/config/schema.ts`): the same rules, minus the settings the
+ * chart owns (listeners, file locations, the Redis URL), so `helm install` refuses an
+ * unknown or misspelt gateway setting before any pod starts, and refuses a chart-owned
+ * setting that would disagree with the pod (ports, mounts).
+ *
+ * `test/tools/writeChartSchema.ts` writes it into `helm/portaria/values.schema.json`; a
+ * test compares, so the chart and the gateway cannot drift apart.
+ */
+import { configSchema } from '../../src/config/schema.js';
+
+/** Settings the chart sets itself, as paths of `properties` names. */
+export const CHART_OWNED_SETTINGS: readonly (readonly string[])[] = [
+  ['server', 'host'],
+  ['server', 'port'],
+  ['admin'],
+  ['keys', 'dir'],
+  ['clients'],
+  ['revocation', 'file'],
+  ['revocation', 'queueFile'],
+  ['redis', 'url'],
+  ['redis', 'passwordFile'],
+];
+
+type JsonObject = { [key: string]: unknown };
+
+export function chartConfigSchema(): JsonObject {
+  const schema = structuredClone(configSchema) as unknown as JsonObject;
+  for (const path of CHART_OWNED_SETTINGS) {
+    let node = schema;
+    for (const name of path.slice(0, -1)) {
+      node = (node.properties as JsonObject)[name] as JsonObject;
+    }
+    const properties = node.properties as JsonObject;
+    const last = path[path.length - 1] as string;
+    if (!(last in properties)) {
+      throw new Error(
+        `config schema has no setting ${path.join('.')}: update CHART_OWNED_SETTINGS`,
+      );
+    }
+    delete properties[last];
+  }
+  return {
+    description:
+      "The gateway's settings (portaria.yaml) other than the chart-owned ones: derived from src/config/schema.ts by test/tools/writeChartSchema.ts.",
+    ...schema,
+  };
+}

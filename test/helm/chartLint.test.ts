@@ -1,0 +1,261 @@
+/**
+ * The chart as helm sees it: the pinned helm binary, `helm lint --strict` for the chart and
+ * every CI scenario, the values schema refusing unknown keys (and agreeing with the
+ * gateway's own configuration schema), the `fail` guards for impossible combinations, and
+ * values.yaml documented key by key.
+ */
+import assert from 'node:assert/strict';
+import { readFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { parse } from 'yaml';
+import { chartConfigSchema } from './chartConfigSchema.js';
+import { HELM_VERSION, helm, lint, SCENARIOS, template } from './helm.js';
+import { CHART_DIR, VALUES_SCHEMA } from './paths.js';
+
+describe('helm binary', () => {
+  test(`the fetched helm is the pinned ${HELM_VERSION}`, async () => {
+    const result = await helm(['version', '--short']);
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, new RegExp(`^${HELM_VERSION.replace(/\./g, '\\.')}\\+`));
+  });
+});
+
+describe('helm lint --strict', () => {
+  const cases = [{ name: 'chart defaults', files: [] as string[] }].concat(
+    SCENARIOS.map((s) => ({ name: s.name, files: [s.file] })),
+  );
+  test('there are CI scenarios for default, redis-ha, existing-secret and monitoring', () => {
+    const names = SCENARIOS.map((s) => s.name);
+    for (const name of ['default', 'redis-ha', 'existing-secret', 'monitoring']) {
+      assert.ok(names.includes(name), `missing helm/portaria/ci/${name}-values.yaml`);
+    }
+  });
+  for (const { name, files } of cases) {
+    test(`${name}: lint passes with no warning and no swallowed fail`, async () => {
+      const result = await lint(files);
+      assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+      assert.match(result.stdout, /1 chart\(s\) linted, 0 chart\(s\) failed/);
+      assert.doesNotMatch(result.stdout, /\[(WARNING|ERROR)\]/);
+      // Lint renders in "lint mode", where `fail` only logs: catch it here.
+      assert.doesNotMatch(`${result.stdout}${result.stderr}`, /Fail:/);
+    });
+  }
+});
+
+describe('values.schema.json', () => {
+  const refused: [string, Record<string, unknown>, RegExp][] = [
+    ['an unknown top-level key', { replicas: 2 }, /Additional property replicas is not allowed/],
+    ['an unknown nested key', { service: { nodePort: 30000 } }, /Additional property nodePort/],
+    [
+      'a misspelt gateway setting',
+      { config: { servr: { port: 1 } } },
+      /Additional property servr is not allowed/,
+    ],
+    [
+      'a chart-owned gateway setting (server.port)',
+      { config: { server: { port: 9000 } } },
+      /Additional property port is not allowed/,
+    ],
+    [
+      'a chart-owned gateway setting (admin)',
+      { config: { admin: { host: '127.0.0.1' } } },
+      /Additional property admin is not allowed/,
+    ],
+    [
+      'a gateway setting of the wrong value',
+      { config: { token: { algorithm: 'HS256' } } },
+      /config\.token\.algorithm/,
+    ],
+    ['a value of the wrong type', { replicaCount: 'three' }, /replicaCount/],
+    [
+      'a signing key file name the gateway would ignore',
+      { secrets: { signingKeys: { 'key.txt': 'x' } } },
+      /signingKeys/,
+    ],
+    ['a short admin token', { secrets: { adminToken: 'short' } }, /adminToken/],
+  ];
+  for (const [what, values, message] of refused) {
+    test(`refuses ${what}`, async () => {
+      const result = await template({ values: [values] });
+      assert.notEqual(result.code, 0, 'helm template accepted the values');
+      assert.match(result.stderr, /values don't meet the specifications of the schema/);
+      assert.match(result.stderr, message);
+    });
+  }
+
+  test("its config part is the gateway's configuration schema minus the chart-owned settings", async () => {
+    const committed = JSON.parse(await readFile(VALUES_SCHEMA, 'utf8')) as {
+      properties: Record<string, unknown>;
+    };
+    assert.deepEqual(
+      committed.properties.config,
+      chartConfigSchema(),
+      'values.schema.json is stale: run `npm run chart-schema`',
+    );
+  });
+
+  test('every values.yaml key is in the schema and every schema key is in values.yaml', async () => {
+    const values = parse(await readFile(join(CHART_DIR, 'values.yaml'), 'utf8')) as Record<
+      string,
+      unknown
+    >;
+    const schema = JSON.parse(await readFile(VALUES_SCHEMA, 'utf8')) as SchemaNode;
+    const problems: string[] = [];
+    compareKeys(values, schema, '', problems);
+    assert.deepEqual(problems, []);
+  });
+});
+
+interface SchemaNode {
+  properties?: Record<string, SchemaNode>;
+  additionalProperties?: unknown;
+}
+
+/** Chart keys both ways; `config` only one way (values.yaml shows a few gateway settings). */
+function compareKeys(values: unknown, schema: SchemaNode, path: string, problems: string[]): void {
+  if (schema.properties === undefined) return; // free-form Kubernetes objects and maps
+  const object = (values ?? {}) as Record<string, unknown>;
+  for (const key of Object.keys(object)) {
+    if (!(key in schema.properties))
+      problems.push(`${path}${key}: in values.yaml, not in the schema`);
+  }
+  if (schema.additionalProperties !== false) return;
+  for (const [key, child] of Object.entries(schema.properties)) {
+    const inValues = key in object;
+    if (!inValues && path.split('.')[0] !== 'config') {
+      problems.push(`${path}${key}: in the schema, not in values.yaml`);
+    }
+    if (inValues && typeof object[key] === 'object' && !Array.isArray(object[key])) {
+      compareKeys(object[key], child, `${path}${key}.`, problems);
+    }
+  }
+}
+
+describe('values.yaml', () => {
+  test('every key has a comment line right above it', async () => {
+    const lines = (await readFile(join(CHART_DIR, 'values.yaml'), 'utf8')).split('\n');
+    const undocumented: string[] = [];
+    let inList = -1; // indentation of the list being skipped (its items are examples or data)
+    lines.forEach((line, i) => {
+      const key = /^(\s*)([^\s#-][^:]*):(\s|$)/.exec(line);
+      const item = /^(\s*)- /.exec(line);
+      if (item) {
+        inList = (item[1] as string).length;
+        return;
+      }
+      if (!key) return;
+      const indent = (key[1] as string).length;
+      if (inList >= 0 && indent > inList) return;
+      inList = -1;
+      const above = lines[i - 1] ?? '';
+      if (!/^\s*#/.test(above)) undocumented.push(`line ${i + 1}: ${line.trim()}`);
+    });
+    assert.deepEqual(undocumented, []);
+  });
+});
+
+describe('fail guards', () => {
+  const redis = { redis: { url: 'redis://redis:6379' } };
+  const guards: [string, Record<string, unknown>, RegExp][] = [
+    [
+      'several replicas with the local revocation store',
+      { replicaCount: 3 },
+      /replicaCount > 1 or autoscaling.enabled needs config.revocation.store: redis \(the local/,
+    ],
+    [
+      'autoscaling with the memory revocation store',
+      { autoscaling: { enabled: true }, config: { revocation: { store: 'memory' } } },
+      /needs config.revocation.store: redis \(the memory/,
+    ],
+    [
+      'the redis revocation store without a URL',
+      { config: { revocation: { store: 'redis' } } },
+      /set redis.url or redis.existingSecret/,
+    ],
+    [
+      'redis token limits without a URL',
+      { config: { tokenLimits: { store: 'redis' } } },
+      /set redis.url or redis.existingSecret/,
+    ],
+    [
+      'a Redis URL from values and from a Secret',
+      { redis: { url: 'redis://redis:6379', existingSecret: 'redis-url' } },
+      /choose one source for the Redis URL/,
+    ],
+    [
+      'existingSecret together with inline secrets',
+      { secrets: { existingSecret: 'mine', clientsJson: '{"clients":[]}' } },
+      /secrets.existingSecret is set together with inline secrets/,
+    ],
+    [
+      'the admin API without a token',
+      { adminApi: { enabled: true } },
+      /adminApi.enabled needs secrets.adminToken/,
+    ],
+    [
+      'test credentials inline and from a Secret',
+      { tests: { existingSecret: 'creds', clientId: 'a', clientSecret: 'b' } },
+      /tests.existingSecret is set together with tests.clientId/,
+    ],
+    ['a test client id without its secret', { tests: { clientId: 'a' } }, /go together/],
+    [
+      'the same port for both listeners',
+      { ports: { http: 9091, admin: 9091 } },
+      /ports.http and ports.admin must differ/,
+    ],
+    [
+      'autoscaling bounds upside down',
+      {
+        ...redis,
+        config: { revocation: { store: 'redis' } },
+        autoscaling: { enabled: true, minReplicas: 5, maxReplicas: 2 },
+      },
+      /minReplicas is above autoscaling.maxReplicas/,
+    ],
+    [
+      'a disruption budget with both bounds',
+      { podDisruptionBudget: { minAvailable: 1, maxUnavailable: 1 } },
+      /set minAvailable or maxUnavailable, not both/,
+    ],
+    [
+      'a termination grace period shorter than the drain',
+      { terminationGracePeriodSeconds: 12, config: { server: { shutdownGraceMs: 10_000 } } },
+      /terminationGracePeriodSeconds \(12\) is shorter than the drain: .* = 15/,
+    ],
+    [
+      'pretty logs (pino-pretty is not in the image)',
+      { config: { log: { pretty: true } } },
+      /config.log.pretty needs pino-pretty/,
+    ],
+    [
+      'one claim mounted by several pods',
+      {
+        ...redis,
+        replicaCount: 2,
+        config: { revocation: { store: 'redis' } },
+        persistence: { existingClaim: 'data' },
+      },
+      /persistence.existingClaim is mounted by every pod/,
+    ],
+  ];
+  for (const [what, values, message] of guards) {
+    test(`refuses ${what}`, async () => {
+      const result = await template({ values: [values] });
+      assert.notEqual(result.code, 0, 'helm template rendered an impossible combination');
+      assert.match(result.stderr, message);
+    });
+  }
+
+  test('the same combinations made possible render', async () => {
+    const fine: Record<string, unknown>[] = [
+      { ...redis, replicaCount: 3, config: { revocation: { store: 'redis' } } },
+      { terminationGracePeriodSeconds: 15, config: { server: { shutdownGraceMs: 10_000 } } },
+      { adminApi: { enabled: true }, secrets: { adminToken: 'a-long-enough-admin-token' } },
+    ];
+    for (const values of fine) {
+      const result = await template({ values: [values] });
+      assert.equal(result.code, 0, `${JSON.stringify(values)}: ${result.stderr}`);
+    }
+  });
+});

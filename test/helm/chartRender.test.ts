@@ -1,0 +1,518 @@
+/**
+ * `helm template` for every CI scenario (and the chart defaults): every object validated
+ * offline (kubernetes-models and prometheus-operator models, plus the unknown-field
+ * check), then assertions on what the chart promises — labels, the hardened security
+ * context, probes on the admin port, ports, the drain timing, checksum annotations — and
+ * the rendered gateway configuration accepted by the gateway's own loader and validator.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import type { IServiceMonitor } from '@kubernetes-models/prometheus-operator/monitoring.coreos.com/v1/ServiceMonitor';
+import type { IDeployment } from 'kubernetes-models/apps/v1/Deployment';
+import type { IHorizontalPodAutoscaler } from 'kubernetes-models/autoscaling/v2/HorizontalPodAutoscaler';
+import type { INetworkPolicy } from 'kubernetes-models/networking.k8s.io/v1/NetworkPolicy';
+import type { IPodDisruptionBudget } from 'kubernetes-models/policy/v1/PodDisruptionBudget';
+import type { IContainer } from 'kubernetes-models/v1/Container';
+import type { IPod } from 'kubernetes-models/v1/Pod';
+import type { IService } from 'kubernetes-models/v1/Service';
+import { parse } from 'yaml';
+import { loadConfig } from '../../src/config/loadConfig.js';
+import type { Config } from '../../src/config/types.js';
+import {
+  find,
+  findAll,
+  installed,
+  type K8sObject,
+  NAMESPACE,
+  RELEASE,
+  type RenderOptions,
+  render,
+  SCENARIOS,
+} from './helm.js';
+import { KNOWN_KINDS, modelProblems, unknownFieldProblems } from './kubeValidate.js';
+import { CHART_DIR, REPO_ROOT } from './paths.js';
+
+/** The CI scenarios and the chart's defaults, rendered once each. */
+const CASES: readonly { name: string; options: RenderOptions }[] = [
+  { name: 'chart-defaults', options: {} },
+  ...SCENARIOS.map((s) => ({ name: s.name, options: { files: [s.file] } })),
+];
+const cache = new Map<string, Promise<K8sObject[]>>();
+function rendered(name: string): Promise<K8sObject[]> {
+  const found = CASES.find((c) => c.name === name);
+  if (found === undefined) throw new Error(`no scenario ${name}`);
+  let objects = cache.get(name);
+  if (objects === undefined) {
+    objects = render(found.options);
+    cache.set(name, objects);
+  }
+  return objects;
+}
+
+const chart = parse(await readFile(join(CHART_DIR, 'Chart.yaml'), 'utf8')) as {
+  version: string;
+  appVersion: string;
+};
+
+function deploymentOf(objects: readonly K8sObject[]): IDeployment {
+  return find(objects, 'Deployment') as unknown as IDeployment;
+}
+function gatewayContainer(objects: readonly K8sObject[]): IContainer {
+  const containers = deploymentOf(objects).spec?.template.spec?.containers ?? [];
+  const container = containers.find((c) => c.name === 'portaria');
+  assert.ok(container, 'no container named portaria');
+  return container;
+}
+function configText(objects: readonly K8sObject[]): string {
+  const map = find(objects, 'ConfigMap', RELEASE) as unknown as { data: Record<string, string> };
+  const text = map.data['portaria.yaml'];
+  assert.ok(text, 'the ConfigMap has no portaria.yaml');
+  return text;
+}
+function rawConfig(objects: readonly K8sObject[]): Record<string, Record<string, unknown>> {
+  return parse(configText(objects)) as Record<string, Record<string, unknown>>;
+}
+
+/** The unknown-field check of every case, in one TypeScript program (~2 s). */
+let unknownFieldsOfCases: Promise<Record<string, string[]>> | undefined;
+function unknownFields(): Promise<Record<string, string[]>> {
+  unknownFieldsOfCases ??= Promise.all(
+    CASES.map(async (c) => [c.name, await rendered(c.name)] as const),
+  ).then((entries) => unknownFieldProblems(Object.fromEntries(entries)));
+  return unknownFieldsOfCases;
+}
+
+describe('every rendered object is valid Kubernetes', () => {
+  for (const { name } of CASES) {
+    test(`${name}: every kind is modelled and validates`, async () => {
+      const objects = await rendered(name);
+      assert.ok(objects.length >= 5, `only ${objects.length} objects`);
+      for (const o of objects) {
+        assert.ok(KNOWN_KINDS.includes(`${o.apiVersion}/${o.kind}`), `${o.apiVersion}/${o.kind}`);
+      }
+      assert.deepEqual(await modelProblems(objects), []);
+    });
+    test(`${name}: no field the Kubernetes API does not know`, async () => {
+      assert.deepEqual((await unknownFields())[name], []);
+    });
+  }
+
+  test('the checks catch a misspelt field and a wrong type', async () => {
+    const deployment = structuredClone(deploymentOf(await rendered('default')));
+    const container = deployment.spec?.template.spec?.containers[0] as unknown as Record<
+      string,
+      Record<string, unknown>
+    >;
+    (container.securityContext as Record<string, unknown>).runAsNonroot = true;
+    const misspelt =
+      unknownFieldProblems({ mutated: [deployment as unknown as K8sObject] }).mutated ?? [];
+    assert.equal(misspelt.length, 1);
+    assert.match(misspelt[0] as string, /Deployment\/portaria line \d+ .*"runAsNonroot"/);
+
+    const wrongType = structuredClone(deploymentOf(await rendered('default')));
+    (
+      wrongType.spec?.template.spec?.containers[0]?.ports?.[0] as { containerPort: unknown }
+    ).containerPort = 'http';
+    const problems = await modelProblems([wrongType as unknown as K8sObject]);
+    assert.equal(problems.length, 1);
+    assert.match(problems[0] as string, /containerPort must be integer/);
+  });
+});
+
+describe('labels', () => {
+  for (const { name } of CASES) {
+    test(`${name}: every object carries the standard labels`, async () => {
+      for (const o of await rendered(name)) {
+        const labels = o.metadata.labels ?? {};
+        const at = `${o.kind}/${o.metadata.name}`;
+        assert.equal(labels['app.kubernetes.io/name'], 'portaria', at);
+        assert.equal(labels['app.kubernetes.io/instance'], RELEASE, at);
+        assert.equal(labels['app.kubernetes.io/version'], chart.appVersion, at);
+        assert.equal(labels['app.kubernetes.io/managed-by'], 'Helm', at);
+        assert.equal(labels['helm.sh/chart'], `portaria-${chart.version}`, at);
+        assert.equal(
+          o.metadata.namespace,
+          o.kind === 'ConfigMap' && o.metadata.name.endsWith('-dashboard')
+            ? 'monitoring'
+            : NAMESPACE,
+          at,
+        );
+      }
+    });
+  }
+
+  test('selectors pick the gateway pods and nothing else', async () => {
+    const objects = await rendered('monitoring');
+    const selector = {
+      'app.kubernetes.io/name': 'portaria',
+      'app.kubernetes.io/instance': RELEASE,
+    };
+    const deployment = deploymentOf(objects);
+    assert.deepEqual(deployment.spec?.selector.matchLabels, selector);
+    const podLabels = deployment.spec?.template.metadata?.labels ?? {};
+    for (const [k, v] of Object.entries(selector)) assert.equal(podLabels[k], v);
+    assert.deepEqual((find(objects, 'Service') as unknown as IService).spec?.selector, selector);
+    assert.deepEqual(
+      (find(objects, 'PodDisruptionBudget') as unknown as IPodDisruptionBudget).spec?.selector
+        ?.matchLabels,
+      selector,
+    );
+    assert.deepEqual(
+      (find(objects, 'NetworkPolicy') as unknown as INetworkPolicy).spec?.podSelector?.matchLabels,
+      selector,
+    );
+    // The test pod must not be selected by the Service (it is no gateway).
+    const testPod = find(objects, 'Pod') as unknown as IPod;
+    assert.equal(testPod.metadata?.labels?.['app.kubernetes.io/component'], 'test');
+  });
+});
+
+describe('Deployment', () => {
+  for (const { name } of CASES) {
+    test(`${name}: hardened security context`, async () => {
+      const objects = await rendered(name);
+      const pod = deploymentOf(objects).spec?.template.spec;
+      assert.equal(pod?.securityContext?.runAsNonRoot, true);
+      assert.ok((pod?.securityContext?.runAsUser ?? 0) > 0, 'runAsUser must not be root');
+      assert.equal(pod?.securityContext?.seccompProfile?.type, 'RuntimeDefault');
+      assert.equal(pod?.automountServiceAccountToken, false);
+      assert.equal(pod?.hostNetwork, undefined);
+      const sc = gatewayContainer(objects).securityContext;
+      assert.equal(sc?.runAsNonRoot, true);
+      assert.equal(sc?.allowPrivilegeEscalation, false);
+      assert.equal(sc?.readOnlyRootFilesystem, true);
+      assert.equal(sc?.privileged, undefined);
+      assert.deepEqual(sc?.capabilities, { drop: ['ALL'] });
+      assert.equal(sc?.seccompProfile?.type, 'RuntimeDefault');
+
+      // The only writable mount is the data directory.
+      const mounts = gatewayContainer(objects).volumeMounts ?? [];
+      const writable = mounts.filter((m) => m.readOnly !== true).map((m) => m.mountPath);
+      assert.deepEqual(writable, ['/data']);
+      const data = pod?.volumes?.find((v) => v.name === 'data');
+      assert.ok(data?.emptyDir ?? data?.persistentVolumeClaim, 'the data volume');
+
+      // The test hook pod is hardened too.
+      for (const testPod of findAll(objects, 'Pod') as unknown as IPod[]) {
+        assert.equal(testPod.spec?.securityContext?.runAsNonRoot, true);
+        const c = testPod.spec?.containers[0]?.securityContext;
+        assert.equal(c?.readOnlyRootFilesystem, true);
+        assert.equal(c?.allowPrivilegeEscalation, false);
+        assert.deepEqual(c?.capabilities, { drop: ['ALL'] });
+      }
+    });
+
+    test(`${name}: probes on /healthz and /readyz of the admin port; ports match the config`, async () => {
+      const objects = await rendered(name);
+      const container = gatewayContainer(objects);
+      assert.equal(container.livenessProbe?.httpGet?.path, '/healthz');
+      assert.equal(container.livenessProbe?.httpGet?.port, 'admin');
+      assert.equal(container.readinessProbe?.httpGet?.path, '/readyz');
+      assert.equal(container.readinessProbe?.httpGet?.port, 'admin');
+      assert.equal(container.startupProbe?.httpGet?.path, '/healthz');
+      assert.equal(container.startupProbe?.httpGet?.port, 'admin');
+      const ports = Object.fromEntries(
+        (container.ports ?? []).map((p) => [p.name, p.containerPort]),
+      );
+      const config = rawConfig(objects);
+      assert.deepEqual(ports, { http: config.server?.port, admin: config.admin?.port });
+      assert.equal(config.server?.host, '0.0.0.0');
+      assert.equal(config.admin?.host, '0.0.0.0', 'probes and Prometheus reach the admin port');
+      assert.deepEqual(container.args, ['--config', '/etc/portaria/config/portaria.yaml']);
+
+      const service = find(objects, 'Service') as unknown as IService;
+      assert.deepEqual(
+        service.spec?.ports?.map((p) => [p.name, p.targetPort]),
+        [
+          ['http', 'http'],
+          ['admin', 'admin'],
+        ],
+      );
+    });
+
+    test(`${name}: the grace period covers preStop plus the gateway's drain`, async () => {
+      const objects = await rendered(name);
+      const pod = deploymentOf(objects).spec?.template.spec;
+      const preStop = gatewayContainer(objects).lifecycle?.preStop?.sleep?.seconds;
+      assert.ok(typeof preStop === 'number' && preStop > 0, 'preStop sleeps');
+      const graceMs = Number(rawConfig(objects).server?.shutdownGraceMs ?? 10_000);
+      const grace = pod?.terminationGracePeriodSeconds ?? 30;
+      assert.ok(
+        grace >= preStop + Math.ceil(graceMs / 1000),
+        `terminationGracePeriodSeconds ${grace} < preStop ${preStop} + drain ${graceMs} ms`,
+      );
+    });
+  }
+
+  test('the derived grace period is preStop + ceil(drain) + 5 s', async () => {
+    assert.equal(
+      deploymentOf(await rendered('default')).spec?.template.spec?.terminationGracePeriodSeconds,
+      5 + 10 + 5,
+    );
+    assert.equal(
+      deploymentOf(await rendered('redis-ha')).spec?.template.spec?.terminationGracePeriodSeconds,
+      10 + 20 + 5,
+    );
+    const odd = await render({ values: [{ config: { server: { shutdownGraceMs: 2_500 } } }] });
+    assert.equal(deploymentOf(odd).spec?.template.spec?.terminationGracePeriodSeconds, 5 + 3 + 5);
+    assert.equal(
+      deploymentOf(await rendered('existing-secret')).spec?.template.spec
+        ?.terminationGracePeriodSeconds,
+      60,
+    );
+  });
+
+  test('checksum annotations change with the config or the Secret, and only then', async () => {
+    const base = [{ files: [SCENARIOS.find((s) => s.name === 'default')?.file as string] }];
+    const sums = async (values: Record<string, unknown>[]) => {
+      const annotations =
+        deploymentOf(await render({ ...base[0], values })).spec?.template.metadata?.annotations ??
+        {};
+      const config = annotations['checksum/config'];
+      const secret = annotations['checksum/secret'];
+      assert.match(config ?? '', /^[0-9a-f]{64}$/);
+      assert.match(secret ?? '', /^[0-9a-f]{64}$/);
+      return { config, secret };
+    };
+    const first = await sums([]);
+    assert.deepEqual(await sums([]), first, 'rendering is deterministic');
+    const logLevel = await sums([{ config: { log: { level: 'debug' } } }]);
+    assert.notEqual(logLevel.config, first.config);
+    assert.equal(logLevel.secret, first.secret);
+    const clients = await sums([{ secrets: { clientsJson: '{"clients": []}' } }]);
+    assert.equal(clients.config, first.config);
+    assert.notEqual(clients.secret, first.secret);
+    const port = await sums([{ ports: { http: 8081 } }]);
+    assert.notEqual(port.config, first.config);
+  });
+
+  test('several replicas: no fixed replica count under the autoscaler', async () => {
+    const objects = await rendered('redis-ha');
+    assert.equal(deploymentOf(objects).spec?.replicas, undefined);
+    const hpa = find(objects, 'HorizontalPodAutoscaler') as unknown as IHorizontalPodAutoscaler;
+    assert.deepEqual(hpa.spec?.scaleTargetRef, {
+      apiVersion: 'apps/v1',
+      kind: 'Deployment',
+      name: deploymentOf(objects).metadata?.name,
+    });
+    assert.equal(hpa.spec?.minReplicas, 3);
+    assert.equal(hpa.spec?.maxReplicas, 6);
+    assert.deepEqual(
+      hpa.spec?.metrics?.map((m) => [m.resource?.name, m.resource?.target.averageUtilization]),
+      [
+        ['cpu', 60],
+        ['memory', 80],
+      ],
+    );
+    const pdb = find(objects, 'PodDisruptionBudget') as unknown as IPodDisruptionBudget;
+    assert.equal(pdb.spec?.minAvailable, 2);
+    assert.equal(deploymentOf(await rendered('default')).spec?.replicas, 1);
+    assert.equal(findAll(await rendered('default'), 'HorizontalPodAutoscaler').length, 0);
+  });
+
+  test('Redis wiring: URL in the config, from a Secret as PORTARIA_REDIS_URL, password as a file', async () => {
+    const ha = await rendered('redis-ha');
+    assert.equal(rawConfig(ha).redis?.url, 'redis://redis-master.redis.svc:6379/0');
+    assert.equal(rawConfig(ha).redis?.passwordFile, '/etc/portaria/redis/password');
+    const volume = deploymentOf(ha).spec?.template.spec?.volumes?.find(
+      (v) => v.name === 'redis-password',
+    );
+    assert.deepEqual(volume?.secret?.items, [{ key: 'redis-password', path: 'password' }]);
+    assert.equal(gatewayContainer(ha).env, undefined);
+
+    const monitoring = await rendered('monitoring');
+    assert.equal(rawConfig(monitoring).redis, undefined, 'no URL in the ConfigMap');
+    assert.deepEqual(gatewayContainer(monitoring).env, [
+      {
+        name: 'PORTARIA_REDIS_URL',
+        valueFrom: { secretKeyRef: { name: 'portaria-redis', key: 'url' } },
+      },
+    ]);
+  });
+
+  test('existingSecret: no Secret rendered, the pods mount the named one', async () => {
+    const objects = await rendered('existing-secret');
+    assert.equal(installed(objects).filter((o) => o.kind === 'Secret').length, 0);
+    const volume = deploymentOf(objects).spec?.template.spec?.volumes?.find(
+      (v) => v.name === 'secret',
+    );
+    assert.equal(volume?.secret?.secretName, 'portaria-material');
+    assert.equal(deploymentOf(objects).spec?.template.spec?.serviceAccountName, 'portaria-runtime');
+    assert.equal(findAll(objects, 'ServiceAccount').length, 0);
+    assert.equal(
+      gatewayContainer(objects).image,
+      `registry.example.com/platform/portaria@sha256:${'0123456789abcdef'.repeat(4)}`,
+    );
+  });
+
+  test('inline secrets: the chart-made Secret holds the key files, clients.json and admin-token', async () => {
+    const secret = installed(await rendered('default')).find(
+      (o) => o.kind === 'Secret',
+    ) as unknown as {
+      data: Record<string, string>;
+    };
+    assert.deepEqual(Object.keys(secret.data).sort(), [
+      'admin-token',
+      'ci-test-key.pem',
+      'clients.json',
+    ]);
+    const clients = JSON.parse(
+      Buffer.from(secret.data['clients.json'] as string, 'base64').toString('utf8'),
+    );
+    assert.equal(clients.clients[0].id, 'helm-test');
+  });
+});
+
+describe('network and monitoring objects', () => {
+  test('NetworkPolicy: the admin port only from the monitoring namespace, the public port as configured', async () => {
+    const policy = find(await rendered('monitoring'), 'NetworkPolicy') as unknown as INetworkPolicy;
+    assert.deepEqual(policy.spec?.policyTypes, ['Ingress']);
+    const rules = policy.spec?.ingress ?? [];
+    assert.equal(rules.length, 2);
+    const admin = rules.find((r) => r.ports?.some((p) => p.port === 'admin'));
+    assert.deepEqual(admin?.from, [
+      {
+        namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } },
+        podSelector: { matchLabels: { 'app.kubernetes.io/name': 'prometheus' } },
+      },
+    ]);
+    const pub = rules.find((r) => r.ports?.some((p) => p.port === 'http'));
+    assert.deepEqual(pub?.from, [
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+    ]);
+    // Every rule names its port: nothing else is reachable.
+    for (const rule of rules) assert.equal(rule.ports?.length, 1);
+    const defaults = await render({ values: [{ networkPolicy: { enabled: true } }] });
+    const open = (find(defaults, 'NetworkPolicy') as unknown as INetworkPolicy).spec?.ingress ?? [];
+    assert.equal(open.find((r) => r.ports?.some((p) => p.port === 'http'))?.from, undefined);
+    assert.deepEqual(open.find((r) => r.ports?.some((p) => p.port === 'admin'))?.from, [
+      { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'monitoring' } } },
+    ]);
+  });
+
+  test('ServiceMonitor scrapes /metrics on the Service port named admin', async () => {
+    const objects = await rendered('monitoring');
+    const monitor = find(objects, 'ServiceMonitor') as unknown as IServiceMonitor;
+    assert.equal(monitor.metadata?.labels?.release, 'kube-prometheus-stack');
+    assert.deepEqual(
+      monitor.spec.endpoints?.map((e) => [e.port, e.path, e.interval]),
+      [['admin', '/metrics', '15s']],
+    );
+    const service = find(objects, 'Service') as unknown as IService;
+    assert.ok(service.spec?.ports?.some((p) => p.name === 'admin'));
+    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels ?? {})) {
+      assert.equal(service.metadata?.labels?.[k], v);
+    }
+    assert.deepEqual(monitor.spec.namespaceSelector?.matchNames, [NAMESPACE]);
+  });
+
+  test('off by default: no NetworkPolicy, ServiceMonitor, PrometheusRule or dashboard', async () => {
+    const kinds = (await rendered('chart-defaults'))
+      .map((o) => `${o.kind}/${o.metadata.name}`)
+      .sort();
+    assert.deepEqual(kinds, [
+      'ConfigMap/portaria',
+      'Deployment/portaria',
+      'Pod/portaria-test',
+      'PodDisruptionBudget/portaria',
+      'Secret/portaria',
+      'Service/portaria',
+      'ServiceAccount/portaria',
+    ]);
+  });
+});
+
+/** Placeholders for values the pod reads from Secrets (the render cannot know them). */
+const SECRET_ENV_PLACEHOLDERS: Readonly<Record<string, string>> = {
+  PORTARIA_REDIS_URL: 'redis://redis.from-secret.example:6379/0',
+};
+
+describe("the rendered configuration passes the gateway's own loader and validator", () => {
+  for (const { name } of CASES) {
+    test(`${name}: loadConfig accepts portaria.yaml with the container's environment`, async (t) => {
+      const objects = await rendered(name);
+      const container = gatewayContainer(objects);
+      const env: Record<string, string> = {};
+      for (const variable of container.env ?? []) {
+        if (variable.value !== undefined) env[variable.name] = variable.value;
+        else if (variable.valueFrom?.secretKeyRef) {
+          const placeholder = SECRET_ENV_PLACEHOLDERS[variable.name];
+          assert.ok(placeholder, `no placeholder for ${variable.name}`);
+          env[variable.name] = placeholder;
+        } else assert.fail(`unexpected env ${variable.name}`);
+      }
+      const dir = await mkdtemp(join(tmpdir(), 'portaria-chart-config-'));
+      t.after(() => rm(dir, { recursive: true, force: true }));
+      const file = join(dir, 'portaria.yaml');
+      await writeFile(file, configText(objects));
+      let config: Config;
+      try {
+        config = await loadConfig({ file, env, cwd: dir });
+      } catch (error) {
+        const problems = (error as { problems?: string[] }).problems;
+        assert.fail(
+          `the gateway refuses the rendered config:\n${(problems ?? [String(error)]).join('\n')}`,
+        );
+      }
+
+      // Every file the gateway reads or writes is on a volume the pod mounts.
+      const mounts = new Map(
+        (container.volumeMounts ?? []).map((m) => [m.mountPath, m.readOnly === true]),
+      );
+      const mountOf = (path: string) => {
+        const hit = [...mounts.keys()].find((m) => path === m || path.startsWith(`${m}/`));
+        assert.ok(hit, `${path} is on no volume mount`);
+        return { path: hit, readOnly: mounts.get(hit) };
+      };
+      assert.deepEqual(mountOf(config.keys.dir), { path: '/etc/portaria/secret', readOnly: true });
+      assert.equal(config.keys.dir, '/etc/portaria/secret');
+      assert.equal(mountOf(config.clients.file).path, '/etc/portaria/secret');
+      assert.equal(
+        mountOf(config.revocation.file).readOnly,
+        false,
+        'the revocation log is writable',
+      );
+      assert.equal(mountOf(config.revocation.queueFile).readOnly, false);
+      if (config.admin.tokenFile !== null)
+        assert.equal(mountOf(config.admin.tokenFile).path, '/etc/portaria/secret');
+      if (config.redis.passwordFile !== null)
+        assert.equal(mountOf(config.redis.passwordFile).readOnly, true);
+      assert.equal(mountOf('/etc/portaria/config/portaria.yaml').readOnly, true);
+      if (config.revocation.store === 'redis') assert.ok(config.redis.url, 'a Redis URL');
+    });
+  }
+
+  test("the README's values example renders, validates and loads", async (t) => {
+    const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
+    const example = /`values\.prod\.yaml`[^\n]*\n+```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
+    assert.ok(example, 'README has the values.prod.yaml example');
+    const objects = await render({ values: [parse(example) as Record<string, unknown>] });
+    assert.deepEqual(await modelProblems(objects), []);
+    assert.deepEqual(unknownFieldProblems({ readme: objects }).readme, []);
+    const dir = await mkdtemp(join(tmpdir(), 'portaria-chart-config-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    await writeFile(join(dir, 'portaria.yaml'), configText(objects));
+    const config = await loadConfig({
+      file: join(dir, 'portaria.yaml'),
+      env: { PORTARIA_REDIS_URL: SECRET_ENV_PLACEHOLDERS.PORTARIA_REDIS_URL },
+      cwd: dir,
+    });
+    assert.equal(config.revocation.store, 'redis');
+    assert.equal(find(objects, 'HorizontalPodAutoscaler').kind, 'HorizontalPodAutoscaler');
+  });
+
+  test('the values example config settings reach the gateway unchanged', async () => {
+    const config = rawConfig(await rendered('existing-secret'));
+    assert.deepEqual(config.token, {
+      algorithm: 'EdDSA',
+      lifetimeSeconds: 900,
+      responseFields: 'guide',
+    });
+    assert.deepEqual(config.keys, { dir: '/etc/portaria/secret', jwksMaxAgeSeconds: 600 });
+    assert.equal(config.admin?.tokenFile, '/etc/portaria/secret/admin-token');
+    assert.equal(rawConfig(await rendered('chart-defaults')).admin?.tokenFile, null);
+  });
+});
