@@ -1,10 +1,10 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
 import { createServer } from 'node:http';
 import { describe, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { ManualClock } from '../../src/lib/clock.js';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 import { rawRequest, statusOf } from '../helpers/rawHttp.js';
 import {
   hmacWithPublicKey,
@@ -150,7 +150,7 @@ describe('bearer verification at the edge', () => {
 
   test('a token signed by a key we do not hold, under our kid or another → 401', async (t) => {
     const gw = await startGateway(t);
-    const { privateKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { privateKey } = newKeyPair('ec', { namedCurve: 'P-256' });
     const ours = await signWith(privateKey, 'ES256', validClaims(gw), {
       kid: gw.keyRing.signingKey.kid,
     });
@@ -169,7 +169,7 @@ describe('bearer verification at the edge', () => {
     await new Promise<void>((r) => trap.listen(0, '127.0.0.1', r));
     t.after(() => new Promise<void>((r) => trap.close(() => r())));
     const trapUrl = `http://127.0.0.1:${(trap.address() as { port: number }).port}/keys`;
-    const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+    const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
     const jwk = publicKey.export({ format: 'jwk' });
     for (const header of [
       { jwk, kid: 'attacker' },

@@ -3,12 +3,13 @@
  * switched between behaviours (serve a set, slow, 500, reset, garbage, oversized,
  * redirect, stopped), plus issuer keys and configs. Torn down in `t.after`.
  */
-import { generateKeyPairSync, type JsonWebKey, type KeyObject } from 'node:crypto';
+import type { JsonWebKey, KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { TestContext } from 'node:test';
 import { SignJWT } from 'jose';
 import type { IssuerConfig } from '../../src/config/types.js';
 import type { FetchOutcome, FetchTrigger } from '../../src/keys/issuerKeySet.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 
 export type Behaviour = (req: IncomingMessage, res: ServerResponse, n: number) => void;
 
@@ -119,7 +120,7 @@ export interface TestKey {
 }
 
 export function ecKey(kid: string, extra: Record<string, unknown> = {}): TestKey {
-  const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+  const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
   return { kid, privateKey, jwk: { ...publicKey.export({ format: 'jwk' }), kid, ...extra } };
 }
 

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
 import { type TestContext, test } from 'node:test';
 import { jwtVerify } from 'jose';
 import type { IssuerConfig } from '../../src/config/types.js';
@@ -13,6 +12,7 @@ import {
 } from '../../src/keys/remoteKeySet.js';
 import { StaticKeySet } from '../../src/keys/staticKeySet.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   type Behaviour,
@@ -113,12 +113,12 @@ test('a known kid asked for with another alg is null, without a fetch', async (t
 
 test('keys that must not verify are skipped and logged; the rest are used', async (t) => {
   const rsa = (bits: number) =>
-    generateKeyPairSync('rsa', { modulusLength: bits }).publicKey.export({ format: 'jwk' });
-  const ec384 = generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey.export({
+    newKeyPair('rsa', { modulusLength: bits }).publicKey.export({ format: 'jwk' });
+  const ec384 = newKeyPair('ec', { namedCurve: 'P-384' }).publicKey.export({
     format: 'jwk',
   });
-  const ed = generateKeyPairSync('ed25519').publicKey.export({ format: 'jwk' });
-  const priv = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey.export({
+  const ed = newKeyPair('ed25519').publicKey.export({ format: 'jwk' });
+  const priv = newKeyPair('ec', { namedCurve: 'P-256' }).privateKey.export({
     format: 'jwk',
   });
   const rsa2048 = rsa(2048);

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +9,7 @@ import { ConfigError } from '../../src/config/configError.js';
 import { PortariaError } from '../../src/errors.js';
 import { StaticKeySet } from '../../src/keys/staticKeySet.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 import { ecKey, issuerConfig, jwksOf, signedBy, within } from './jwksServer.js';
 
 const A = ecKey('key-a');
@@ -60,9 +61,9 @@ test('a JWK Set file is loaded and looked up synchronously by kid and alg', asyn
 });
 
 test('PEM public keys get their RFC 7638 thumbprint as kid', async (t) => {
-  const ec = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-  const ed = generateKeyPairSync('ed25519');
-  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const ec = newKeyPair('ec', { namedCurve: 'P-256' });
+  const ed = newKeyPair('ed25519');
+  const rsa = newKeyPair('rsa', { modulusLength: 2048 });
   const { set } = await keyFile(
     t,
     `comment\n${spki(ec.publicKey)}\n${spki(ed.publicKey)}${spki(rsa.publicKey)}`,
@@ -85,7 +86,7 @@ test('PEM public keys get their RFC 7638 thumbprint as kid', async (t) => {
 });
 
 test('an RSA PEM key is PS256 when the issuer allows PS256 and not RS256', async (t) => {
-  const rsa = generateKeyPairSync('rsa', { modulusLength: 2048 });
+  const rsa = newKeyPair('rsa', { modulusLength: 2048 });
   const dir = await mkdtemp(join(tmpdir(), 'portaria-issuer-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'rsa.pem');
@@ -99,8 +100,8 @@ test('an RSA PEM key is PS256 when the issuer allows PS256 and not RS256', async
 });
 
 test('a bad key file is a ConfigError naming issuers[i].keyFile', async (t) => {
-  const priv = generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
-  const small = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey;
+  const priv = newKeyPair('ec', { namedCurve: 'P-256' }).privateKey;
+  const small = newKeyPair('rsa', { modulusLength: 1024 }).publicKey;
   const cases: [string, string, RegExp[]][] = [
     ['not JSON nor PEM', 'hello', [/neither a JWK Set \(JSON\) nor PEM/]],
     ['JSON without keys', '{"kty":"EC"}', [/not a JSON object with a "keys" array/]],

@@ -1,13 +1,14 @@
 /** Key material for the key tests: real keys of every supported (and some refused) kind. */
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
+import type { KeyObject } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SigningAlgorithm } from '../../src/config/types.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 
 export function newPrivateKey(alg: SigningAlgorithm): KeyObject {
-  if (alg === 'ES256') return generateKeyPairSync('ec', { namedCurve: 'P-256' }).privateKey;
-  if (alg === 'EdDSA') return generateKeyPairSync('ed25519').privateKey;
-  return generateKeyPairSync('rsa', { modulusLength: 2048 }).privateKey;
+  if (alg === 'ES256') return newKeyPair('ec', { namedCurve: 'P-256' }).privateKey;
+  if (alg === 'EdDSA') return newKeyPair('ed25519').privateKey;
+  return newKeyPair('rsa', { modulusLength: 2048 }).privateKey;
 }
 
 export function pkcs8(key: KeyObject): string {

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { generateKeyPairSync } from 'node:crypto';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -9,6 +8,7 @@ import { ConfigError } from '../../src/config/configError.js';
 import { SIGNING_ALGORITHMS } from '../../src/config/types.js';
 import { loadKeyRing, readKeyDirectory } from '../../src/keys/loadKeyRing.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 import { newPrivateKey, writeJwk, writePem } from './keyFixtures.js';
 
 const OLDER = '20250101T000000Z-aaaaaaaa';
@@ -90,7 +90,7 @@ describe('loadKeyRing', () => {
   test('refuses an EC key on a curve other than P-256', async (t) => {
     const dir = await tempDir(t);
     await writePem(dir, NEWER, newPrivateKey('ES256'));
-    await writePem(dir, 'p384', generateKeyPairSync('ec', { namedCurve: 'P-384' }).privateKey);
+    await writePem(dir, 'p384', newKeyPair('ec', { namedCurve: 'P-384' }).privateKey);
     assert.deepEqual(await problemsOf(dir), [
       'keys.dir: p384.pem: EC curve secp384r1 is not supported (only P-256, for ES256)',
     ]);
@@ -98,7 +98,7 @@ describe('loadKeyRing', () => {
 
   test('refuses RSA keys under 2048 bits', async (t) => {
     const dir = await tempDir(t);
-    await writePem(dir, 'small', generateKeyPairSync('rsa', { modulusLength: 1024 }).privateKey);
+    await writePem(dir, 'small', newKeyPair('rsa', { modulusLength: 1024 }).privateKey);
     assert.deepEqual(await problemsOf(dir, 'RS256'), [
       'keys.dir: small.pem: RSA key of 1024 bits is too short (at least 2048, for RS256)',
       `token.algorithm: no RS256 key in keys.dir ${dir}`,

@@ -5,7 +5,7 @@
  * schedule time; the only real-time waits are bounded polls for the key set's retry.
  */
 import assert from 'node:assert/strict';
-import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -13,6 +13,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
 import { replaceAtomically } from '../helpers/files.js';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 import { metric, sample, scrape } from '../helpers/metrics.js';
 import { waitForStatus } from '../helpers/process.js';
 import { signWith } from '../helpers/tokens.js';
@@ -181,7 +182,7 @@ describe('trusted external issuers at the gateway', () => {
     // The partner's key, but an audience it is not trusted for.
     await expectStatus(gw, await tokenOf(k1, clock, PARTNER_ISS, { aud: 'other-api' }), 401);
     // EdDSA is one of our algorithms but not one of the partner's.
-    const ed = generateKeyPairSync('ed25519').privateKey;
+    const ed = newKeyPair('ed25519').privateKey;
     const edToken = await signWith(ed, 'EdDSA', claims(clock, PARTNER_ISS), { kid: 'ed-1' });
     await expectStatus(gw, edToken, 401, 'token-invalid');
     // typ: the partner requires at+jwt (the default); the loose issuer does not.
