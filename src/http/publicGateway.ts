@@ -17,14 +17,14 @@ import type { Principal } from '../domain/principal.js';
 import { parseRequestTarget, type RequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
 import { hasScopes } from '../domain/scope.js';
 import { isPortariaError, PortariaError } from '../errors.js';
-import type { Logger } from '../observability/logger.js';
+import type { AccessLog, Logger } from '../observability/logger.js';
 import {
   type MethodClass,
   type Metrics,
   methodClass,
   statusClass,
 } from '../observability/metrics.js';
-import type { Forwarder } from '../proxy/forwarder.js';
+import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import { writeSocketProblem } from '../proxy/socketProblem.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
@@ -50,7 +50,7 @@ export interface PublicGatewayDeps {
   readonly webSockets: WebSocketProxy;
   readonly logger: Logger;
   /** One line per request (no redaction: fixed, non-secret fields only). */
-  readonly accessLogger: Logger;
+  readonly accessLogger: AccessLog;
   readonly metrics: Metrics;
   /** True once shutdown began: responses then carry `Connection: close`. */
   readonly draining: () => boolean;
@@ -74,6 +74,8 @@ export class PublicGateway {
 
   /** The one `close` listener every response shares (Node calls it with the response as `this`). */
   readonly #onResponseClose: (this: GatewayResponse) => void;
+  /** The forwarder's failure callback, shared by every request. */
+  readonly #onForwardFailure: ForwardFailure;
 
   constructor(deps: PublicGatewayDeps) {
     this.#d = deps;
@@ -85,6 +87,7 @@ export class PublicGateway {
     this.#onResponseClose = function (this: GatewayResponse) {
       accessLog(this);
     };
+    this.#onForwardFailure = (req, res, error) => this.#fail(req, res as GatewayResponse, error);
   }
 
   /** `request` listener. */
@@ -148,7 +151,8 @@ export class PublicGateway {
     if (principal instanceof Promise) {
       return principal.then((p) => this.#forward(req, res, target, p));
     }
-    return this.#forward(req, res, target, principal);
+    this.#forward(req, res, target, principal);
+    return undefined;
   }
 
   #forward(
@@ -156,17 +160,21 @@ export class PublicGateway {
     res: GatewayResponse,
     target: RequestTarget,
     principal: Principal,
-  ): Promise<void> {
+  ): void {
     const scope = res.scope;
     scope.clientId = principal.clientId;
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
     const route = this.#authorize(target.path, principal);
     scope.routeId = route.id;
-    return this.#d.forwarder.forward(req, res, route, target, principal, {
-      requestId: scope.id,
-      clientIp: req.socket.remoteAddress ?? '',
-      proto: this.#proto,
-    });
+    this.#d.forwarder.dispatch(
+      req,
+      res,
+      route,
+      target,
+      principal,
+      { requestId: scope.id, clientIp: req.socket.remoteAddress ?? '', proto: this.#proto },
+      this.#onForwardFailure,
+    );
   }
 
   async #upgrade(
@@ -184,7 +192,7 @@ export class PublicGateway {
     const principal = await this.#authenticate(req, target.search);
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
     const route = this.#authorize(target.path, principal);
-    this.#d.accessLogger.info(
+    this.#d.accessLogger.logger.info(
       {
         reqId: requestId,
         method: req.method,
@@ -274,17 +282,29 @@ export class PublicGateway {
       statusClass(status),
       seconds,
     );
-    const line = {
-      reqId: scope.id,
-      method: scope.method,
-      route: scope.routeId,
-      status,
-      durationMs: Math.round(seconds * 1e6) / 1e3,
-      clientId: scope.clientId,
-      reason: scope.reason,
-    };
-    if (status >= 500) this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
-    else this.#d.accessLogger.info(line, 'request');
+    const durationMs = Math.round(seconds * 1e6) / 1e3;
+    if (status >= 500) {
+      const line = {
+        reqId: scope.id,
+        method: scope.method,
+        route: scope.routeId,
+        status,
+        durationMs,
+        clientId: scope.clientId,
+        reason: scope.reason,
+      };
+      this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
+    } else {
+      this.#d.accessLogger.request(
+        scope.id,
+        scope.method,
+        scope.routeId,
+        status,
+        durationMs,
+        scope.clientId,
+        scope.reason,
+      );
+    }
   }
 }
 

@@ -35,7 +35,29 @@ export interface Loggers {
    * which would cost more than the rest of the line on the hot path; the fields are
    * built by `http/publicGateway.ts` only, and a test proves no secret reaches them.
    */
-  readonly access: Logger;
+  readonly access: AccessLog;
+}
+
+/**
+ * The access log. `request` is the hot path: the line is serialised by hand, with the
+ * same fields in the same order as pino writes them (`level`, `time`, `service`, `log`,
+ * the fields, `msg`), onto the same destination stream — pino's generic serialiser cost
+ * more than the rest of the line. Other access events (WebSocket upgrades) go through
+ * pino (`logger`).
+ */
+export interface AccessLog {
+  /** The pino access logger (no redaction), for the other access events. */
+  readonly logger: Logger;
+  /** One `request` line; `clientId` and `reason` are left out when undefined. */
+  request(
+    reqId: string,
+    method: string,
+    route: string,
+    status: number,
+    durationMs: number,
+    clientId: string | undefined,
+    reason: string | undefined,
+  ): void;
 }
 
 /**
@@ -62,6 +84,7 @@ export function createLoggers(level: string, destination?: DestinationStream): L
     base: { service: 'portaria' },
     formatters: { level: (label: string) => ({ level: label }) },
   };
+  const access = pino({ ...common, base: { service: 'portaria', log: 'access' } }, stream);
   return {
     logger: pino(
       {
@@ -71,6 +94,39 @@ export function createLoggers(level: string, destination?: DestinationStream): L
       },
       stream,
     ),
-    access: pino({ ...common, base: { service: 'portaria', log: 'access' } }, stream),
+    access: createAccessLog(access, stream),
   };
+}
+
+/** The line prefix pino writes for the access logger (`level` label, `time` in epoch ms). */
+const LINE_START = '{"level":"info","time":';
+const LINE_BASE = ',"service":"portaria","log":"access","reqId":';
+
+function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
+  // The level is fixed at start (the configuration has no runtime level change).
+  const enabled = logger.isLevelEnabled('info');
+  return {
+    logger,
+    request(reqId, method, route, status, durationMs, clientId, reason) {
+      if (!enabled) return;
+      let line = `${LINE_START}${Date.now()}${LINE_BASE}${jsonString(reqId)},"method":${jsonString(method)},"route":${jsonString(route)},"status":${status},"durationMs":${Number.isFinite(durationMs) ? durationMs : null}`;
+      if (clientId !== undefined) line += `,"clientId":${jsonString(clientId)}`;
+      if (reason !== undefined) line += `,"reason":${jsonString(reason)}`;
+      stream.write(`${line},"msg":"request"}\n`);
+    },
+  };
+}
+
+/**
+ * `JSON.stringify(text)`, with a fast path for the common case: short printable ASCII
+ * with no `"` or `\\` needs no escaping. Anything else (client ids of external issuers
+ * can hold any character) goes through `JSON.stringify`.
+ */
+export function jsonString(text: string): string {
+  if (text.length > 64) return JSON.stringify(text);
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return JSON.stringify(text);
+  }
+  return `"${text}"`;
 }

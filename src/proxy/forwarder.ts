@@ -19,8 +19,10 @@
  *   aborted — also while it is still queued for a connection — and the promise resolves.
  *
  * 1xx responses (e.g. 103 Early Hints) are not relayed; undici refuses an unsolicited 101.
- * The response listeners are module-level functions that find their exchange through a
- * WeakMap, so a request allocates its handler, header objects and the promise only.
+ *
+ * `dispatch` is the hot path (the gateway's): no promise, failures reported through a
+ * callback shared by every request; `forward` wraps it in a promise. A request allocates
+ * its handler, its `close` listener and the two flat header lists.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -57,6 +59,12 @@ export interface ForwarderOptions {
   readonly hooks?: ForwarderHooks;
 }
 
+/**
+ * A failure `dispatch` reports instead of rejecting (same cases as `forward`'s rejection),
+ * one microtask after it happened, as a promise rejection would.
+ */
+export type ForwardFailure = (req: IncomingMessage, res: ServerResponse, error: Error) => void;
+
 export interface Forwarder {
   forward(
     req: IncomingMessage,
@@ -66,6 +74,16 @@ export interface Forwarder {
     principal: Principal,
     ctx: ForwardContext,
   ): Promise<void>;
+  /** `forward` without a promise: `onFailure` gets what `forward` would reject with. */
+  dispatch(
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: CompiledRoute,
+    target: RequestTarget,
+    principal: Principal,
+    ctx: ForwardContext,
+    onFailure: ForwardFailure,
+  ): void;
   /**
    * Makes the pool set match `origins` (after a route reload): new origins get a pool;
    * pools of origins no longer routed to finish their in-flight exchanges, then close.
@@ -81,15 +99,6 @@ class ClientGoneError extends Error {
 }
 
 const NO_HOOKS: ForwarderHooks = Object.freeze({});
-const exchanges = new WeakMap<ServerResponse, Exchange>();
-
-function onClientClose(this: ServerResponse): void {
-  exchanges.get(this)?.clientClosed();
-}
-
-function onClientDrain(this: ServerResponse): void {
-  exchanges.get(this)?.clientDrained();
-}
 
 function hasBody(req: IncomingMessage): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
@@ -106,8 +115,12 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #policy: HeaderPolicy;
   readonly #hooks: ForwarderHooks;
   readonly #start: number;
-  readonly #resolve: () => void;
-  readonly #reject: (error: Error) => void;
+  readonly #resolve: (() => void) | null;
+  readonly #reject: ForwardFailure;
+  /** This exchange's `close` listener on the response (left attached: it checks `#settled`). */
+  readonly #onClose = (): void => this.clientClosed();
+  /** This exchange's `drain` listener, made on the first backpressure. */
+  #onDrain: (() => void) | null = null;
   #controller: Dispatcher.DispatchController | null = null;
   #statusCode = 0;
   #clientGone = false;
@@ -120,8 +133,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     requestId: string,
     policy: HeaderPolicy,
     hooks: ForwarderHooks,
-    resolve: () => void,
-    reject: (error: Error) => void,
+    resolve: (() => void) | null,
+    reject: ForwardFailure,
   ) {
     this.#req = req;
     this.#res = res;
@@ -132,8 +145,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#start = performance.now();
-    exchanges.set(res, this);
-    res.on('close', onClientClose);
+    res.on('close', this.#onClose);
   }
 
   clientClosed(): void {
@@ -160,7 +172,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     try {
       this.#res.writeHead(
         statusCode,
-        this.#policy.downstreamResponseHeaders(headers, this.#requestId),
+        this.#policy.downstreamResponseHeaderList(headers, this.#requestId),
       );
     } catch (error) {
       // A status or field Node will not send: the upstream's answer is unusable (502).
@@ -173,7 +185,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
     if (!this.#res.write(chunk)) {
       controller.pause();
-      this.#res.once('drain', onClientDrain);
+      this.#onDrain ??= () => this.clientDrained();
+      this.#res.once('drain', this.#onDrain);
     }
   }
 
@@ -185,7 +198,7 @@ class Exchange implements Dispatcher.DispatchHandler {
       performance.now() - this.#start,
       this.#statusCode,
     );
-    this.#resolve();
+    this.#resolve?.();
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
@@ -200,22 +213,24 @@ class Exchange implements Dispatcher.DispatchHandler {
       const kind = classifyUpstreamError(error);
       this.#hooks.upstreamError?.(this.#routeId, kind);
       if (this.#statusCode === 0) {
-        this.#reject(upstreamProblem(kind, error));
+        const problem = upstreamProblem(kind, error);
+        const reject = this.#reject;
+        const res = this.#res;
+        // A microtask later, as a promise rejection would be: never inside undici's call.
+        queueMicrotask(() => reject(req, res, problem));
         return;
       }
     }
     // Headers already sent, or nobody listening: cut the client's response short.
     this.#res.destroy();
-    this.#resolve();
+    this.#resolve?.();
   }
 
-  /** Detaches from the response once; false if already settled. */
+  /** Settles once (false if already settled); the `close` listener stays, now inert. */
   #finish(): boolean {
     if (this.#settled) return false;
     this.#settled = true;
-    this.#res.removeListener('close', onClientClose);
-    this.#res.removeListener('drain', onClientDrain);
-    exchanges.delete(this.#res);
+    if (this.#onDrain !== null) this.#res.removeListener('drain', this.#onDrain);
     return true;
   }
 }
@@ -242,33 +257,50 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
   const policy = opts.headerPolicy;
   const hooks = opts.hooks ?? NO_HOOKS;
 
-  return {
-    forward(req, res, route, target, principal, ctx) {
-      const pool = pools.get(route.origin);
-      if (pool === undefined) {
-        return Promise.reject(new Error(`no connection pool for route ${route.id}`));
-      }
-      const headers = policy.upstreamRequestHeaders(req.headers, {
-        principal,
-        requestId: ctx.requestId,
-        clientIp: ctx.clientIp,
-        host: req.headers.host,
-        proto: ctx.proto,
-      });
-      const options: Dispatcher.DispatchOptions = {
+  const dispatch = (
+    req: IncomingMessage,
+    res: ServerResponse,
+    route: CompiledRoute,
+    target: RequestTarget,
+    principal: Principal,
+    ctx: ForwardContext,
+    resolve: (() => void) | null,
+    reject: ForwardFailure,
+  ): void => {
+    const pool = pools.get(route.origin);
+    if (pool === undefined) throw new Error(`no connection pool for route ${route.id}`);
+    const headers = policy.upstreamRequestHeaderList(req.headers, {
+      principal,
+      requestId: ctx.requestId,
+      clientIp: ctx.clientIp,
+      host: req.headers.host,
+      proto: ctx.proto,
+    });
+    pool.dispatch(
+      {
         path: route.basePath + target.path + target.search,
         method: req.method ?? 'GET',
-        headers,
+        // undici takes a string[] value as one field line per element, like the object form.
+        headers: headers as string[],
         body: hasBody(req) ? req : null,
         headersTimeout: route.timeoutMs,
         bodyTimeout: route.timeoutMs,
-      };
+      },
+      new Exchange(req, res, route.id, ctx.requestId, policy, hooks, resolve, reject),
+    );
+  };
+
+  return {
+    forward(req, res, route, target, principal, ctx) {
       return new Promise<void>((resolve, reject) => {
-        pool.dispatch(
-          options,
-          new Exchange(req, res, route.id, ctx.requestId, policy, hooks, resolve, reject),
+        dispatch(req, res, route, target, principal, ctx, resolve, (_req, _res, error) =>
+          reject(error),
         );
       });
+    },
+
+    dispatch(req, res, route, target, principal, ctx, onFailure) {
+      dispatch(req, res, route, target, principal, ctx, null, onFailure);
     },
 
     setOrigins,

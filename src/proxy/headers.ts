@@ -19,6 +19,10 @@
  *   and `Forwarded`, `X-Forwarded-Port` and `X-Real-IP` are removed;
  * - `X-Request-Id` is always ours.
  *
+ * The hot path builds flat `[name, value, name, value, …]` lists (what undici's dispatch
+ * and Node's `writeHead` take, with no per-request object in dictionary mode); the object
+ * forms are the same lists folded into an object.
+ *
  * Field names arrive lowercased (Node's parser and undici guarantee it). Claim values:
  * strings as is, arrays of strings joined by a space, finite numbers in decimal; an
  * absent claim, another type, or a value that is not a valid field value (RFC 9110 §5.5)
@@ -39,6 +43,8 @@ export interface UpstreamRequestContext {
 }
 
 export type OutgoingHeaders = Record<string, string | string[]>;
+/** `[name, value, name, value, …]`; every name once. */
+export type HeaderList = (string | string[])[];
 
 export interface HeaderPolicyOptions {
   /** Claim name → header name. */
@@ -52,10 +58,17 @@ export interface HeaderPolicy {
     incoming: IncomingHttpHeaders,
     ctx: UpstreamRequestContext,
   ): OutgoingHeaders;
+  /** `upstreamRequestHeaders` as a flat list (the forwarder's form). */
+  upstreamRequestHeaderList(incoming: IncomingHttpHeaders, ctx: UpstreamRequestContext): HeaderList;
   downstreamResponseHeaders(
     upstream: Readonly<Record<string, string | string[] | undefined>>,
     requestId: string,
   ): OutgoingHeaders;
+  /** `downstreamResponseHeaders` as a flat list (the forwarder's form). */
+  downstreamResponseHeaderList(
+    upstream: Readonly<Record<string, string | string[] | undefined>>,
+    requestId: string,
+  ): HeaderList;
   /** True when `name` (any case, `_` or `-`) is a configured identity header. */
   isIdentityHeader(name: string): boolean;
 }
@@ -116,30 +129,21 @@ function claimValue(value: unknown): string | undefined {
   return text !== undefined && FIELD_VALUE.test(text) ? text : undefined;
 }
 
-function copyWithout(
-  source: Readonly<Record<string, string | string[] | undefined>>,
-  drop: ReadonlySet<string>,
-  guarded: ReadonlySet<string> | null,
-): OutgoingHeaders {
+function toObject(list: HeaderList): OutgoingHeaders {
   const out: OutgoingHeaders = Object.create(null);
-  const nominated = nominatedFields(source.connection);
-  for (const name in source) {
-    const value = source[name];
-    if (value === undefined || drop.has(name)) continue;
-    if (guarded !== null && name.includes('_') && guarded.has(name.replaceAll('_', '-'))) continue;
-    if (nominated?.includes(name)) continue;
-    out[name] = value;
-  }
+  for (let i = 0; i < list.length; i += 2)
+    out[list[i] as string] = list[i + 1] as string | string[];
   return out;
 }
 
 export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
-  const claims: string[] = [];
-  const identityNames: string[] = [];
+  // Header name → claim; a name mapped twice keeps its last claim (the config refuses it).
+  const byHeader = new Map<string, string>();
   for (const [claim, header] of Object.entries(opts.identityHeaders)) {
-    claims.push(claim);
-    identityNames.push(normalizeName(header));
+    byHeader.set(normalizeName(header), claim);
   }
+  const claims = [...byHeader.values()];
+  const identityNames = [...byHeader.keys()];
   const identity: ReadonlySet<string> = new Set(identityNames);
   const trust = opts.trustForwardedHeaders;
 
@@ -154,33 +158,68 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     'authorization',
   ]);
 
-  return {
-    upstreamRequestHeaders(incoming, ctx) {
-      const out = copyWithout(incoming, requestDrop, guarded);
-
-      const forwardedFor = out[XFF];
-      out[XFF] =
-        forwardedFor === undefined
-          ? ctx.clientIp
-          : `${typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(', ')}, ${ctx.clientIp}`;
-      if (out[XFP] === undefined) out[XFP] = ctx.proto;
-      if (out[XFH] === undefined && ctx.host !== undefined) out[XFH] = ctx.host;
-      out[REQUEST_ID] = ctx.requestId;
-
-      const principal = ctx.principal;
-      for (let i = 0; i < claims.length; i++) {
-        const claim = claims[i] as string;
-        const value = claimValue(claim === 'scope' ? principal.scope : principal.claims[claim]);
-        if (value !== undefined) out[identityNames[i] as string] = value;
+  const upstreamList = (incoming: IncomingHttpHeaders, ctx: UpstreamRequestContext): HeaderList => {
+    const out: HeaderList = [];
+    const nominated = nominatedFields(incoming.connection);
+    let forwardedFor: string | string[] | undefined;
+    let hasProto = false;
+    let hasHost = false;
+    for (const name in incoming) {
+      const value = incoming[name];
+      if (value === undefined || requestDrop.has(name)) continue;
+      if (name.includes('_') && guarded.has(name.replaceAll('_', '-'))) continue;
+      if (nominated?.includes(name)) continue;
+      // Only reached when forwarded headers are trusted (else they are in requestDrop).
+      if (name === XFF) {
+        forwardedFor = value;
+        continue;
       }
-      return out;
-    },
+      if (name === XFP) hasProto = true;
+      else if (name === XFH) hasHost = true;
+      out.push(name, value);
+    }
 
-    downstreamResponseHeaders(upstream, requestId) {
-      const out = copyWithout(upstream, HOP_BY_HOP, null);
-      out[REQUEST_ID] = requestId;
-      return out;
-    },
+    out.push(
+      XFF,
+      forwardedFor === undefined
+        ? ctx.clientIp
+        : `${typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(', ')}, ${ctx.clientIp}`,
+    );
+    if (!hasProto) out.push(XFP, ctx.proto);
+    if (!hasHost && ctx.host !== undefined) out.push(XFH, ctx.host);
+    out.push(REQUEST_ID, ctx.requestId);
+
+    const principal = ctx.principal;
+    for (let i = 0; i < claims.length; i++) {
+      const claim = claims[i] as string;
+      const value = claimValue(claim === 'scope' ? principal.scope : principal.claims[claim]);
+      if (value !== undefined) out.push(identityNames[i] as string, value);
+    }
+    return out;
+  };
+
+  const downstreamList = (
+    upstream: Readonly<Record<string, string | string[] | undefined>>,
+    requestId: string,
+  ): HeaderList => {
+    const out: HeaderList = [];
+    const nominated = nominatedFields(upstream.connection);
+    for (const name in upstream) {
+      const value = upstream[name];
+      if (value === undefined || HOP_BY_HOP.has(name) || name === REQUEST_ID) continue;
+      if (nominated?.includes(name)) continue;
+      out.push(name, value);
+    }
+    out.push(REQUEST_ID, requestId);
+    return out;
+  };
+
+  return {
+    upstreamRequestHeaders: (incoming, ctx) => toObject(upstreamList(incoming, ctx)),
+    upstreamRequestHeaderList: upstreamList,
+    downstreamResponseHeaders: (upstream, requestId) =>
+      toObject(downstreamList(upstream, requestId)),
+    downstreamResponseHeaderList: downstreamList,
 
     isIdentityHeader(name) {
       return identity.has(normalizeName(name));
