@@ -136,6 +136,9 @@ function toObject(list: HeaderList): OutgoingHeaders {
   return out;
 }
 
+/** The default identity header names (config `identityHeaders` default), always reserved. */
+const DEFAULT_IDENTITY_HEADERS = ['x-client-id', 'x-token-scope', 'x-token-jti'] as const;
+
 export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
   // Header name → claim; a name mapped twice keeps its last claim (the config refuses it).
   const byHeader = new Map<string, string>();
@@ -147,8 +150,17 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
   const identity: ReadonlySet<string> = new Set(identityNames);
   const trust = opts.trustForwardedHeaders;
 
-  // Removed from every forwarded request; identity headers are set again afterwards.
-  const requestDrop = new Set([...HOP_BY_HOP_HEADERS, 'host', 'expect', REQUEST_ID, ...identity]);
+  // Removed from every forwarded request; identity headers are set again afterwards. The
+  // default identity names stay reserved under a custom mapping: an upstream written
+  // against the defaults must never read a value the client chose.
+  const requestDrop = new Set([
+    ...HOP_BY_HOP_HEADERS,
+    'host',
+    'expect',
+    REQUEST_ID,
+    ...identity,
+    ...DEFAULT_IDENTITY_HEADERS,
+  ]);
   if (!opts.forwardAuthorization) requestDrop.add('authorization');
   if (!trust) for (const name of FORWARDED_FAMILY) requestDrop.add(name);
   // `_` spellings of every field we drop or set are dropped too.
