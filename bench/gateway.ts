@@ -1,15 +1,17 @@
 /**
  * The system under test: the real gateway from `createApp`, with a real ES256 key and a
  * clients file in a work directory, forwarding every path to the bench upstream (the
- * `upstream.default` route). Everything is on as in production: the access log at `info`,
- * serialised by pino to a file in the work directory (asynchronous destination, 4 KiB
- * buffer — pino's production settings), and the Prometheus metrics.
+ * `upstream.default` route). Everything is on as in production: the access log at `info`
+ * on an asynchronous pino destination (production's settings) — a named pipe read by the
+ * bench's log sink, as stdout is read by a container runtime (`--log-to`), else a file in
+ * the work directory — and the Prometheus metrics.
  *
  * Announces `{ url, adminUrl, token, logFile }`: the token was issued by the gateway's own
  * token operation, so every measured request verifies a real JWT (signature once, then the
  * verified-token cache; revocation on every request).
  *
  *   node dist-test/bench/gateway.js http://127.0.0.1:<port> [--dir D] [--log-level info]
+ *                                   [--log-to FIFO]
  *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
  */
@@ -29,14 +31,18 @@ const CLIENT_SECRET = 'bench-secret-0123456789abcdefghijklmnopqrst';
 const TOKEN_PATH = '/v1/authentication/accesstoken';
 
 const { values, positionals } = parseArgs({
-  options: { dir: { type: 'string' }, 'log-level': { type: 'string', default: 'info' } },
+  options: {
+    dir: { type: 'string' },
+    'log-level': { type: 'string', default: 'info' },
+    'log-to': { type: 'string' },
+  },
   allowPositionals: true,
   strict: true,
 });
 const upstream = positionals[0];
 if (upstream === undefined) {
   process.stderr.write(
-    'usage: node gateway.js http://127.0.0.1:<port> [--dir D] [--log-level L]\n',
+    'usage: node gateway.js http://127.0.0.1:<port> [--dir D] [--log-level L] [--log-to FIFO]\n',
   );
   process.exit(2);
 }
@@ -71,8 +77,12 @@ const config = validateConfig(
   },
   { baseDir: dir },
 );
-const logFile = join(dir, 'gateway.log');
-const logDestination = pino.destination({ dest: logFile, sync: false, minLength: 4096 });
+// Production logs to stdout, a pipe the container runtime reads: `--log-to <fifo>` (the
+// bench's default, see logSink.ts) models that. Without it, a file in the work directory
+// (an ext4 file write costs this process far more than a pipe write: docs/performance.md).
+const logFile = values['log-to'] ?? join(dir, 'gateway.log');
+// The same destination settings as production's stdout (observability/logger.ts).
+const logDestination = pino.destination({ dest: logFile, sync: false });
 const app = await createApp({ config, logDestination });
 const { publicUrl, adminUrl } = await app.listen();
 

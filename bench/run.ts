@@ -20,7 +20,10 @@
  *                    [--profile]   (baseline and gateway under --cpu-prof, no WebSocket part;
  *                                   figures then not representative)
  *                    [--diagnose]  (adds a gateway with the access log off, to price the log)
+ *                    [--log-to-file] (the gateway logs to a file on disk instead of a pipe
+ *                                   read by another process, the production shape)
  */
+import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -50,6 +53,7 @@ const { values: args } = parseArgs({
     'skip-http-proxy': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     diagnose: { type: 'boolean', default: false },
+    'log-to-file': { type: 'boolean', default: false },
   },
   strict: true,
 });
@@ -111,10 +115,22 @@ async function main(): Promise<number> {
       profiled('baseline'),
     );
     children.push(baseline);
+    // The gateway logs to a named pipe read by the log sink, as production logs to stdout
+    // read by the container runtime (--log-to-file: a file instead, see docs/performance.md).
+    let sink: Child<unknown> | null = null;
+    const logArgs: string[] = [];
+    if (!args['log-to-file']) {
+      const fifo = join(dir, 'gateway-log.fifo');
+      const made = spawnSync('mkfifo', ['-m', '600', fifo]);
+      if (made.status !== 0) throw new Error(`mkfifo failed: ${made.stderr}`);
+      sink = await spawnChild('log sink', child('logSink'), [fifo]);
+      children.push(sink);
+      logArgs.push('--log-to', fifo);
+    }
     const gateway = await spawnChild<GatewayInfo>(
       'gateway',
       child('gateway'),
-      [upstream.info.url, '--dir', join(dir, 'gateway')],
+      [upstream.info.url, '--dir', join(dir, 'gateway'), ...logArgs],
       profiled('gateway'),
     );
     children.push(gateway);
@@ -232,7 +248,14 @@ async function main(): Promise<number> {
     const counted = await countedRequests(gateway.info.adminUrl);
     children.splice(children.indexOf(gateway), 1);
     await gateway.stop(); // flushes the access log (and writes the profile)
-    const accessLines = await countLines(gateway.info.logFile, '"msg":"request"');
+    let accessLines: number;
+    if (sink === null) {
+      accessLines = await countLines(gateway.info.logFile, '"msg":"request"');
+    } else {
+      children.splice(children.indexOf(sink), 1);
+      const final = await sink.stop();
+      accessLines = typeof final?.lines === 'number' ? final.lines : -1;
+    }
     log(
       `\nchecks: wrk counted ${gatewayRequests} measured gateway responses (warm-ups excluded); ` +
         `warm-ups included, the gateway's metrics counted ${counted} requests and its access log holds ${accessLines} request lines`,

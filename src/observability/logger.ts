@@ -48,6 +48,8 @@ export interface Loggers {
 export interface AccessLog {
   /** The pino access logger (no redaction), for the other access events. */
   readonly logger: Logger;
+  /** Hands every gathered line to the destination now (shutdown). */
+  flush(): void;
   /** One `request` line; `clientId` and `reason` are left out when undefined. */
   request(
     reqId: string,
@@ -102,9 +104,26 @@ export function createLoggers(level: string, destination?: DestinationStream): L
 const LINE_START = '{"level":"info","time":';
 const LINE_BASE = ',"service":"portaria","log":"access","reqId":';
 
+/** Access lines gathered before one write to the destination (characters, ~70 lines). */
+const BATCH_CHARS = 16_384;
+/** Longest time an access line waits for its batch to be written. */
+const BATCH_MS = 50;
+
 function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
   // The level is fixed at start (the configuration has no runtime level change).
   const enabled = logger.isLevelEnabled('info');
+  let pending = '';
+  let timer: NodeJS.Timeout | null = null;
+  const flush = (): void => {
+    if (timer !== null) {
+      clearTimeout(timer);
+      timer = null;
+    }
+    if (pending === '') return;
+    const batch = pending;
+    pending = '';
+    stream.write(batch);
+  };
   return {
     logger,
     request(reqId, method, route, status, durationMs, clientId, reason) {
@@ -112,8 +131,14 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
       let line = `${LINE_START}${Date.now()}${LINE_BASE}${jsonString(reqId)},"method":${jsonString(method)},"route":${jsonString(route)},"status":${status},"durationMs":${Number.isFinite(durationMs) ? durationMs : null}`;
       if (clientId !== undefined) line += `,"clientId":${jsonString(clientId)}`;
       if (reason !== undefined) line += `,"reason":${jsonString(reason)}`;
-      stream.write(`${line},"msg":"request"}\n`);
+      pending += `${line},"msg":"request"}\n`;
+      if (pending.length >= BATCH_CHARS) flush();
+      else if (timer === null) {
+        timer = setTimeout(flush, BATCH_MS);
+        timer.unref();
+      }
     },
+    flush,
   };
 }
 

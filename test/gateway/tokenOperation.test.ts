@@ -9,6 +9,7 @@ import {
   TOKEN_PATH,
 } from '../helpers/fixture.js';
 import { rawRequest, statusOf } from '../helpers/rawHttp.js';
+import { parsedLogs, waitFor } from '../helpers/wait.js';
 
 function post(url: string, body: string, contentType = 'application/json', method = 'POST') {
   return fetch(url + TOKEN_PATH, { method, headers: { 'content-type': contentType }, body });
@@ -211,11 +212,11 @@ describe('token operation', () => {
     });
     assert.deepEqual(bodies[1], bodies[0]);
     assert.deepEqual(bodies[2], bodies[0]);
-    // The reasons differ only in the log.
-    const reasons = gw.logs
-      .map((l) => JSON.parse(l))
-      .filter((l) => l.route === 'token')
-      .map((l) => l.reason);
+    // The reasons differ only in the log (access lines are written asynchronously).
+    const reasons = await waitFor('three token access lines', () => {
+      const lines = parsedLogs(gw.logs).filter((l) => l.route === 'token');
+      return lines.length === 3 ? lines.map((l) => l.reason) : undefined;
+    });
     assert.deepEqual(reasons, ['unknown-client', 'bad-secret', 'disabled-client']);
   });
 
