@@ -448,7 +448,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       adminServer.closeAllConnections();
       await revocation.close();
       await limiter?.close();
-      access.flush();
+      access.stopBatching();
       logger.info('stopped');
       // Both loggers share one destination: wait until it has written everything, so an
       // exit right after shutdown neither loses nor reorders the last lines.

@@ -48,8 +48,13 @@ export interface Loggers {
 export interface AccessLog {
   /** The pino access logger (no redaction), for the other access events. */
   readonly logger: Logger;
-  /** Hands every gathered line to the destination now (shutdown). */
+  /** Hands every gathered line to the destination now. */
   flush(): void;
+  /**
+   * Shutdown: flushes, then writes every later line at once — requests still finishing
+   * while the process stops must not wait for a batch timer that will never fire.
+   */
+  stopBatching(): void;
   /** One `request` line; `clientId` and `reason` are left out when undefined. */
   request(
     reqId: string,
@@ -114,6 +119,7 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
   const enabled = logger.isLevelEnabled('info');
   let pending = '';
   let timer: NodeJS.Timeout | null = null;
+  let batching = true;
   const flush = (): void => {
     if (timer !== null) {
       clearTimeout(timer);
@@ -132,13 +138,17 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
       if (clientId !== undefined) line += `,"clientId":${jsonString(clientId)}`;
       if (reason !== undefined) line += `,"reason":${jsonString(reason)}`;
       pending += `${line},"msg":"request"}\n`;
-      if (pending.length >= BATCH_CHARS) flush();
+      if (pending.length >= BATCH_CHARS || !batching) flush();
       else if (timer === null) {
         timer = setTimeout(flush, BATCH_MS);
         timer.unref();
       }
     },
     flush,
+    stopBatching() {
+      batching = false;
+      flush();
+    },
   };
 }
 

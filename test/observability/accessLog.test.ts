@@ -92,3 +92,14 @@ test('client ids that need escaping stay valid JSON', () => {
   access.flush();
   assert.equal((JSON.parse(writes[0] ?? '') as { clientId: string }).clientId, odd);
 });
+
+test('after stopBatching() (shutdown) every line is written at once', () => {
+  const { writes, destination } = capture();
+  const { access } = createLoggers('info', destination);
+  access.request('before', 'GET', 'orders', 200, 1, undefined, undefined);
+  access.stopBatching();
+  assert.equal(writes.length, 1, 'the gathered batch is written');
+  access.request('after', 'GET', 'orders', 200, 1, undefined, undefined);
+  assert.equal(writes.length, 2, 'a later line does not wait for a timer');
+  assert.match(writes[1] ?? '', /"reqId":"after"/);
+});
