@@ -31,6 +31,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import { replaceFile } from '../lib/atomicWrite.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
+import { MemoryRevocationStore } from './memoryRevocationStore.js';
 import {
   decodeRevocationLine,
   encodeRevocationRecord,
@@ -53,10 +54,8 @@ export class LocalRevocationStore implements RevocationStore {
   readonly #log: (event: string, detail: Record<string, unknown>) => void;
   readonly #compactRatio: number;
   readonly #compactMinLines: number;
-  /** jti → expiry (seconds). */
-  readonly #tokens = new Map<string, number>();
-  /** clientId → { cut-off, expiry } (seconds). */
-  readonly #clients = new Map<string, { issuedBefore: number; expiresAt: number }>();
+  /** The list itself; this class makes it durable. */
+  readonly #memory: MemoryRevocationStore;
   #handle: FileHandle | undefined;
   /** Lines in the file (valid records, expired or not). */
   #lines = 0;
@@ -71,6 +70,7 @@ export class LocalRevocationStore implements RevocationStore {
     this.#log = options.log ?? (() => {});
     this.#compactRatio = options.compactRatio ?? 2;
     this.#compactMinLines = options.compactMinLines ?? 1000;
+    this.#memory = new MemoryRevocationStore(clock);
   }
 
   /** Loads (and repairs or compacts) the log, creating it and its directory (0700) if missing. */
@@ -91,10 +91,7 @@ export class LocalRevocationStore implements RevocationStore {
   }
 
   isRevoked(token: { tokenId: string; clientId: string; issuedAt: number }): boolean {
-    if (this.#tokens.size > 0 && this.#tokens.has(token.tokenId)) return true;
-    if (this.#clients.size === 0) return false;
-    const cut = this.#clients.get(token.clientId);
-    return cut !== undefined && token.issuedAt <= cut.issuedBefore;
+    return this.#memory.isRevoked(token);
   }
 
   revokeToken(tokenId: string, expiresAt: number): Promise<void> {
@@ -120,19 +117,11 @@ export class LocalRevocationStore implements RevocationStore {
   }
 
   size(): number {
-    return this.#tokens.size + this.#clients.size;
+    return this.#memory.size();
   }
 
   entries(): RevocationEntries {
-    const now = epochSeconds(this.#clock);
-    return {
-      tokens: [...this.#tokens]
-        .filter(([, expiresAt]) => expiresAt >= now)
-        .map(([tokenId, expiresAt]) => ({ tokenId, expiresAt })),
-      clients: [...this.#clients]
-        .filter(([, cut]) => cut.expiresAt >= now)
-        .map(([clientId, cut]) => ({ clientId, ...cut })),
-    };
+    return this.#memory.entries();
   }
 
   /** Waits for pending writes, then closes the file; later revocations reject. */
@@ -223,22 +212,11 @@ export class LocalRevocationStore implements RevocationStore {
   }
 
   #apply(record: RevocationRecord): void {
-    if (record.kind === 'token') {
-      const current = this.#tokens.get(record.tokenId) ?? record.expiresAt;
-      this.#tokens.set(record.tokenId, Math.max(current, record.expiresAt));
-      return;
-    }
-    const current = this.#clients.get(record.clientId);
-    this.#clients.set(record.clientId, {
-      issuedBefore: Math.max(current?.issuedBefore ?? record.issuedBefore, record.issuedBefore),
-      expiresAt: Math.max(current?.expiresAt ?? record.expiresAt, record.expiresAt),
-    });
+    this.#memory.apply(record);
   }
 
   #dropExpired(): void {
-    const now = epochSeconds(this.#clock);
-    for (const [id, expiresAt] of this.#tokens) if (expiresAt < now) this.#tokens.delete(id);
-    for (const [id, cut] of this.#clients) if (cut.expiresAt < now) this.#clients.delete(id);
+    this.#memory.sweep();
   }
 
   #compactDue(): boolean {
@@ -257,13 +235,10 @@ export class LocalRevocationStore implements RevocationStore {
   /** Replaces the file with the live entries, then reopens the append handle on it. */
   async #rewrite(): Promise<void> {
     this.#dropExpired();
+    const { tokens, clients } = this.#memory.entries();
     let data = '';
-    for (const [tokenId, expiresAt] of this.#tokens) {
-      data += encodeRevocationRecord({ kind: 'token', tokenId, expiresAt });
-    }
-    for (const [clientId, cut] of this.#clients) {
-      data += encodeRevocationRecord({ kind: 'client', clientId, ...cut });
-    }
+    for (const entry of tokens) data += encodeRevocationRecord({ kind: 'token', ...entry });
+    for (const entry of clients) data += encodeRevocationRecord({ kind: 'client', ...entry });
     await replaceFile(dirname(this.#file), basename(this.#file), data);
     // The old handle points at the replaced inode: never append through it again.
     const previous = this.#handle;

@@ -1,11 +1,13 @@
 /**
- * In-memory revocation list for a single process. Not durable: a restart forgets it
- * (the durable local store replaces it as the default in a later change).
+ * In-memory revocation list. On its own (`revocation.store: memory`) it is not durable: a
+ * restart forgets it. The durable local store and the Redis store hold their in-memory
+ * copy in one of these.
  *
  * Expired entries are dropped lazily on lookup and by `sweep()`, which the app runs on
  * a timer, so the maps stay bounded by the revocations made within one token lifetime.
  */
 import { type Clock, epochSeconds } from '../lib/clock.js';
+import type { RevocationRecord } from './revocationLogRecord.js';
 import type { RevocationEntries, RevocationStore } from './revocationStore.js';
 
 export class MemoryRevocationStore implements RevocationStore {
@@ -27,15 +29,27 @@ export class MemoryRevocationStore implements RevocationStore {
   }
 
   async revokeToken(tokenId: string, expiresAt: number): Promise<void> {
-    const current = this.#tokens.get(tokenId) ?? 0;
-    this.#tokens.set(tokenId, Math.max(current, expiresAt));
+    this.apply({ kind: 'token', tokenId, expiresAt });
   }
 
   async revokeClient(clientId: string, issuedBefore: number, expiresAt: number): Promise<void> {
-    const current = this.#clients.get(clientId);
-    this.#clients.set(clientId, {
-      issuedBefore: Math.max(current?.issuedBefore ?? 0, issuedBefore),
-      expiresAt: Math.max(current?.expiresAt ?? 0, expiresAt),
+    this.apply({ kind: 'client', clientId, issuedBefore, expiresAt });
+  }
+
+  /**
+   * Merges one entry in, synchronously: an entry only gets stricter (the later cut-off and
+   * expiry win). The durable and Redis stores keep their in-memory list in this class.
+   */
+  apply(record: RevocationRecord): void {
+    if (record.kind === 'token') {
+      const current = this.#tokens.get(record.tokenId) ?? record.expiresAt;
+      this.#tokens.set(record.tokenId, Math.max(current, record.expiresAt));
+      return;
+    }
+    const current = this.#clients.get(record.clientId);
+    this.#clients.set(record.clientId, {
+      issuedBefore: Math.max(current?.issuedBefore ?? record.issuedBefore, record.issuedBefore),
+      expiresAt: Math.max(current?.expiresAt ?? record.expiresAt, record.expiresAt),
     });
   }
 
