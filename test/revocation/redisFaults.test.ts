@@ -18,6 +18,8 @@ import { systemClock } from '../../src/lib/clock.js';
 import { RedisRevocationStore } from '../../src/revocation/redisRevocationStore.js';
 import { type Gateway, startGateway } from '../helpers/fixture.js';
 import { metric, scrape } from '../helpers/metrics.js';
+import { rawRequest } from '../helpers/rawHttp.js';
+import { onlyResponse, rawProblemOf } from '../helpers/rawResponse.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
 import { callWith, readyz, refusedAsRevoked, revokeVia, writeAdminToken } from './redisFixtures.js';
@@ -254,4 +256,34 @@ test('a gateway restarted with a non-empty queue replays it once Redis is reacha
     probe.isRevoked({ tokenId: decodeJwt(token).jti as string, clientId: 'x', issuedAt: 0 }),
     true,
   );
+});
+
+test('whenStale applies to WebSocket upgrades too: a stale list refuses the handshake with 503', async (t) => {
+  const redis = await startRedis(t);
+  const a = await redisGateway(t, redis, { whenStale: { safe: 'refuse', unsafe: 'refuse' } });
+  let upgrades = 0;
+  a.upstream.server.on('upgrade', (_req, socket) => {
+    upgrades++;
+    socket.destroy();
+  });
+  const token = await a.token();
+  const handshake = (bearer: string) =>
+    rawRequest(
+      a.url,
+      'GET /v1/socket HTTP/1.1\r\nHost: gateway.test\r\nConnection: Upgrade\r\nUpgrade: websocket\r\n' +
+        'Sec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n' +
+        `Authorization: Bearer ${bearer}\r\n\r\n`,
+    );
+  await redis.stop();
+  await waitFor(
+    'stale',
+    async () => ((await callWith(a.url, token, 'GET')).status === 503 ? true : undefined),
+    3000,
+  );
+  const refused = onlyResponse(await handshake(token));
+  assert.equal(refused.status, 503);
+  assert.equal(rawProblemOf(refused).tipo, 'urn:portaria:problem:service-unavailable');
+  const unauthenticated = onlyResponse(await handshake('not-a-token'));
+  assert.equal(unauthenticated.status, 401, 'authentication first');
+  assert.equal(upgrades, 0, 'nothing reached the upstream');
 });
