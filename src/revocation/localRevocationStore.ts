@@ -33,6 +33,7 @@ import { replaceFile } from '../lib/atomicWrite.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import { MemoryRevocationStore } from './memoryRevocationStore.js';
 import {
+  assertRevocationRecord,
   decodeRevocationLine,
   encodeRevocationRecord,
   type RevocationRecord,
@@ -135,12 +136,7 @@ export class LocalRevocationStore implements RevocationStore {
 
   async #revoke(record: RevocationRecord): Promise<void> {
     if (this.#closed) throw new Error('revocation store is closed');
-    const id = record.kind === 'token' ? record.tokenId : record.clientId;
-    const times =
-      record.kind === 'token' ? [record.expiresAt] : [record.issuedBefore, record.expiresAt];
-    if (typeof id !== 'string' || id === '' || !times.every(Number.isFinite)) {
-      throw new TypeError('revocation needs a non-empty id and finite times');
-    }
+    assertRevocationRecord(record);
     this.#apply(record);
     await this.#enqueue(() => this.#append(record));
   }

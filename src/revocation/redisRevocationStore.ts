@@ -44,6 +44,7 @@ import {
   writeArguments,
 } from './redisRevocationLayout.js';
 import {
+  assertRevocationRecord,
   decodeRevocationLine,
   encodeRevocationRecord,
   type RevocationRecord,
@@ -414,12 +415,7 @@ export class RedisRevocationStore implements RevocationStore {
 
   async #revoke(record: RevocationRecord): Promise<void> {
     if (this.#closed) throw new RevocationNotStored('revocation store is closed');
-    const id = record.kind === 'token' ? record.tokenId : record.clientId;
-    const times =
-      record.kind === 'token' ? [record.expiresAt] : [record.issuedBefore, record.expiresAt];
-    if (typeof id !== 'string' || id === '' || !times.every(Number.isFinite)) {
-      throw new TypeError('revocation needs a non-empty id and finite times');
-    }
+    assertRevocationRecord(record);
     const queue = this.#o.whileRedisDown === 'queue';
     const reachable = this.#command.status === 'ready';
     if (!reachable && !queue) {

@@ -70,3 +70,13 @@ function isId(value: unknown): value is string {
 function isSeconds(value: unknown): value is number {
   return typeof value === 'number' && Number.isFinite(value);
 }
+
+/** Throws a TypeError unless the record names a non-empty id and finite times (stores call it before accepting). */
+export function assertRevocationRecord(record: RevocationRecord): void {
+  const id = record.kind === 'token' ? record.tokenId : record.clientId;
+  const times =
+    record.kind === 'token' ? [record.expiresAt] : [record.issuedBefore, record.expiresAt];
+  if (typeof id !== 'string' || id === '' || !times.every(Number.isFinite)) {
+    throw new TypeError('revocation needs a non-empty id and finite times');
+  }
+}
