@@ -14,6 +14,25 @@ const scopeItems = {
 } as const;
 const scopeList = { ...scopeItems, default: [] } as const;
 
+/** A token bucket's settings (`tokenLimits.perAddress`, `tokenLimits.perClient`). */
+function tokenBucket(ratePerSecond: number, burst: number) {
+  return {
+    type: 'object',
+    additionalProperties: false,
+    default: {},
+    properties: {
+      enabled: { type: 'boolean', default: true },
+      ratePerSecond: {
+        type: 'number',
+        exclusiveMinimum: 0,
+        maximum: 100_000,
+        default: ratePerSecond,
+      },
+      burst: { type: 'integer', minimum: 1, maximum: 1_000_000, default: burst },
+    },
+  } as const;
+}
+
 export const configSchema = {
   type: 'object',
   additionalProperties: false,
@@ -148,26 +167,8 @@ export const configSchema = {
       properties: {
         store: { enum: ['local', 'redis'], default: 'local' },
         maxTrackedKeys: { type: 'integer', minimum: 100, maximum: 10_000_000, default: 100_000 },
-        perAddress: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            enabled: { type: 'boolean', default: true },
-            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, default: 5 },
-            burst: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 20 },
-          },
-        },
-        perClient: {
-          type: 'object',
-          additionalProperties: false,
-          default: {},
-          properties: {
-            enabled: { type: 'boolean', default: true },
-            ratePerSecond: { type: 'number', exclusiveMinimum: 0, maximum: 100_000, default: 10 },
-            burst: { type: 'integer', minimum: 1, maximum: 1_000_000, default: 50 },
-          },
-        },
+        perAddress: tokenBucket(5, 20),
+        perClient: tokenBucket(10, 50),
         failedSecretBackoff: {
           type: 'object',
           additionalProperties: false,

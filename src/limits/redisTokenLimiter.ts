@@ -68,30 +68,36 @@ export class RedisTokenLimiter implements TokenLimiter {
   takeAddress(address: string): Promise<number> | number {
     const rule = this.#config.perAddress;
     if (!rule.enabled) return 0;
-    return this.#shared(
-      'address',
-      () =>
-        this.#script(TAKE_TOKEN, `${this.#prefix}address:${address}`, [
-          this.#clock.now(),
-          this.#addressRate,
-          rule.burst,
-        ]).then(Number),
-      () => this.#local.takeAddress(address),
+    return this.#takeShared('address', address, this.#addressRate, rule.burst, () =>
+      this.#local.takeAddress(address),
     );
   }
 
   takeClient(clientId: string): Promise<number> | number {
     const rule = this.#config.perClient;
     if (!rule.enabled) return 0;
+    return this.#takeShared('client', clientKey(clientId), this.#clientRate, rule.burst, () =>
+      this.#local.takeClient(clientId),
+    );
+  }
+
+  /** One token from the shared bucket `<prefix><kind>:<key>` (rate per ms), or the local answer. */
+  #takeShared(
+    kind: 'address' | 'client',
+    key: string,
+    ratePerMs: number,
+    burst: number,
+    local: () => number,
+  ): Promise<number> | number {
     return this.#shared(
-      'client',
+      kind,
       () =>
-        this.#script(TAKE_TOKEN, `${this.#prefix}client:${clientKey(clientId)}`, [
+        this.#script(TAKE_TOKEN, `${this.#prefix}${kind}:${key}`, [
           this.#clock.now(),
-          this.#clientRate,
-          rule.burst,
+          ratePerMs,
+          burst,
         ]).then(Number),
-      () => this.#local.takeClient(clientId),
+      local,
     );
   }
 
