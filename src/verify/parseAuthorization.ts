@@ -2,12 +2,16 @@
  * Extracts the bearer token from a request (RFC 6750 §2.1), refusing every ambiguous
  * form before any cryptography runs:
  *   - no Authorization header, or another scheme → token-missing (no error code, §3.1);
- *   - more than one Authorization header, `Bearer` with no or several tokens, a value
- *     that is not a compact JWS, an over-long token → token-invalid;
+ *   - more than one Authorization header, `Bearer` with no or several tokens, an
+ *     over-long token → token-invalid;
  *   - an `access_token` query parameter (§2.3, which we do not support) → token-invalid,
  *     even when a header is present too (a client must use one method only).
  * Node keeps only the first of duplicate Authorization headers in `headers`, so the raw
  * header list is counted.
+ *
+ * Whether the token is a compact JWS at all (`assertCompactJws`, token-invalid) is the
+ * verifier's first step on a verified-token cache miss: a token found in the cache passed
+ * it when it was verified, so the common case skips the pattern match.
  */
 import { PortariaError } from '../errors.js';
 
@@ -59,10 +63,14 @@ export function bearerToken(
   if (token === '') throw invalid('empty-token', 'The Bearer token is empty.');
   if (token.length > MAX_TOKEN_LENGTH)
     throw invalid('token-too-long', 'The access token is too long.');
+  return token;
+}
+
+/** Throws token-invalid unless `token` has the compact JWS form (three base64url parts). */
+export function assertCompactJws(token: string): void {
   if (!COMPACT_JWS.test(token)) {
     throw invalid('malformed', 'The access token is not a compact JWT.');
   }
-  return token;
 }
 
 export function invalid(reason: string, detail: string): PortariaError {

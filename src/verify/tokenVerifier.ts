@@ -1,7 +1,8 @@
 /**
  * Verifies a bearer JWT in a fixed order that fails closed (STYLE habit 5):
- *   protected header grammar → `alg` allowlist → issuer by the (unverified) `iss` →
- *   the issuer's `alg` allowlist → key by `kid` from that issuer's key source →
+ *   (verified-token cache) → compact JWS form → protected header grammar → `alg`
+ *   allowlist → issuer by the (unverified) `iss` → the issuer's `alg` allowlist → key by
+ *   `kid` from that issuer's key source →
  *   signature → `typ` and time claims with the issuer's skew → `iss`/`aud` →
  *   (route scopes, by the caller) → revocation, on every request, cached or not.
  *
@@ -21,7 +22,7 @@ import { parseScope } from '../domain/scope.js';
 import { PortariaError } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
-import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
+import { assertCompactJws, invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
 import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
 export interface IssuerKey {
@@ -79,14 +80,19 @@ export class TokenVerifier {
 
   /**
    * Returns the principal of a valid, unrevoked token, or throws (synchronously for a
-   * cached token, as a rejection otherwise) a 401 PortariaError. A cached token is
-   * answered synchronously: the common case allocates no promise.
+   * cached or malformed token, as a rejection otherwise) a 401 PortariaError. A cached
+   * token is answered synchronously: the common case allocates no promise.
    */
   verify(token: string): Principal | Promise<Principal> {
     const { cache, hooks } = this.#options;
     const cached = cache.get(token);
-    hooks?.cacheLookup?.(cached !== undefined);
-    if (cached !== undefined) return this.#notRevoked(cached);
+    if (cached !== undefined) {
+      hooks?.cacheLookup?.(true);
+      return this.#notRevoked(cached);
+    }
+    // Not a compact JWS: refused before it counts as a cache lookup (as before the cache).
+    assertCompactJws(token);
+    hooks?.cacheLookup?.(false);
     const started = performance.now();
     const seen: { issuerId: string } = { issuerId: 'unknown' };
     return this.#verifyFully(token, seen).then(

@@ -313,4 +313,27 @@ describe('bearer verification at the edge', () => {
     assert.match(text, /portaria_auth_failures_total\{reason="malformed"\} 1/);
     assert.match(text, /portaria_auth_failures_total\{reason="alg-not-allowed"\} 1/);
   });
+
+  test('a malformed token is refused without a cache lookup; a valid one is a miss, then a hit', async (t) => {
+    const gw = await startGateway(t);
+    const lookups = async () => {
+      const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      const count = (result: string) =>
+        Number(
+          new RegExp(`portaria_verify_cache_lookups_total\\{result="${result}"\\} (\\d+)`).exec(
+            text,
+          )?.[1] ?? 0,
+        );
+      return { hit: count('hit'), miss: count('miss') };
+    };
+    const malformed = await fetch(`${gw.url}/v1/orders`, {
+      headers: { authorization: 'Bearer not-a-jwt' },
+    });
+    await expectRefused(malformed, 'token-invalid', INVALID);
+    assert.deepEqual(await lookups(), { hit: 0, miss: 0 });
+    const token = await gw.token();
+    assert.equal((await call(gw, token)).status, 200);
+    assert.equal((await call(gw, token)).status, 200);
+    assert.deepEqual(await lookups(), { hit: 1, miss: 1 });
+  });
 });
