@@ -2,9 +2,9 @@
  * The system under test: the real gateway from `createApp`, with a real ES256 key and a
  * clients file in a work directory, forwarding every path to the bench upstream (the
  * `upstream.default` route). Everything is on as in production: the access log at `info`
- * on an asynchronous pino destination (production's settings) — a named pipe read by the
- * bench's log sink, as stdout is read by a container runtime (`--log-to`), else a file in
- * the work directory — and the Prometheus metrics.
+ * on the destination production picks for its stdout (`outputDestination`) — a named
+ * pipe read by the bench's log sink, as stdout is read by a container runtime
+ * (`--log-to`), else a file in the work directory — and the Prometheus metrics.
  *
  * Announces `{ url, adminUrl, token, logFile }`: the token was issued by the gateway's own
  * token operation, so every measured request verifies a real JWT (signature once, then the
@@ -15,15 +15,16 @@
  *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
  */
+import { open as openFd } from 'node:fs';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { parseArgs } from 'node:util';
-import { pino } from 'pino';
+import { parseArgs, promisify } from 'node:util';
 import { createApp } from '../src/app.js';
 import { hashGeneratedSecret } from '../src/clients/secretHash.js';
 import { validateConfig } from '../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../src/keys/generateKey.js';
+import { outputDestination } from '../src/observability/logger.js';
 import { announce, onStop } from './lib/childProtocol.js';
 
 const CLIENT_ID = 'bench';
@@ -81,8 +82,12 @@ const config = validateConfig(
 // bench's default, see logSink.ts) models that. Without it, a file in the work directory
 // (an ext4 file write costs this process far more than a pipe write: docs/performance.md).
 const logFile = values['log-to'] ?? join(dir, 'gateway.log');
-// The same destination settings as production's stdout (observability/logger.ts).
-const logDestination = pino.destination({ dest: logFile, sync: false });
+// Chosen as production chooses for its stdout (observability/logger.ts): a pipe is
+// written from the event loop, a file through pino's asynchronous destination. Opening a
+// FIFO waits for its reader (the log sink), off the event loop.
+// The descriptor is the destination's until the process exits.
+const logFd = await promisify(openFd)(logFile, values['log-to'] === undefined ? 'a' : 'w');
+const logDestination = outputDestination(logFd);
 const app = await createApp({ config, logDestination });
 const { publicUrl, adminUrl } = await app.listen();
 
@@ -103,11 +108,6 @@ if (res.status !== 200 || typeof token !== 'string') {
 announce({ url: publicUrl, adminUrl, token, logFile });
 onStop(async () => {
   await app.shutdown();
-  try {
-    logDestination.flushSync();
-  } catch {
-    // Nothing buffered, or the destination is already closed.
-  }
   if (givenDir === undefined) await rm(dir, { recursive: true, force: true });
   return undefined;
 });

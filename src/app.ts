@@ -450,8 +450,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       await limiter?.close();
       access.stopBatching();
       logger.info('stopped');
-      // Both loggers share one destination: wait until it has written everything, so an
-      // exit right after shutdown neither loses nor reorders the last lines.
+      // Both loggers share one destination: wait until it has written everything (a pipe
+      // or socket, `outputDestination`; pino's file destination calls back at once and
+      // writes the rest synchronously at exit), so an exit right after shutdown neither
+      // loses nor reorders the last lines.
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
   };

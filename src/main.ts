@@ -89,7 +89,7 @@ async function main(): Promise<number> {
         },
         (error: unknown) => {
           app.logger.error({ err: error }, 'shutdown failed');
-          process.exit(1);
+          app.logger.flush(() => process.exit(1));
         },
       );
     };

@@ -1,6 +1,6 @@
 /**
  * The access log gathers lines and hands them to the destination in batches (at most
- * 50 ms late, or every 16 KiB), whole, in order, with pino's field layout; `flush()`
+ * 50 ms late, or every 64 KiB), whole, in order, with pino's field layout; `flush()`
  * (called at shutdown) hands over the rest at once.
  */
 import assert from 'node:assert/strict';
@@ -70,18 +70,43 @@ test('a batch is written by itself within its delay, and at once when it is larg
   const { access } = createLoggers('info', destination);
   access.request('late', 'GET', 'orders', 200, 1, undefined, undefined);
   await waitFor('the timed batch', () => (writes.length === 1 ? true : undefined), 1000, 5);
-  for (let i = 0; i < 200; i++) access.request(`r${i}`, 'GET', 'orders', 200, 1, 'acme', undefined);
+  for (let i = 0; i < 1000; i++)
+    access.request(`r${i}`, 'GET', 'orders', 200, 1, 'acme', undefined);
   assert.ok(writes.length >= 2, 'a full batch is written without waiting');
   access.flush();
   const all = writes
     .join('')
     .split('\n')
     .filter((line) => line !== '');
-  assert.equal(all.length, 201);
+  assert.equal(all.length, 1001);
   assert.deepEqual(
     all.slice(1).map((line) => (JSON.parse(line) as { reqId: string }).reqId),
-    Array.from({ length: 200 }, (_, i) => `r${i}`),
+    Array.from({ length: 1000 }, (_, i) => `r${i}`),
   );
+});
+
+test('multi-byte client ids across batch boundaries, and a line larger than a batch, arrive whole', () => {
+  const { writes, destination } = capture();
+  const { access } = createLoggers('info', destination);
+  const wide = 'é€😀'.repeat(40);
+  for (let i = 0; i < 2000; i++) access.request(`r${i}`, 'GET', 'orders', 200, 1, wide, undefined);
+  const huge = 'x'.repeat(30_000);
+  access.request('huge', 'GET', 'orders', 200, 1, huge, undefined);
+  access.request('last', 'GET', 'orders', 200, 1, undefined, undefined);
+  access.flush();
+  assert.ok(writes.length > 3, 'several batches');
+  for (const write of writes) assert.ok(write.endsWith('\n'), 'every write ends on a line end');
+  const lines = writes
+    .join('')
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as { reqId: string; clientId?: string });
+  assert.equal(lines.length, 2002);
+  assert.ok(
+    lines.slice(0, 2000).every((line, i) => line.reqId === `r${i}` && line.clientId === wide),
+  );
+  assert.equal(lines[2000]?.clientId, huge);
+  assert.equal(lines[2001]?.reqId, 'last');
 });
 
 test('client ids that need escaping stay valid JSON', () => {

@@ -1,0 +1,113 @@
+/**
+ * The default log output (`outputDestination`), on real descriptors: a pipe is written
+ * from the event loop, whole and in order even when the reader is slower than the
+ * writer; `flush` calls back once everything is handed to the pipe; a reader that goes
+ * away (EPIPE) stops the logging, not the process; a file goes through pino's
+ * asynchronous destination.
+ */
+import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { createReadStream, open, readFileSync } from 'node:fs';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { promisify } from 'node:util';
+import { createLoggers, outputDestination } from '../../src/observability/logger.js';
+import { waitFor } from '../helpers/wait.js';
+
+const openFd = promisify(open);
+
+interface Flushable {
+  write(chunk: string): void;
+  flush(callback: (error?: Error) => void): void;
+  end(): void;
+}
+
+async function fifo(t: { after(fn: () => Promise<void>): void }): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-log-output-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'log.fifo');
+  const made = spawnSync('mkfifo', ['-m', '600', path], { encoding: 'utf8' });
+  assert.equal(made.status, 0, `mkfifo: ${made.stderr}`);
+  return path;
+}
+
+test('a pipe gets every line whole and in order, flush waits for the backlog', async (t) => {
+  const path = await fifo(t);
+  // The reader opens first (a FIFO's open waits for the other end), and starts paused:
+  // the writer fills the pipe and must queue the rest without blocking.
+  const reader = createReadStream(path);
+  reader.pause();
+  const fd = await openFd(path, 'w');
+  const output = outputDestination(fd) as unknown as Flushable;
+  t.after(() => output.end());
+  assert.equal(typeof output.flush, 'function');
+  const lines = 5000;
+  const text = (i: number) => `{"n":${i},"pad":"${'x'.repeat(200)}"}\n`;
+  for (let i = 0; i < lines; i++) output.write(text(i));
+  // More than a pipe holds (~1 MB against 64 KiB) was accepted without blocking the loop.
+  let flushed = false;
+  output.flush(() => {
+    flushed = true;
+  });
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  assert.equal(flushed, false, 'flush waits while the reader has not drained the pipe');
+  const chunks: Buffer[] = [];
+  reader.on('data', (chunk) => chunks.push(chunk as Buffer));
+  reader.resume();
+  await waitFor('the flush callback', () => (flushed ? true : undefined), 10_000);
+  const expected = Array.from({ length: lines }, (_, i) => text(i)).join('');
+  await waitFor('every byte', () =>
+    Buffer.concat(chunks).length >= Buffer.byteLength(expected) ? true : undefined,
+  );
+  assert.equal(Buffer.concat(chunks).toString('utf8'), expected);
+  reader.destroy();
+});
+
+test('a reader that goes away (EPIPE) ends the logging, not the process', async (t) => {
+  const path = await fifo(t);
+  const reader = createReadStream(path);
+  const fd = await openFd(path, 'w');
+  const output = outputDestination(fd) as unknown as Flushable;
+  t.after(() => output.end());
+  const { logger, access } = createLoggers('info', output);
+  logger.info('before');
+  await new Promise<void>((resolve) => output.flush(() => resolve()));
+  reader.destroy();
+  await new Promise<void>((resolve) => reader.once('close', () => resolve()));
+  // Written after the reader left: EPIPE, swallowed; later writes are dropped at once.
+  for (let i = 0; i < 100; i++) {
+    logger.info({ i }, 'after');
+    access.request(`r${i}`, 'GET', 'orders', 200, 1, 'acme', undefined);
+  }
+  access.flush();
+  await new Promise<void>((resolve) => output.flush(() => resolve()));
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  logger.info('still alive');
+  await new Promise<void>((resolve) => output.flush(() => resolve()));
+});
+
+test('a file is written through pino’s asynchronous destination', async (t) => {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-log-output-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const path = join(dir, 'log.jsonl');
+  const fd = await openFd(path, 'a');
+  const output = outputDestination(fd) as unknown as Flushable;
+  t.after(() => output.end());
+  assert.equal(output.constructor.name, 'SonicBoom');
+  const { logger, access } = createLoggers('info', output);
+  logger.info('event');
+  access.request('r1', 'GET', 'orders', 200, 1.5, 'acme', undefined);
+  access.flush();
+  // sonic-boom's flush() does not wait for the write (its exit hook writes the rest
+  // synchronously): read until both lines are there.
+  const lines = await waitFor('both lines in the file', () => {
+    const text = readFileSync(path, 'utf8');
+    return text.split('\n').length > 2 ? text.trim().split('\n') : undefined;
+  });
+  assert.deepEqual(
+    lines.map((line) => (JSON.parse(line) as { msg: string }).msg),
+    ['event', 'request'],
+  );
+});
