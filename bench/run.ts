@@ -2,26 +2,39 @@
  * `npm run bench`: the gateway's forwarding overhead, measured against a bare undici
  * passthrough in the same run.
  *
- * Every server is its own Node process (the machine has few cores; the load generator, the
- * upstream and the system under test must each get scheduled): one loopback upstream, and
- * in front of it the baseline (undici `Pool.stream`, no auth, no logging), the gateway
- * (`createApp`: a real ES256 token verified then cached, revocation checked, access log
- * serialised to a file, metrics on) and, as a second reference, a bare http-proxy
- * passthrough. wrk drives each in turn — warm-up, then a measured run — alternating the
- * order between rounds so drift does not favour one side. WebSocket echo round trips are
- * then measured direct vs through the gateway.
+ * Every server is its own Node process: one loopback upstream, and in front of it the
+ * baseline (undici `Pool.stream`, no auth, no logging), the gateway (`createApp`: a real
+ * ES256 token verified then cached, revocation checked, access log written to a pipe read
+ * by a log-sink process, metrics on) and, as a second reference, a bare http-proxy
+ * passthrough. WebSocket echo round trips are then measured direct vs through the gateway.
  *
- * Each HTTP row also prices a request in CPU µs of the server process (from /proc), a
- * figure far steadier than requests/s on a shared machine. The bench reports; it does
- * not fail below the target (exit 1 only when it could not run).
+ * The targets take turns — warm-up, then a measured run — in many short rounds, the order
+ * reversed every other round so drift favours no side. The verdict is the **median of
+ * the per-round ratios**: within a round the gateway and the baseline are measured
+ * seconds apart, and the median ignores the rounds that a burst of other work on this
+ * shared machine hit on one side only (docs/performance.md).
  *
- *   npm run bench -- [--duration 10] [--warmup 3] [--connections 50] [--threads 1]
- *                    [--rounds 2] [--ws-duration 5] [--skip-ws] [--skip-http-proxy]
+ * `--paired` measures each target *at the same time* as the baseline instead — one wrk
+ * each, started together — with both servers pinned to one CPU and everything else (wrk,
+ * the upstream, the log sink) on the others; a second baseline against the first (the
+ * calibration row) shows the instrument's own spread. Its rounds agree within a few
+ * percent, which makes it the tool for comparing two builds, but the two servers share
+ * one CPU's caches, which costs the process with the larger working set (the gateway)
+ * more than it would alone: it reads lower than the sequential verdict. Needs taskset and
+ * two CPUs.
+ *
+ * Each HTTP row also prices a request in CPU µs of the server process (from /proc). The
+ * bench reports; it does not fail below the target (exit 1 only when it could not run).
+ *
+ *   npm run bench -- [--duration 4] [--warmup 3] [--rewarm 1] [--connections 50]
+ *                    [--threads 1] [--rounds 8] [--ws-duration 3] [--skip-ws]
+ *                    [--skip-http-proxy]
  *                    [--profile]   (baseline and gateway under --cpu-prof, no WebSocket part;
  *                                   figures then not representative)
  *                    [--diagnose]  (adds a gateway with the access log off, to price the log)
  *                    [--log-to-file] (the gateway logs to a file on disk instead of a pipe
  *                                   read by another process, the production shape)
+ *                    [--paired] [--skip-calibration] (see above)
  */
 import { spawnSync } from 'node:child_process';
 import { mkdtemp, rm } from 'node:fs/promises';
@@ -31,9 +44,15 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { compareProfiles } from './lib/cpuProfile.js';
 import { countedRequests, countLines } from './lib/gatewayChecks.js';
-import { measureHttp, measureWebSocket } from './lib/measure.js';
-import { type Line, type Sample, summarise, table } from './lib/report.js';
+import {
+  type HttpMeasurement,
+  measureHttp,
+  measureHttpTogether,
+  measureWebSocket,
+} from './lib/measure.js';
+import { type Line, pairedTable, type Sample, summarise, table } from './lib/report.js';
 import { type Child, spawnChild } from './lib/spawnChild.js';
+import { median } from './lib/stats.js';
 import { wrkVersion } from './lib/wrk.js';
 
 const TARGET_RATIO = 0.85;
@@ -42,23 +61,27 @@ const ROOT = fileURLToPath(new URL('../../', import.meta.url)).replace(/\/$/, ''
 
 const { values: args } = parseArgs({
   options: {
-    duration: { type: 'string', default: '10' },
+    duration: { type: 'string', default: '4' },
     warmup: { type: 'string', default: '3' },
+    rewarm: { type: 'string', default: '1' },
     connections: { type: 'string', default: '50' },
     threads: { type: 'string', default: '1' },
-    rounds: { type: 'string', default: '2' },
-    'ws-duration': { type: 'string', default: '5' },
+    rounds: { type: 'string', default: '8' },
+    'ws-duration': { type: 'string', default: '3' },
     'ws-connections': { type: 'string', default: '50' },
     'skip-ws': { type: 'boolean', default: false },
     'skip-http-proxy': { type: 'boolean', default: false },
     profile: { type: 'boolean', default: false },
     diagnose: { type: 'boolean', default: false },
     'log-to-file': { type: 'boolean', default: false },
+    paired: { type: 'boolean', default: false },
+    'skip-calibration': { type: 'boolean', default: false },
   },
   strict: true,
 });
 const durationS = positive('duration');
 const warmupS = positive('warmup');
+const rewarmS = positive('rewarm');
 const connections = positive('connections');
 const threads = positive('threads');
 const rounds = positive('rounds');
@@ -82,11 +105,16 @@ interface GatewayInfo extends ServerInfo {
   readonly token: string;
   readonly logFile: string;
 }
-interface Target extends Line {
+/** Something measured once per round. */
+interface Runnable extends Line {
+  readonly samples: Sample[];
+  run(round: number): Promise<Sample>;
+}
+/** An HTTP target: paired rounds measure two `measurement`s at once. */
+interface Target extends Runnable {
   readonly url: string;
   readonly auth: string;
-  readonly samples: Sample[];
-  run(): Promise<Sample>;
+  readonly measurement: (round: number) => HttpMeasurement;
 }
 const child = (name: string) => new URL(`./${name}.js`, import.meta.url);
 const log = (text: string) => process.stdout.write(`${text}\n`);
@@ -98,6 +126,11 @@ async function main(): Promise<number> {
       'bench: wrk is not installed. Debian/Ubuntu: `sudo apt-get install -y wrk`; macOS: `brew install wrk`.\n',
     );
     return 1;
+  }
+  let paired = args.paired && !args.profile;
+  if (paired && (availableParallelism() < 2 || spawnSync('taskset', ['-V']).status !== 0)) {
+    log('(--paired needs 2 CPUs and taskset (util-linux): measuring sequentially)');
+    paired = false;
   }
   const dir = await mkdtemp(join(tmpdir(), 'portaria-bench-'));
   // Kept after the run, so the profiles can be opened in Chrome DevTools.
@@ -150,6 +183,25 @@ async function main(): Promise<number> {
         ])
       : null;
     if (quietGateway !== null) children.push(quietGateway);
+    const calibration =
+      paired && !args['skip-calibration']
+        ? await spawnChild<ServerInfo>('baseline B', child('baseline'), [upstream.info.url])
+        : null;
+    if (calibration !== null) children.push(calibration);
+    if (paired) {
+      // The servers measured share the last CPU; the load generators, the upstream and
+      // the log sink use the others.
+      const last = availableParallelism() - 1;
+      pinTo(last === 1 ? '0' : `0-${last - 1}`, process.pid, upstream.pid, sink?.pid);
+      pinTo(
+        String(last),
+        baseline.pid,
+        calibration?.pid,
+        gateway.pid,
+        httpProxy?.pid,
+        quietGateway?.pid,
+      );
+    }
 
     const auth = `Authorization: Bearer ${gateway.info.token}`;
     const http: Target[] = [
@@ -182,10 +234,30 @@ async function main(): Promise<number> {
         ),
       );
     }
+    if (calibration !== null) {
+      http.splice(
+        1,
+        0,
+        target(
+          'calibration: a second baseline (expected ratio 1)',
+          calibration.info.url,
+          auth,
+          calibration.pid,
+        ),
+      );
+    }
     for (const t of http) await expectOk(t.url, t.auth);
 
     function target(label: string, url: string, header = auth, pid?: number): Target {
-      return { label, url, auth: header, samples: [], run: () => measure(url, header, pid) };
+      const m = (round: number) => httpMeasurement(url, header, pid, round);
+      return {
+        label,
+        url,
+        auth: header,
+        samples: [],
+        measurement: m,
+        run: (round) => measureHttp(m(round)),
+      };
     }
 
     log(`# Portaria bench — ${new Date().toISOString()}`);
@@ -193,45 +265,52 @@ async function main(): Promise<number> {
       `node ${process.version}, ${availableParallelism()} CPUs (${cpus()[0]?.model ?? '?'}), ${wrk}`,
     );
     log(
-      `wrk -t${threads} -c${connections} -d${durationS}s --latency (after a ${warmupS} s warm-up), GET ${REQUEST_PATH}, ${rounds} rounds, order reversed every other round${args.profile ? ', BASELINE AND GATEWAY PROFILED (--cpu-prof)' : ''}\n`,
+      `wrk -t${threads} -c${connections} -d${durationS}s --latency (after a ${warmupS} s warm-up in round 1, ${rewarmS} s later), GET ${REQUEST_PATH}, ${rounds} rounds, ${paired ? 'PAIRED: each target measured at the same time as the baseline, both servers sharing one CPU' : 'one target at a time, order reversed every other round'}${args.profile ? ', BASELINE AND GATEWAY PROFILED (--cpu-prof)' : ''}\n`,
     );
-    await runRounds(http);
-    const gatewayRequests = http[1]?.samples.reduce((sum, s) => sum + s.requests, 0) ?? 0;
+    const [base, ...others] = http;
+    if (base === undefined) throw new Error('no baseline');
+    const gw = others.find((t) => t.url === gateway.info.url);
+    const pairedBase = new Map<Target, Sample[]>();
+    if (paired) await runPairedRounds(base, others, pairedBase);
+    else await runRounds(http);
+    const gatewayRequests = gw?.samples.reduce((sum, s) => sum + s.requests, 0) ?? 0;
 
-    const ws: Target[] = [];
+    const ws: Runnable[] = [];
     // A profile must hold HTTP work only: it is divided by the HTTP requests served.
     if (!args['skip-ws'] && !args.profile) {
       ws.push(
         {
           label: 'WebSocket direct to upstream',
-          url: upstream.info.url,
-          auth: '',
           samples: [],
-          run: () => wsMeasure(upstream.info.url, undefined),
+          run: (round) => wsMeasure(upstream.info.url, undefined, round),
         },
         {
           label: 'WebSocket through the gateway (JWT verified at the upgrade)',
-          url: gateway.info.url,
-          auth,
           samples: [],
-          run: () => wsMeasure(gateway.info.url, gateway.info.token),
+          run: (round) => wsMeasure(gateway.info.url, gateway.info.token, round),
         },
       );
       await runRounds(ws);
     }
 
-    const [base, gw] = http;
-    const ratio = ratioOf(gw, base);
+    // Each target's baseline samples: its paired ones, or the baseline's own rounds.
+    const baseOf = (t: Target): Line => ({
+      label: base.label,
+      samples: pairedBase.get(t) ?? base.samples,
+    });
     log('\n## HTTP (ratios against the baseline of the same run)\n');
-    log(table(http.map(summarise), 'req/s'));
-    log(
-      `\ngateway / baseline = ${ratio.toFixed(3)} (per round: ${perRound(gw, base)}) → ${ratio >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET'} (target ≥ ${TARGET_RATIO})`,
-    );
-    if (base !== undefined && gw !== undefined) {
-      const cpu = summarise(base).cpuUsPerRequest / summarise(gw).cpuUsPerRequest;
+    if (paired) log(pairedTable(others.map((t) => [t, baseOf(t)])));
+    else log(table(http.map(summarise), 'req/s'));
+    if (gw !== undefined) {
+      const ratios = roundRatios(gw, baseOf(gw), (s) => s.perSecond);
+      const ratio = median(ratios);
+      log(
+        `\ngateway / baseline = ${ratio.toFixed(3)}, median of the per-round ratios ${ratios.map((r) => r.toFixed(3)).join(' / ')} → ${ratio >= TARGET_RATIO ? 'PASS' : 'BELOW TARGET'} (target ≥ ${TARGET_RATIO})`,
+      );
+      const cpu = median(roundRatios(baseOf(gw), gw, (s) => s.cpuUsPerRequest));
       if (Number.isFinite(cpu)) {
         log(
-          `CPU per request, baseline / gateway = ${cpu.toFixed(3)} (less sensitive to other load)`,
+          `CPU per request, baseline / gateway = ${cpu.toFixed(3)} (median of the per-round ratios)`,
         );
       }
     }
@@ -241,7 +320,13 @@ async function main(): Promise<number> {
       );
       log(table(ws.map(summarise), 'round trips/s'));
       log(
-        `\nthrough the gateway / direct = ${ratioOf(ws[1], ws[0]).toFixed(3)} (per round: ${perRound(ws[1], ws[0])})`,
+        `\nthrough the gateway / direct = ${median(roundRatios(ws[1], ws[0], (s) => s.perSecond)).toFixed(3)}, median of the per-round ratios ${roundRatios(
+          ws[1],
+          ws[0],
+          (s) => s.perSecond,
+        )
+          .map((r) => r.toFixed(3))
+          .join(' / ')}`,
       );
     }
 
@@ -255,6 +340,11 @@ async function main(): Promise<number> {
       children.splice(children.indexOf(sink), 1);
       const final = await sink.stop();
       accessLines = typeof final?.lines === 'number' ? final.lines : -1;
+      if (typeof final?.cpuUs === 'number' && accessLines > 0) {
+        log(
+          `log sink (the container runtime's part): ${(final.cpuUs / accessLines).toFixed(1)} µs CPU per access line`,
+        );
+      }
     }
     log(
       `\nchecks: wrk counted ${gatewayRequests} measured gateway responses (warm-ups excluded); ` +
@@ -272,28 +362,67 @@ async function main(): Promise<number> {
   }
 }
 
-/** Every target once per round; odd rounds in list order, even rounds reversed. */
-async function runRounds(targets: readonly Target[]): Promise<void> {
+/** Sets the CPU affinity of every thread of each process (`taskset -a -p -c`). */
+function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
+  for (const pid of pids) {
+    if (pid === undefined) continue;
+    const done = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { encoding: 'utf8' });
+    if (done.status !== 0) throw new Error(`taskset failed for ${pid}: ${done.stderr}`);
+  }
+}
+
+/**
+ * Paired rounds: each target is measured at the same time as the baseline (its samples in
+ * `target.samples`, the baseline's of the same moments in `pairedBase`); the targets take
+ * turns, in reversed order every other round.
+ */
+async function runPairedRounds(
+  base: Target,
+  targets: readonly Target[],
+  pairedBase: Map<Target, Sample[]>,
+): Promise<void> {
   for (let round = 1; round <= rounds; round++) {
     const order = round % 2 === 1 ? targets : [...targets].reverse();
     for (const t of order) {
-      const sample = await t.run();
+      const [b, sample] = await measureHttpTogether([
+        base.measurement(round),
+        t.measurement(round),
+      ]);
+      if (b === undefined || sample === undefined) throw new Error('paired measurement failed');
+      t.samples.push(sample);
+      const list = pairedBase.get(t) ?? [];
+      list.push(b);
+      pairedBase.set(t, list);
+      log(
+        `round ${round} ${t.label}: ${describe(sample)} | baseline at the same time: ${describe(b)} | ratio ${(sample.perSecond / b.perSecond).toFixed(3)}`,
+      );
+    }
+  }
+}
+
+/** Every target once per round; odd rounds in list order, even rounds reversed. */
+async function runRounds(targets: readonly Runnable[]): Promise<void> {
+  for (let round = 1; round <= rounds; round++) {
+    const order = round % 2 === 1 ? targets : [...targets].reverse();
+    for (const t of order) {
+      const sample = await t.run(round);
       t.samples.push(sample);
       log(`round ${round} ${t.label}: ${describe(sample)}`);
     }
   }
 }
 
-function ratioOf(a: Target | undefined, b: Target | undefined): number {
-  if (a === undefined || b === undefined) return Number.NaN;
-  return summarise(a).perSecond / summarise(b).perSecond;
-}
-
-function perRound(a: Target | undefined, b: Target | undefined): string {
-  if (a === undefined || b === undefined) return 'n/a';
-  return a.samples
-    .map((s, i) => (s.perSecond / (b.samples[i]?.perSecond ?? Number.NaN)).toFixed(3))
-    .join(' / ');
+/** `figure(a) / figure(b)` for each round (measured together, or seconds apart). */
+function roundRatios(
+  a: Line | undefined,
+  b: Line | undefined,
+  figure: (sample: Sample) => number,
+): number[] {
+  if (a === undefined || b === undefined) return [];
+  return a.samples.map((s, i) => {
+    const other = b.samples[i];
+    return other === undefined ? Number.NaN : figure(s) / figure(other);
+  });
 }
 
 async function expectOk(url: string, auth: string): Promise<void> {
@@ -303,25 +432,30 @@ async function expectOk(url: string, auth: string): Promise<void> {
   if (res.status !== 200) throw new Error(`${url}${REQUEST_PATH} answered ${res.status}`);
 }
 
-function measure(url: string, auth: string, pid: number | undefined): Promise<Sample> {
-  return measureHttp({
+function httpMeasurement(
+  url: string,
+  auth: string,
+  pid: number | undefined,
+  round: number,
+): HttpMeasurement {
+  return {
     url: url + REQUEST_PATH,
     auth,
     pid,
     connections,
     threads,
-    warmupS,
+    warmupS: round === 1 ? warmupS : rewarmS,
     durationS,
-  });
+  };
 }
 
-function wsMeasure(httpUrl: string, token: string | undefined): Promise<Sample> {
+function wsMeasure(httpUrl: string, token: string | undefined, round: number): Promise<Sample> {
   return measureWebSocket({
     script: child('wsLoad'),
     url: `${httpUrl.replace(/^http/, 'ws')}/v1/stream`,
     token,
     connections: wsConnections,
-    warmupS: Math.min(warmupS, 2),
+    warmupS: round === 1 ? Math.min(warmupS, 2) : rewarmS,
     durationS: wsDurationS,
   });
 }

@@ -21,20 +21,40 @@ export interface HttpMeasurement {
 }
 
 export async function measureHttp(m: HttpMeasurement): Promise<Sample> {
-  const common = { url: m.url, headers: [m.auth], connections: m.connections, threads: m.threads };
-  const warm = await runWrk({ ...common, durationS: m.warmupS });
-  const cpuBefore = processCpuUs(m.pid);
-  const result = await runWrk({ ...common, durationS: m.durationS });
-  const cpuUs = processCpuUs(m.pid) - cpuBefore;
-  return {
-    perSecond: result.requestsPerSec,
-    p50Ms: result.p50Ms,
-    p99Ms: result.p99Ms,
-    clean: result.non2xx === 0 && result.socketErrors === 0,
-    requests: result.requests,
-    served: warm.requests + result.requests,
-    cpuUsPerRequest: cpuUs / result.requests,
-  };
+  const [sample] = await measureHttpTogether([m]);
+  if (sample === undefined) throw new Error('no sample');
+  return sample;
+}
+
+/**
+ * Measures every target at the same time (one wrk each, started together): the paired
+ * design, where both sides of a ratio see the same moment of the machine.
+ */
+export async function measureHttpTogether(list: readonly HttpMeasurement[]): Promise<Sample[]> {
+  const common = (m: HttpMeasurement) => ({
+    url: m.url,
+    headers: [m.auth],
+    connections: m.connections,
+    threads: m.threads,
+  });
+  const warm = await Promise.all(list.map((m) => runWrk({ ...common(m), durationS: m.warmupS })));
+  const cpuBefore = list.map((m) => processCpuUs(m.pid));
+  const results = await Promise.all(
+    list.map((m) => runWrk({ ...common(m), durationS: m.durationS })),
+  );
+  return list.map((m, i) => {
+    const result = results[i] as (typeof results)[number];
+    const cpuUs = processCpuUs(m.pid) - (cpuBefore[i] ?? Number.NaN);
+    return {
+      perSecond: result.requestsPerSec,
+      p50Ms: result.p50Ms,
+      p99Ms: result.p99Ms,
+      clean: result.non2xx === 0 && result.socketErrors === 0,
+      requests: result.requests,
+      served: (warm[i]?.requests ?? 0) + result.requests,
+      cpuUsPerRequest: cpuUs / result.requests,
+    };
+  });
 }
 
 export interface WebSocketMeasurement {

@@ -1,5 +1,5 @@
 /** Formats the bench results as Markdown tables (pasted as is into docs/performance.md). */
-import { mean } from './stats.js';
+import { mean, median } from './stats.js';
 
 export interface Sample {
   readonly perSecond: number;
@@ -68,4 +68,27 @@ function fixed(value: number, digits: number): string {
 
 function ms(value: number): string {
   return Number.isFinite(value) ? `${value.toFixed(2)} ms` : 'n/a';
+}
+
+/**
+ * Paired rounds: one row per target, beside the baseline measured at the same moments;
+ * the ratio is the median of the per-round ratios.
+ */
+export function pairedTable(pairs: readonly (readonly [Line, Line])[]): string {
+  const out = [
+    '| target | req/s (mean) | baseline req/s, same moments (mean) | p50 | p99 | CPU µs/req (target / baseline) | ratio per round | ratio (median) |',
+    '|---|---:|---:|---:|---:|---|---|---:|',
+  ];
+  for (const [target, base] of pairs) {
+    const t = summarise(target);
+    const b = summarise(base);
+    const ratios = target.samples.map(
+      (s, i) => s.perSecond / (base.samples[i]?.perSecond ?? Number.NaN),
+    );
+    const flag = t.clean && b.clean ? '' : ' ⚠ errors';
+    out.push(
+      `| ${t.label}${flag} | ${fixed(t.perSecond, 0)} | ${fixed(b.perSecond, 0)} | ${ms(t.p50Ms)} | ${ms(t.p99Ms)} | ${fixed(t.cpuUsPerRequest, 0)} / ${fixed(b.cpuUsPerRequest, 0)} | ${ratios.map((r) => fixed(r, 3)).join(' / ')} | ${fixed(median(ratios), 3)} |`,
+    );
+  }
+  return out.join('\n');
 }
