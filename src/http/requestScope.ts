@@ -3,6 +3,7 @@
  * (access log and metrics). It lives on the response object (`GatewayResponse`), so the
  * "response closed" listener is one shared function, not a closure per request.
  */
+import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 
 export class RequestScope {
@@ -31,5 +32,5 @@ const REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /** Keeps a caller's `X-Request-Id` when it is short and plain, else makes one. */
 export function requestIdFor(header: string | string[] | undefined): string {
-  return typeof header === 'string' && REQUEST_ID.test(header) ? header : crypto.randomUUID();
+  return typeof header === 'string' && REQUEST_ID.test(header) ? header : randomUUID();
 }

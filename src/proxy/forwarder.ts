@@ -22,7 +22,7 @@
  *
  * `dispatch` is the hot path (the gateway's): no promise, failures reported through a
  * callback shared by every request; `forward` wraps it in a promise. A request allocates
- * its handler, its `close` listener and the two flat header lists.
+ * its handler and the two flat header lists (the `close` listener is shared).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
@@ -106,6 +106,15 @@ function hasBody(req: IncomingMessage): boolean {
   return length !== undefined && length !== '0';
 }
 
+/** The exchange a response belongs to, for the one `close` listener all of them share. */
+const EXCHANGE = Symbol('portaria.exchange');
+type ExchangeResponse = ServerResponse & { [EXCHANGE]?: Exchange };
+
+/** `close` listener of every forwarded response (Node calls it with the response as `this`). */
+function onResponseClose(this: ExchangeResponse): void {
+  this[EXCHANGE]?.clientClosed();
+}
+
 /** The dispatch handler of one forwarded request. */
 class Exchange implements Dispatcher.DispatchHandler {
   readonly #req: IncomingMessage;
@@ -117,8 +126,6 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #start: number;
   readonly #resolve: (() => void) | null;
   readonly #reject: ForwardFailure;
-  /** This exchange's `close` listener on the response (left attached: it checks `#settled`). */
-  readonly #onClose = (): void => this.clientClosed();
   /** This exchange's `drain` listener, made on the first backpressure. */
   #onDrain: (() => void) | null = null;
   #controller: Dispatcher.DispatchController | null = null;
@@ -145,7 +152,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#resolve = resolve;
     this.#reject = reject;
     this.#start = performance.now();
-    res.on('close', this.#onClose);
+    // The shared listener stays attached once settled: `clientClosed` checks `#settled`.
+    (res as ExchangeResponse)[EXCHANGE] = this;
+    res.on('close', onResponseClose);
   }
 
   clientClosed(): void {
