@@ -187,6 +187,9 @@ const BATCH_MS = 50;
 function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
   // The level is fixed at start (the configuration has no runtime level change).
   const enabled = logger.isLevelEnabled('info');
+  // Pino's destinations are typed for strings; every one of them (a Node stream,
+  // sonic-boom, pino-pretty) takes a Buffer.
+  const output = stream as unknown as BufferWritable;
   let batch = Buffer.allocUnsafe(BATCH_BYTES);
   let used = 0;
   let timer: NodeJS.Timeout | null = null;
@@ -200,16 +203,14 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
     const full = batch.subarray(0, used);
     batch = Buffer.allocUnsafe(BATCH_BYTES);
     used = 0;
-    // Pino's destinations are typed for strings; every one of them (a Node stream,
-    // sonic-boom, pino-pretty) takes a Buffer.
-    (stream as unknown as BufferWritable).write(full);
+    output.write(full);
   };
   const append = (line: string): void => {
     // UTF-8 needs at most 3 bytes per UTF-16 unit: make room before writing.
     if (used + line.length * 3 > BATCH_BYTES) {
       flush();
       if (line.length * 3 > BATCH_BYTES) {
-        (stream as unknown as BufferWritable).write(Buffer.from(line));
+        output.write(Buffer.from(line));
         return;
       }
     }

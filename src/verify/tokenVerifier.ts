@@ -2,9 +2,9 @@
  * Verifies a bearer JWT in a fixed order that fails closed (STYLE habit 5):
  *   (verified-token cache) → compact JWS form → protected header grammar → `alg`
  *   allowlist → issuer by the (unverified) `iss` → the issuer's `alg` allowlist → key by
- *   `kid` from that issuer's key source →
- *   signature → `typ` and time claims with the issuer's skew → `iss`/`aud` →
- *   (route scopes, by the caller) → revocation, on every request, cached or not.
+ *   `kid` from that issuer's key source → signature → `typ` and time claims with the
+ *   issuer's skew → `iss`/`aud` → (route scopes, by the caller) → revocation, on every
+ *   request, cached or not.
  *
  * Keys come only from the trusted issuers' own sources (our key ring in memory for our
  * own issuer; a configured key set for an external one): `jwk`, `jku`, `x5u` and `x5c`
