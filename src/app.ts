@@ -80,8 +80,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   const clock = options.clock ?? systemClock;
   const destination =
     options.logDestination ?? (config.log.pretty ? await prettyDestination() : undefined);
-  const { logger, access } = createLoggers(config.log.level, destination);
+  const { logger, access, droppedWrites } = createLoggers(config.log.level, destination);
   const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
+  metrics.setLogDropSource(droppedWrites);
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,

@@ -39,6 +39,8 @@ export interface Loggers {
    * built by `http/publicGateway.ts` only, and a test proves no secret reaches them.
    */
   readonly access: AccessLog;
+  /** Log writes dropped because the output's reader fell too far behind (see `MAX_LOG_BACKLOG_BYTES`). */
+  readonly droppedWrites: () => number;
 }
 
 /**
@@ -100,22 +102,52 @@ export async function prettyDestination(): Promise<DestinationStream> {
  * - a **file or terminal**: pino's asynchronous destination (sonic-boom), as before — a
  *   non-blocking write to a file is not possible, and a slow disk must not block the loop.
  */
-export function outputDestination(fd = 1): DestinationStream {
+export function outputDestination(
+  fd = 1,
+  maxBacklogBytes = MAX_LOG_BACKLOG_BYTES,
+): DestinationStream {
   const stat = fstatSync(fd);
   if (stat.isFIFO() || stat.isSocket()) {
     const stream = fd === 1 ? process.stdout : new Socket({ fd, readable: false, writable: true });
-    return new StreamOutput(stream);
+    const output = new StreamOutput(stream, maxBacklogBytes);
+    dropCounters.set(output, () => output.dropped);
+    return output;
   }
-  return pino.destination({ dest: fd, sync: false });
+  const boom = pino.destination({ dest: fd, sync: false, maxLength: maxBacklogBytes });
+  let dropped = 0;
+  boom.on('drop', () => {
+    dropped++;
+  });
+  dropCounters.set(boom, () => dropped);
+  return boom;
 }
+
+/** Dropped-write counts of the destinations `outputDestination` made. */
+const dropCounters = new WeakMap<object, () => number>();
+
+/** Writes `destination` dropped on a full backlog (0 for one `outputDestination` did not make). */
+export function droppedWrites(destination: DestinationStream): number {
+  return dropCounters.get(destination)?.() ?? 0;
+}
+
+/**
+ * Log bytes held in memory while the reader does not keep up; a write beyond it is
+ * dropped whole (and counted) rather than letting a stalled log reader grow the heap
+ * until the process is killed.
+ */
+export const MAX_LOG_BACKLOG_BYTES = 32 * 1024 * 1024;
 
 /** A pipe or socket as a pino destination: ordered writes, `flush`, and no crash on EPIPE. */
 class StreamOutput implements DestinationStream {
   readonly #stream: Writable;
+  readonly #maxBacklogBytes: number;
   #broken = false;
+  /** Writes dropped because the backlog was full (each is whole lines). */
+  dropped = 0;
 
-  constructor(stream: Writable) {
+  constructor(stream: Writable, maxBacklogBytes: number) {
     this.#stream = stream;
+    this.#maxBacklogBytes = maxBacklogBytes;
     // Nobody reads our output any more (EPIPE) or the descriptor failed: logs have
     // nowhere to go, and the gateway must keep serving.
     stream.on('error', () => {
@@ -124,7 +156,12 @@ class StreamOutput implements DestinationStream {
   }
 
   write(chunk: string | Buffer): void {
-    if (!this.#broken) this.#stream.write(chunk);
+    if (this.#broken) return;
+    if (this.#stream.writableLength >= this.#maxBacklogBytes) {
+      this.dropped++;
+      return;
+    }
+    this.#stream.write(chunk);
   }
 
   /** Writes what is queued, then closes the descriptor (tests and tools; never stdout). */
@@ -161,6 +198,7 @@ export function createLoggers(level: string, destination?: DestinationStream): L
       stream,
     ),
     access: createAccessLog(access, stream),
+    droppedWrites: () => droppedWrites(stream),
   };
 }
 

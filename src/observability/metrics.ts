@@ -51,6 +51,8 @@ export interface Metrics {
   upstreamError(route: string, kind: string): void;
   /** Binds a gauge read at scrape time (e.g. cache size). */
   setCacheSizeSource(read: () => number): void;
+  /** Binds the count of log writes dropped on a full output backlog, read at scrape time. */
+  setLogDropSource(read: () => number): void;
   /** A key set fetch of a trusted external issuer. */
   keySetFetch(issuer: string, trigger: string, outcome: string): void;
   /** A reload of the clients file, the keys directory or the routes. */
@@ -228,6 +230,16 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     labelNames: ['issuer'] as const,
     buckets: [-300, -60, -10, -1, 0, 1, 10, 60, 300, 900, 3600, 86_400],
     registers,
+  });
+  let readLogDrops: () => number = () => 0;
+  new Counter({
+    name: 'portaria_log_dropped_writes_total',
+    help: 'Log writes (each one or more whole lines) dropped because the reader of the log output fell more than 32 MiB behind.',
+    registers,
+    collect() {
+      this.reset();
+      this.inc(readLogDrops());
+    },
   });
   let readCacheSize: () => number = () => 0;
   new Gauge({
@@ -460,6 +472,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     setCacheSizeSource(read) {
       readCacheSize = read;
+    },
+    setLogDropSource(read) {
+      readLogDrops = read;
     },
     keySetFetch(issuer, trigger, outcome) {
       keySetFetches.labels(issuer, trigger, outcome).inc();

@@ -24,6 +24,7 @@ import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.
 import type { KeyRing } from '../../src/keys/keyRing.js';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 import { type Clock, systemClock } from '../../src/lib/clock.js';
+import type { DestinationStream } from '../../src/observability/logger.js';
 
 export const CLIENT_ID = 'acme';
 export const CLIENT_SECRET = 'acme-secret-0123456789abcdefghijklmnopqrstu';
@@ -111,6 +112,8 @@ export interface GatewayOptions {
    * a `configSource` that re-reads it, so routes reload (as `main.ts` does with --config).
    */
   configFile?: boolean;
+  /** Where the app logs instead of the captured `logs` (which then stay empty). */
+  logDestination?: DestinationStream;
 }
 
 export interface Gateway {
@@ -174,7 +177,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   });
   const app = await createApp({
     config,
-    logDestination: destination,
+    logDestination: options.logDestination ?? destination,
     ...(options.clock ? { clock: options.clock } : {}),
     ...(configFile !== undefined
       ? {

@@ -13,7 +13,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
-import { createLoggers, outputDestination } from '../../src/observability/logger.js';
+import { createLoggers, droppedWrites, outputDestination } from '../../src/observability/logger.js';
+import { startGateway } from '../helpers/fixture.js';
 import { waitFor } from '../helpers/wait.js';
 
 const openFd = promisify(open);
@@ -63,6 +64,74 @@ test('a pipe gets every line whole and in order, flush waits for the backlog', a
   );
   assert.equal(Buffer.concat(chunks).toString('utf8'), expected);
   reader.destroy();
+});
+
+test('a reader that stalls: writes beyond the backlog bound are dropped whole and counted', async (t) => {
+  const path = await fifo(t);
+  const reader = createReadStream(path);
+  reader.pause();
+  const fd = await openFd(path, 'w');
+  const bound = 256 * 1024;
+  const output = outputDestination(fd, bound) as unknown as Flushable;
+  t.after(() => output.end());
+  const lines = 5000; // ~1 MB: four times the bound, plus what the pipe itself holds
+  const text = (i: number) => `{"n":${i},"pad":"${'x'.repeat(200)}"}\n`;
+  for (let i = 0; i < lines; i++) output.write(text(i));
+  const dropped = droppedWrites(output as never);
+  assert.ok(dropped > 0, 'writes were dropped');
+  assert.ok(dropped < lines, 'not everything was dropped');
+  const chunks: Buffer[] = [];
+  reader.on('data', (chunk) => chunks.push(chunk as Buffer));
+  reader.resume();
+  await new Promise<void>((resolve) => output.flush(() => resolve()));
+  const expectedBytes = (lines - dropped) * Buffer.byteLength(text(0));
+  await waitFor('the kept lines', () =>
+    Buffer.concat(chunks).length >= expectedBytes ? true : undefined,
+  );
+  const received = Buffer.concat(chunks).toString('utf8').split('\n');
+  assert.equal(received.pop(), '');
+  // Every line whole, in order; the kept ones are the first writes, up to the bound.
+  const numbers = received.map((line) => (JSON.parse(line) as { n: number }).n);
+  assert.equal(numbers.length, lines - dropped);
+  assert.deepEqual(
+    numbers,
+    Array.from({ length: numbers.length }, (_, i) => i),
+  );
+  reader.destroy();
+});
+
+test('the gateway counts dropped log writes in its metrics', async (t) => {
+  const path = await fifo(t);
+  const reader = createReadStream(path);
+  reader.pause();
+  const fd = await openFd(path, 'w');
+  // Registered before the gateway's shutdown: the reader leaves first, so the
+  // shutdown's flush does not wait for a reader that never reads.
+  t.after(() => reader.destroy());
+  const gw = await startGateway(t, { logDestination: outputDestination(fd, 4096) });
+  const token = await gw.token();
+  // ~600 access lines: more than the pipe itself holds (64 KiB) plus the 4 KiB bound.
+  for (let round = 0; round < 30; round++) {
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        fetch(`${gw.url}/v1/orders/1`, { headers: { authorization: `Bearer ${token}` } }).then(
+          (res) => res.arrayBuffer(),
+        ),
+      ),
+    );
+  }
+  gw.app.logger.flush();
+  const dropped = await waitFor(
+    'a dropped write in the metrics',
+    async () => {
+      const text = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+      const value = Number(/^portaria_log_dropped_writes_total (\d+)$/m.exec(text)?.[1] ?? 0);
+      return value > 0 ? value : undefined;
+    },
+    3000,
+    50,
+  );
+  assert.ok(dropped > 0);
 });
 
 test('a reader that goes away (EPIPE) ends the logging, not the process', async (t) => {
