@@ -59,7 +59,7 @@ describe('PrometheusRule', () => {
       },
     );
     assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
-    assert.match(result.stdout, /SUCCESS: 7 rules found/);
+    assert.match(result.stdout, /SUCCESS: 8 rules found/);
   });
 
   test('promtool test rules: every alert fires on its condition and stays silent below it', async (t) => {
@@ -89,7 +89,7 @@ describe('PrometheusRule', () => {
     }
   });
 
-  test('the six alerts of the issue, plus Redis; Redis alerts only when a store uses Redis', async () => {
+  test('the six alerts of the issue, plus Redis and log drops; Redis alerts only when a store uses Redis', async () => {
     const names = rulesOf(await monitoringScenario()).map((r) => r.alert);
     assert.deepEqual(names, [
       'PortariaHighErrorRatio',
@@ -99,6 +99,7 @@ describe('PrometheusRule', () => {
       'PortariaRedisDisconnected',
       'PortariaSigningKeyRetiringWithoutSuccessor',
       'PortariaTokenEndpointRateLimited',
+      'PortariaLogsDropped',
     ]);
     const local = await render({ values: [{ prometheusRule: { enabled: true } }] });
     assert.deepEqual(
@@ -109,6 +110,7 @@ describe('PrometheusRule', () => {
         'PortariaIssuerKeySetStale',
         'PortariaSigningKeyRetiringWithoutSuccessor',
         'PortariaTokenEndpointRateLimited',
+        'PortariaLogsDropped',
       ],
     );
     const tuned = await render({
@@ -123,7 +125,8 @@ describe('PrometheusRule', () => {
       ],
     });
     const rules = rulesOf(tuned);
-    assert.equal(rules.length, 4);
+    // No Redis: 8 − 2 Redis alerts − the switched-off one.
+    assert.equal(rules.length, 5);
     assert.match(String(rules[0]?.expr), /\{service="gw",status_class="5xx"\}/);
     assert.match(String(rules[0]?.expr), /\) > 0\.2\n/);
   });
