@@ -293,7 +293,14 @@ export class PublicGateway {
         clientId: scope.clientId,
         reason: scope.reason,
       };
-      this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
+      // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream down
+      // or slow, revocation list stale) or the upstream's own 5xx is a warning — one per
+      // request during an outage, which the alerts count, not a fault to page on here.
+      if (scope.error !== undefined) {
+        this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
+      } else {
+        this.#d.logger.warn(line, 'request failed');
+      }
     } else {
       this.#d.accessLogger.request(
         scope.id,

@@ -14,6 +14,7 @@ import { decodeJwt } from 'jose';
 import WebSocket, { WebSocketServer } from 'ws';
 import { type ClientSpec, type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
 import { freePort } from '../helpers/process.js';
+import { accessLineOf, parsedLogs } from '../helpers/wait.js';
 
 const ROUTE_TIMEOUT_MS = 300;
 
@@ -64,6 +65,39 @@ describe('upstream failures', () => {
     assert.doesNotMatch(text, /127\.0\.0\.1|ECONNREFUSED|connect/i);
     assert.ok(!text.includes(String(port)), 'the port number leaked');
     assert.equal(upstreamErrors(await metricsText(gw), 'default', 'refused'), 1);
+  });
+
+  test('a 502 and an upstream’s own 500 are logged at warn with their reason, not at error', async (t) => {
+    const port = await freePort();
+    const gw = await startGateway(t, {
+      settings: (upstreamUrl) => ({
+        routes: [{ id: 'down', prefix: '/v1/down', upstream: `http://127.0.0.1:${port}` }],
+        upstream: { default: { upstream: upstreamUrl } },
+      }),
+    });
+    gw.upstream.handler = (_req, res) => {
+      res.statusCode = 500;
+      res.end('broken');
+    };
+    const token = await gw.token();
+    const down = await call(gw, token, '/v1/down/1');
+    assert.equal(down.status, 502);
+    const own = await call(gw, token, '/v1/orders/1');
+    assert.equal(own.status, 500);
+    const downLine = await accessLineOf(gw.logs, down.headers.get('x-request-id') ?? '');
+    assert.equal(downLine.level, 'warn');
+    assert.equal(downLine.msg, 'request failed');
+    assert.equal(downLine.status, 502);
+    assert.equal(downLine.reason, 'upstream-refused');
+    assert.equal(downLine.err, undefined);
+    const ownLine = await accessLineOf(gw.logs, own.headers.get('x-request-id') ?? '');
+    assert.equal(ownLine.level, 'warn');
+    assert.equal(ownLine.status, 500);
+    assert.equal(
+      parsedLogs(gw.logs).filter((line) => line.level === 'error').length,
+      0,
+      'nothing at error',
+    );
   });
 
   test('an upstream slower than the route timeout → 504 within timeout + 1 s', async (t) => {
