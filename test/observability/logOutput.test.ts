@@ -34,19 +34,29 @@ async function fifo(t: { after(fn: () => Promise<void>): void }): Promise<string
   return path;
 }
 
-test('a pipe gets every line whole and in order, flush waits for the backlog', async (t) => {
+/**
+ * A FIFO whose reader is open but paused, and the write end's descriptor. (The reader
+ * opens first: a FIFO's open waits for the other end.)
+ */
+async function pausedPipe(t: { after(fn: () => Promise<void>): void }) {
   const path = await fifo(t);
-  // The reader opens first (a FIFO's open waits for the other end), and starts paused:
-  // the writer fills the pipe and must queue the rest without blocking.
   const reader = createReadStream(path);
   reader.pause();
   const fd = await openFd(path, 'w');
+  return { reader, fd };
+}
+
+/** Line `i` of the pipe tests (~220 bytes). */
+const padded = (i: number) => `{"n":${i},"pad":"${'x'.repeat(200)}"}\n`;
+
+test('a pipe gets every line whole and in order, flush waits for the backlog', async (t) => {
+  // The reader is paused: the writer fills the pipe and must queue the rest without blocking.
+  const { reader, fd } = await pausedPipe(t);
   const output = outputDestination(fd) as unknown as Flushable;
   t.after(() => output.end());
   assert.equal(typeof output.flush, 'function');
   const lines = 5000;
-  const text = (i: number) => `{"n":${i},"pad":"${'x'.repeat(200)}"}\n`;
-  for (let i = 0; i < lines; i++) output.write(text(i));
+  for (let i = 0; i < lines; i++) output.write(padded(i));
   // More than a pipe holds (~1 MB against 64 KiB) was accepted without blocking the loop.
   let flushed = false;
   output.flush(() => {
@@ -58,7 +68,7 @@ test('a pipe gets every line whole and in order, flush waits for the backlog', a
   reader.on('data', (chunk) => chunks.push(chunk as Buffer));
   reader.resume();
   await waitFor('the flush callback', () => (flushed ? true : undefined), 10_000);
-  const expected = Array.from({ length: lines }, (_, i) => text(i)).join('');
+  const expected = Array.from({ length: lines }, (_, i) => padded(i)).join('');
   await waitFor('every byte', () =>
     Buffer.concat(chunks).length >= Buffer.byteLength(expected) ? true : undefined,
   );
@@ -67,16 +77,12 @@ test('a pipe gets every line whole and in order, flush waits for the backlog', a
 });
 
 test('a reader that stalls: writes beyond the backlog bound are dropped whole and counted', async (t) => {
-  const path = await fifo(t);
-  const reader = createReadStream(path);
-  reader.pause();
-  const fd = await openFd(path, 'w');
+  const { reader, fd } = await pausedPipe(t);
   const bound = 256 * 1024;
   const output = outputDestination(fd, bound) as unknown as Flushable;
   t.after(() => output.end());
   const lines = 5000; // ~1 MB: four times the bound, plus what the pipe itself holds
-  const text = (i: number) => `{"n":${i},"pad":"${'x'.repeat(200)}"}\n`;
-  for (let i = 0; i < lines; i++) output.write(text(i));
+  for (let i = 0; i < lines; i++) output.write(padded(i));
   const dropped = droppedWrites(output as never);
   assert.ok(dropped > 0, 'writes were dropped');
   assert.ok(dropped < lines, 'not everything was dropped');
@@ -85,7 +91,7 @@ test('a reader that stalls: writes beyond the backlog bound are dropped whole an
   reader.resume();
   await new Promise<void>((resolve) => output.flush(() => resolve()));
   let expectedBytes = 0;
-  for (let i = 0; i < lines - dropped; i++) expectedBytes += Buffer.byteLength(text(i));
+  for (let i = 0; i < lines - dropped; i++) expectedBytes += Buffer.byteLength(padded(i));
   await waitFor('the kept lines', () =>
     Buffer.concat(chunks).length >= expectedBytes ? true : undefined,
   );
@@ -102,10 +108,7 @@ test('a reader that stalls: writes beyond the backlog bound are dropped whole an
 });
 
 test('the gateway counts dropped log writes in its metrics', async (t) => {
-  const path = await fifo(t);
-  const reader = createReadStream(path);
-  reader.pause();
-  const fd = await openFd(path, 'w');
+  const { reader, fd } = await pausedPipe(t);
   // Registered before the gateway's shutdown: the reader leaves first, so the
   // shutdown's flush does not wait for a reader that never reads.
   t.after(() => reader.destroy());
