@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, readdir, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -7,40 +6,13 @@ import { describe, type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
+import { runToEnd, testEnv } from '../helpers/process.js';
 
 const MAIN = fileURLToPath(new URL('../../src/main.js', import.meta.url));
 
-interface Run {
-  code: number | null;
-  stdout: string;
-  stderr: string;
-}
-
 /** Runs the gateway's entry point as a process; kills it if it is still up after 10 s. */
 function runMain(args: readonly string[], cwd: string, env: Record<string, string> = {}) {
-  const childEnv: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !name.startsWith('PORTARIA_')) childEnv[name] = value;
-  }
-  Object.assign(childEnv, env);
-  return new Promise<Run>((resolve, reject) => {
-    const child = spawn(process.execPath, [MAIN, ...args], { cwd, env: childEnv });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-      stdout += chunk;
-    });
-    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-      stderr += chunk;
-    });
-    const timer = setTimeout(() => child.kill('SIGKILL'), 10_000);
-    child.on('error', reject);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      resolve({ code, stdout, stderr });
-    });
-    child.stdin.end();
-  });
+  return runToEnd(process.execPath, [MAIN, ...args], { cwd, env: testEnv(env), timeoutMs: 10_000 });
 }
 
 function exists(path: string): Promise<boolean> {

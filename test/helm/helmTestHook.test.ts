@@ -6,7 +6,6 @@
  * in the curl image) runs against it with the hook Secret's credentials.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -17,6 +16,7 @@ import { parse } from 'yaml';
 import { createApp } from '../../src/app.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
 import { startUpstream } from '../helpers/fixture.js';
+import { runToEnd } from '../helpers/process.js';
 import { find, installed, type K8sObject, render, SCENARIOS } from './helm.js';
 
 interface Secret {
@@ -99,17 +99,7 @@ async function runHook(
   }
   assert.match(env.PORTARIA_URL ?? '', /^http:\/\/portaria\.portaria\.svc:80$/);
   Object.assign(env, { PORTARIA_URL: publicUrl }, override);
-  const child = spawn('sh', ['-ec', script as string], { env, stdio: ['ignore', 'pipe', 'pipe'] });
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => {
-    stdout += c;
-  });
-  child.stderr.setEncoding('utf8').on('data', (c: string) => {
-    stderr += c;
-  });
-  const code = await new Promise<number | null>((done) => child.once('close', done));
-  return { code, stdout, stderr };
+  return runToEnd('sh', ['-ec', script as string], { env });
 }
 
 describe('helm test hook, run against the gateway the chart renders', () => {

@@ -18,6 +18,53 @@ import { waitFor } from './wait.js';
 /** `dist-test/src/main.js`, next to this compiled helper. */
 export const MAIN_JS = resolve(dirname(fileURLToPath(import.meta.url)), '../../src/main.js');
 
+export interface ProcessResult {
+  readonly code: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs `command` to its end and collects its output; `input` (default none) is its whole
+ * stdin. With `timeoutMs`, a child still running then is killed (SIGKILL).
+ */
+export function runToEnd(
+  command: string,
+  args: readonly string[],
+  options: { env: Record<string, string>; cwd?: string; input?: string; timeoutMs?: number },
+): Promise<ProcessResult> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(command, args, { cwd: options.cwd, env: options.env });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+      stdout += chunk;
+    });
+    child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+      stderr += chunk;
+    });
+    const timer =
+      options.timeoutMs === undefined
+        ? undefined
+        : setTimeout(() => child.kill('SIGKILL'), options.timeoutMs);
+    child.on('error', reject);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      resolve({ code, stdout, stderr });
+    });
+    child.stdin.end(options.input ?? '');
+  });
+}
+
+/** This process's environment without `PORTARIA_*` (the developer's own settings), plus `extra`. */
+export function testEnv(extra: Record<string, string> = {}): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith('PORTARIA_')) env[name] = value;
+  }
+  return Object.assign(env, extra);
+}
+
 /** A loopback port nothing listens on (bound once by port 0, then released). */
 export async function freePort(): Promise<number> {
   const server = createServer();
