@@ -6,16 +6,18 @@
  * and never writes one the gateway would refuse. Writes are atomic: a temporary file in
  * the same directory (mode 0600), fsync, rename over the old file, fsync of the
  * directory, so a gateway that reloads the file on change never reads half of it.
- * Concurrent CLI runs are not serialised (the last rename wins).
+ * Each change holds the file's lock (`withFileLock`) from the read to the rename, so two
+ * CLI runs at the same moment both land, one after the other.
  *
  * Secret rotation: a client holds at most two secrets. `rotateClientSecret` adds a new
  * one and gives the previous ones an expiry (now + overlap, or their own if earlier);
  * expired secrets are dropped first, and a rotation that would leave three secrets is
  * refused, never resolved by silently dropping a secret that still works.
  */
-import { readFile } from 'node:fs/promises';
+import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { replaceFile } from '../lib/atomicWrite.js';
+import { withFileLock } from '../lib/fileLock.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
 
 export interface ClientsFileSecret {
@@ -69,37 +71,45 @@ export async function readClientsFile(file: string): Promise<ClientsFileData> {
 }
 
 export async function addClient(file: string, entry: ClientsFileEntry): Promise<void> {
-  const data = await readClientsFile(file);
-  if (data.clients.some((c) => c.id === entry.id)) {
-    throw new ClientsFileError(`client ${JSON.stringify(entry.id)} already exists in ${file}`);
-  }
-  const next: ClientsFileData = { clients: [...data.clients, entry] };
-  buildClientRegistry(next, `clients.file (${file})`);
-  await writeClientsFile(file, next);
+  // The first client makes the directory (as the atomic write would), before the lock.
+  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  await withFileLock(file, async () => {
+    const data = await readClientsFile(file);
+    if (data.clients.some((c) => c.id === entry.id)) {
+      throw new ClientsFileError(`client ${JSON.stringify(entry.id)} already exists in ${file}`);
+    }
+    const next: ClientsFileData = { clients: [...data.clients, entry] };
+    buildClientRegistry(next, `clients.file (${file})`);
+    await writeClientsFile(file, next);
+  });
 }
 
 /** Marks a client disabled; returns false when it already was (the file is left untouched). */
 export async function disableClient(file: string, id: string): Promise<boolean> {
-  const data = await readClientsFile(file);
-  const entry = data.clients.find((c) => c.id === id);
-  if (entry === undefined) {
-    throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
-  }
-  if (entry.disabled === true) return false;
-  entry.disabled = true;
-  await writeClientsFile(file, data);
-  return true;
+  return withFileLock(file, async () => {
+    const data = await readClientsFile(file);
+    const entry = data.clients.find((c) => c.id === id);
+    if (entry === undefined) {
+      throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+    }
+    if (entry.disabled === true) return false;
+    entry.disabled = true;
+    await writeClientsFile(file, data);
+    return true;
+  });
 }
 
 /** Deletes a client from the file. */
 export async function removeClient(file: string, id: string): Promise<void> {
-  const data = await readClientsFile(file);
-  const next: ClientsFileData = { clients: data.clients.filter((c) => c.id !== id) };
-  if (next.clients.length === data.clients.length) {
-    throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
-  }
-  buildClientRegistry(next, `clients.file (${file})`);
-  await writeClientsFile(file, next);
+  await withFileLock(file, async () => {
+    const data = await readClientsFile(file);
+    const next: ClientsFileData = { clients: data.clients.filter((c) => c.id !== id) };
+    if (next.clients.length === data.clients.length) {
+      throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+    }
+    buildClientRegistry(next, `clients.file (${file})`);
+    await writeClientsFile(file, next);
+  });
 }
 
 export interface SecretRotation {
@@ -124,7 +134,15 @@ export interface RotationResult {
  * before now no longer matches (as in the authenticator) and is dropped. Refused when
  * the client would end up with more than two secrets.
  */
-export async function rotateClientSecret(
+export function rotateClientSecret(
+  file: string,
+  id: string,
+  rotation: SecretRotation,
+): Promise<RotationResult> {
+  return withFileLock(file, () => rotateLocked(file, id, rotation));
+}
+
+async function rotateLocked(
   file: string,
   id: string,
   rotation: SecretRotation,

@@ -18,15 +18,20 @@
  * Files: the schedule is written first (atomically), then the key file; when the key
  * cannot be written the previous schedule is put back. A crash in between leaves an
  * entry without key file, which the loader refuses (fail closed) rather than a key
- * without entry, which would sign at once. Two rotations must not run at the same time.
+ * without entry, which would sign at once. A rotation holds the schedule's lock
+ * (`withFileLock`) from reading the directory to writing the key: two at the same moment
+ * run one after the other (the second is then refused: the first is pending).
  */
+import { join } from 'node:path';
 import type { SigningAlgorithm } from '../config/types.js';
+import { withFileLock } from '../lib/fileLock.js';
 import { generateSigningKey, writeSigningKey } from './generateKey.js';
 import {
   formatInstant,
   type KeySchedule,
   type KeySchedules,
   pickSigner,
+  SCHEDULE_FILE,
   windowOf,
   writeKeySchedule,
 } from './keySchedule.js';
@@ -120,6 +125,15 @@ export function planRotation(input: {
 
 /** Rotates the keys in `dir` at `now`: generates the key, writes schedule and key file. */
 export async function rotateKeys(
+  dir: string,
+  options: RotationTiming & { readonly algorithm: SigningAlgorithm; readonly now: Date },
+): Promise<RotationResult> {
+  // Two rotations at once would each plan from the same schedule and the second write
+  // would drop the first's entries, leaving a key file the schedule does not know.
+  return withFileLock(join(dir, SCHEDULE_FILE), () => rotateLocked(dir, options));
+}
+
+async function rotateLocked(
   dir: string,
   options: RotationTiming & { readonly algorithm: SigningAlgorithm; readonly now: Date },
 ): Promise<RotationResult> {

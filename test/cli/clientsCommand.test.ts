@@ -158,4 +158,24 @@ describe('portaria clients', () => {
         '  - clients[0].secrets: must hold 1 or 2 secrets\n',
     );
   });
+
+  test('concurrent "clients add" runs all land in the file, each printed secret valid', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const ids = ['p1', 'p2', 'p3', 'p4', 'p5', 'p6'];
+    const runs = await Promise.all(
+      ids.map((id) =>
+        runCli(['clients', 'add', id, '--scopes', 'a', '--clients-file', file], { cwd }),
+      ),
+    );
+    for (const run of runs) assert.equal(run.code, 0, run.stderr);
+    const registry = await loadClientRegistry(file);
+    assert.deepEqual([...registry.ids()].sort(), ids);
+    for (const [i, id] of ids.entries()) {
+      const secret = SECRET_LINE.exec(runs[i]?.stdout ?? '')?.[1];
+      assert.ok(secret);
+      const hash = registry.get(id)?.secrets[0]?.hash;
+      assert.ok(hash !== undefined && (await verifySecret(secret, hash)), id);
+    }
+  });
 });

@@ -209,3 +209,19 @@ describe('clientsFile', () => {
     await assert.rejects(removeClient(file, 'acme'), ConfigError);
   });
 });
+
+describe('clientsFile under concurrent changes', () => {
+  test('changes made at the same moment all land (none is lost to a later rename)', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await addClient(file, { id: 'first', secrets: [{ hash: HASH }], scopes: ['a'] });
+    const ids = ['c1', 'c2', 'c3', 'c4', 'c5', 'c6'];
+    await Promise.all([
+      ...ids.map((id) => addClient(file, { id, secrets: [{ hash: HASH }], scopes: ['a'] })),
+      disableClient(file, 'first'),
+    ]);
+    const listed = await listClients(file);
+    assert.deepEqual(listed.map((c) => c.id).sort(), ['c1', 'c2', 'c3', 'c4', 'c5', 'c6', 'first']);
+    assert.equal(listed.find((c) => c.id === 'first')?.disabled, true);
+    assert.deepEqual(await readdir(join(file, '..')), ['clients.json']);
+  });
+});

@@ -183,3 +183,26 @@ describe('rotateKeys', () => {
     assert.deepEqual(await readdir(dir), ['bad kid.pem']);
   });
 });
+
+describe('rotateKeys at the same moment', () => {
+  test('two rotations run one after the other: the second is refused, no key is left unscheduled', async (t) => {
+    const dir = await mkdtemp(join(tmpdir(), 'portaria-rotate-'));
+    t.after(() => rm(dir, { recursive: true, force: true }));
+    await writePem(dir, 'a', newPrivateKey('ES256'));
+    const rotate = () => rotateKeys(dir, { algorithm: 'ES256', now: new Date(T0), ...TIMING });
+    const results = await Promise.allSettled([rotate(), rotate()]);
+    const done = results.filter((r) => r.status === 'fulfilled');
+    const refused = results.filter((r) => r.status === 'rejected');
+    assert.equal(done.length, 1);
+    assert.equal(refused.length, 1);
+    assert.ok(refused[0]?.status === 'rejected' && refused[0].reason instanceof RotationRefused);
+    const schedule = JSON.parse(await readFile(join(dir, 'schedule.json'), 'utf8')) as {
+      keys: Record<string, unknown>;
+    };
+    const keyFiles = (await readdir(dir)).filter((name) => name.endsWith('.pem'));
+    assert.deepEqual(
+      keyFiles.map((name) => name.slice(0, -'.pem'.length)).sort(),
+      Object.keys(schedule.keys).sort(),
+    );
+  });
+});
