@@ -5,8 +5,9 @@
  * one, so the limiter does not reveal which ids exist). An id that a client could
  * legitimately have (1–128 visible ASCII characters, the registry's rule) is its own
  * key; anything else is replaced by a space and its SHA-256 (a space never appears in a
- * valid id, so the two forms cannot collide). A source address is an IP address, which
- * never holds a space, so `<address> <client>` names a pair unambiguously.
+ * valid id, so the two forms cannot collide). A source address is an IPv4 address or an
+ * IPv6 /64 (`sourceAddress`), which never holds a space, so `<address> <client>` names
+ * a pair unambiguously.
  */
 import { createHash } from 'node:crypto';
 

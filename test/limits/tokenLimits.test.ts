@@ -102,6 +102,25 @@ describe('per-address limit', () => {
     assert.equal(await via('198.51.100.8'), 200);
   });
 
+  test('IPv6 sources count per /64: a new address in the same /64 shares the bucket', async (t) => {
+    const clock = new ManualClock();
+    const gw = await startGateway(t, {
+      clock,
+      settings: () => ({
+        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustForwardedHeaders: true },
+        tokenLimits: { ...limitsOff(), perAddress: { enabled: true, ratePerSecond: 1, burst: 1 } },
+      }),
+    });
+    const via = (xff: string) =>
+      postToken(gw.url, credentials(), { headers: { 'x-forwarded-for': xff } }).then(
+        (r) => r.status,
+      );
+    assert.equal(await via('2001:db8:1:2::1'), 200);
+    assert.equal(await via('2001:db8:1:2:ffff:ffff:ffff:ffff'), 429, 'same /64');
+    assert.equal(await via('2001:DB8:1:2:0:0:0:7'), 429, 'same /64, spelled otherwise');
+    assert.equal(await via('2001:db8:1:3::1'), 200, 'the next /64 has its own bucket');
+  });
+
   test('without trustForwardedHeaders X-Forwarded-For is ignored', async (t) => {
     const clock = new ManualClock();
     const gw = await startGateway(
