@@ -21,6 +21,7 @@ import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
 import { createTokenLimiter } from './limits/createTokenLimiter.js';
+import { PairAttempts } from './limits/pairAttempts.js';
 import {
   createLoggers,
   type DestinationStream,
@@ -227,6 +228,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       onOutcome: (outcome) => metrics.tokenRequest(outcome),
       onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
       limiter,
+      attempts:
+        limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
+          ? new PairAttempts(
+              config.tokenLimits.maxTrackedKeys,
+              config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
+              clock,
+            )
+          : null,
       trustForwardedHeaders: config.server.trustForwardedHeaders,
       onLimited: (reason) => metrics.tokenLimitRefusal(reason),
     },

@@ -8,12 +8,15 @@
  * back-off for (client, address) → per-client limit → authentication → the outcome is
  * recorded (a failure counts towards the back-off, a success resets it). A refusal is 429
  * `too-many-requests` with `Retry-After` at once; the request is never held. A pair that
- * is backing off is refused before its secret is looked at, right or wrong. Unknown
+ * is backing off is refused before its secret is looked at, right or wrong, and so is a
+ * second concurrent check of a pair whose last check failed (`PairAttempts`). Unknown
  * clients go through the same steps as known ones, and failure and success each cost one
  * recording step, so neither the limiter nor its timing tells them apart.
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
+import { pairKey } from '../limits/limitKeys.js';
+import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
 import { sourceAddress } from '../limits/sourceAddress.js';
 import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
 import { parseTokenRequest } from '../token/parseTokenRequest.js';
@@ -33,6 +36,8 @@ export interface TokenRouteDeps {
   readonly onIssued?: (clientId: string) => void;
   /** Token limits; null when every limit is off. */
   readonly limiter: TokenLimiter | null;
+  /** One check at a time for a pair that failed lately; null when the back-off is off. */
+  readonly attempts: PairAttempts | null;
   /** `server.trustForwardedHeaders`: the source address comes from `X-Forwarded-For`. */
   readonly trustForwardedHeaders: boolean;
   /** A request refused by a token limit. */
@@ -77,18 +82,28 @@ async function limitedExchange(
   const text = await readBoundedBody(req, deps.bodyLimitBytes);
   const { clientId } = parseTokenRequest(text);
   refuseIfWaiting(await limiter.backoffWait(clientId, address), 'backoff', deps);
-  refuseIfWaiting(await limiter.takeClient(clientId), 'client', deps);
-  let exchange: TokenExchange;
+  const pair = pairKey(clientId, address);
+  if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
+  let outcome: AttemptOutcome = 'unchecked';
   try {
-    exchange = await deps.tokens.exchange(text);
-  } catch (error) {
-    if (error instanceof PortariaError && error.code === 'invalid-client') {
-      await limiter.recordFailure(clientId, address);
+    refuseIfWaiting(await limiter.takeClient(clientId), 'client', deps);
+    let exchange: TokenExchange;
+    try {
+      exchange = await deps.tokens.exchange(text);
+    } catch (error) {
+      if (error instanceof PortariaError && error.code === 'invalid-client') {
+        outcome = 'failed';
+        await limiter.recordFailure(clientId, address);
+      }
+      throw error;
     }
-    throw error;
+    outcome = 'succeeded';
+    await limiter.recordSuccess(clientId, address);
+    return exchange;
+  } finally {
+    // After the outcome is recorded: the next check of the pair sees its new wait.
+    deps.attempts?.end(pair, outcome);
   }
-  await limiter.recordSuccess(clientId, address);
-  return exchange;
 }
 
 const LIMITED: Readonly<Record<LimitReason, { reason: string; detail: string }>> = {

@@ -88,6 +88,8 @@ export interface ClientSpec {
   scopes: string[];
   lifetimeSeconds?: number;
   disabled?: boolean;
+  /** The stored hash of `secret` (default: its `sha256:` hash). */
+  hash?: string;
 }
 
 export const DEFAULT_CLIENTS: ClientSpec[] = [
@@ -139,7 +141,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   await writeSigningKey(keysDir, await generateSigningKey('ES256', new Date()));
   const clients = (options.clients ?? DEFAULT_CLIENTS).map((c) => ({
     id: c.id,
-    secrets: [{ hash: hashGeneratedSecret(c.secret) }],
+    secrets: [{ hash: c.hash ?? hashGeneratedSecret(c.secret) }],
     scopes: c.scopes,
     ...(c.lifetimeSeconds === undefined ? {} : { lifetimeSeconds: c.lifetimeSeconds }),
     ...(c.disabled === undefined ? {} : { disabled: c.disabled }),

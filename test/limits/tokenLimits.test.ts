@@ -5,6 +5,7 @@
  * distinct loopback addresses (127.0.0.2, …).
  */
 import assert from 'node:assert/strict';
+import { randomBytes, scryptSync } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_ID, CLIENT_SECRET, startGateway } from '../helpers/fixture.js';
@@ -13,6 +14,7 @@ import { accessLineOf } from '../helpers/wait.js';
 import { attempt, credentials, limitsOff, postToken } from './tokenRequests.js';
 
 const WRONG = 'not-the-secret';
+const CHOSEN = 'an operator-chosen secret';
 
 function limited(clock: ManualClock, tokenLimits: Record<string, unknown>) {
   return { clock, settings: () => ({ tokenLimits: { ...limitsOff(), ...tokenLimits } }) };
@@ -212,6 +214,37 @@ describe('failed-secret back-off', () => {
       '401',
       '429 after 4',
     ]);
+  });
+
+  test('concurrent guesses for a pair that failed lately are checked one at a time', async (t) => {
+    // An operator-chosen secret under scrypt with p = 8 (~0.3 s a check here): the
+    // concurrent attempts all arrive while the first one is being checked.
+    const salt = randomBytes(16);
+    const digest = scryptSync(CHOSEN, salt, 32, { N: 16384, r: 8, p: 8, maxmem: 64 << 20 });
+    const hash = `scrypt:16384:8:8:${salt.toString('base64url')}:${digest.toString('base64url')}`;
+    const clock = new ManualClock();
+    const gw = await startGateway(t, {
+      ...limited(clock, backoff({ freeFailures: 3, baseDelayMs: 1000, maxDelayMs: 60_000 })),
+      clients: [{ id: 'chosen', secret: CHOSEN, hash, scopes: ['orders:read'] }],
+    });
+    const from = '127.0.0.2';
+    assert.equal(await attempt(gw.url, from, 'chosen', WRONG), '401', 'a free failure');
+
+    const guesses = await Promise.all(
+      Array.from({ length: 6 }, () => attempt(gw.url, from, 'chosen', WRONG)),
+    );
+    assert.deepEqual(
+      guesses.sort(),
+      ['401', '429 after 1', '429 after 1', '429 after 1', '429 after 1', '429 after 1'],
+      'one guess checked, the others refused unchecked while it ran',
+    );
+    assert.equal(await attempt(gw.url, from, 'chosen', CHOSEN), '200', 'then checked again');
+
+    // A pair with no failure is never serialised (a fleet behind one NAT).
+    const fleet = await Promise.all(
+      Array.from({ length: 4 }, () => attempt(gw.url, '127.0.0.3', 'chosen', CHOSEN)),
+    );
+    assert.deepEqual(fleet, ['200', '200', '200', '200']);
   });
 
   test('a backing-off address cannot use even the right secret; the client from another address succeeds at once', async (t) => {
