@@ -458,6 +458,12 @@ export async function createApp(options: AppOptions): Promise<App> {
       adminServer.closeAllConnections();
       await revocation.close();
       await limiter?.close();
+      // Node can emit a drained response's 'close' (which writes its access line) after
+      // the server closed: wait for those (bounded), so that "stopped" is the last line.
+      await Promise.race([
+        gateway.responsesClosed(),
+        new Promise<void>((resolve) => setTimeout(resolve, 1000).unref()),
+      ]);
       access.stopBatching();
       logger.info('stopped');
       // Both loggers share one destination: wait until it has written everything (a pipe

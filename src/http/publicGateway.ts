@@ -76,6 +76,9 @@ export class PublicGateway {
   readonly #onResponseClose: (this: GatewayResponse) => void;
   /** The forwarder's failure callback, shared by every request. */
   readonly #onForwardFailure: ForwardFailure;
+  /** Responses whose access line is not written yet; `#idle` waits for none. */
+  #open = 0;
+  #idle: (() => void) | null = null;
 
   constructor(deps: PublicGatewayDeps) {
     this.#d = deps;
@@ -101,6 +104,7 @@ export class PublicGateway {
     // its slow merge path for every forwarded response.
     if (this.#d.draining()) res.setHeader('connection', 'close');
     this.#d.metrics.requestStarted();
+    this.#open++;
     res.on('close', this.#onResponseClose);
     try {
       this.#route(req, res)?.catch((error: unknown) => this.#fail(req, res, error));
@@ -108,6 +112,22 @@ export class PublicGateway {
       this.#fail(req, res, error);
     }
   };
+
+  /**
+   * Resolves once every response received so far has closed and written its access line
+   * (shutdown: the server closed its connections, but Node may emit the responses'
+   * `close` events later, and their lines belong before "stopped").
+   */
+  responsesClosed(): Promise<void> {
+    if (this.#open === 0) return Promise.resolve();
+    return new Promise((resolve) => {
+      const previous = this.#idle;
+      this.#idle = () => {
+        previous?.();
+        resolve();
+      };
+    });
+  }
 
   /** `upgrade` listener: WebSocket handshakes are authenticated like any request. */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
@@ -311,6 +331,11 @@ export class PublicGateway {
         scope.clientId,
         scope.reason,
       );
+    }
+    if (--this.#open === 0 && this.#idle !== null) {
+      const idle = this.#idle;
+      this.#idle = null;
+      idle();
     }
   }
 }

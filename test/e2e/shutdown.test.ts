@@ -164,6 +164,7 @@ describe('shutdown of the real process', () => {
     // finishing while it stops, before the process exits.
     const drained = messages.filter((m) => m === 'request').length;
     assert.ok(drained >= 21, `${drained} access lines, want the token request and the 20 drained`);
+    assert.equal(messages.at(-1), 'stopped', 'every access line is written before "stopped"');
   });
 
   test('a request longer than shutdownGraceMs is cut at the grace limit and the process exits 0 promptly', async (t) => {
@@ -194,6 +195,8 @@ describe('shutdown of the real process', () => {
 
     const messages = logMessages(proc.stdout());
     assert.ok(messages.includes('grace period over: closing remaining connections'));
+    assert.equal(messages.at(-1), 'stopped', 'the cut request is logged before "stopped"');
+    assert.equal(messages.filter((m) => m === 'request').length, 2, 'token request and the cut one');
     assert.ok(
       messages.indexOf('stopped') > messages.findIndex((m) => m.startsWith('shutting down')),
     );
