@@ -55,7 +55,9 @@ export async function handleTokenRequest(
     requireJson(req);
     const exchange =
       deps.limiter === null
-        ? await deps.tokens.exchange(await readBoundedBody(req, deps.bodyLimitBytes))
+        ? await deps.tokens.exchange(
+            parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes)),
+          )
         : await limitedExchange(req, deps, deps.limiter);
     res.scope.clientId = exchange.clientId;
     sendJson(res, 200, JSON.stringify(exchange.body), NO_STORE);
@@ -79,8 +81,8 @@ async function limitedExchange(
     deps.trustForwardedHeaders,
   );
   refuseIfWaiting(await limiter.takeAddress(address), 'address', deps);
-  const text = await readBoundedBody(req, deps.bodyLimitBytes);
-  const { clientId } = parseTokenRequest(text);
+  const request = parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes));
+  const { clientId } = request;
   refuseIfWaiting(await limiter.backoffWait(clientId, address), 'backoff', deps);
   const pair = pairKey(clientId, address);
   if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
@@ -89,7 +91,7 @@ async function limitedExchange(
     refuseIfWaiting(await limiter.takeClient(clientId), 'client', deps);
     let exchange: TokenExchange;
     try {
-      exchange = await deps.tokens.exchange(text);
+      exchange = await deps.tokens.exchange(request);
     } catch (error) {
       if (error instanceof PortariaError && error.code === 'invalid-client') {
         outcome = 'failed';

@@ -1,6 +1,7 @@
 /**
- * The token operation after the HTTP layer has checked the method and media type and
- * read the bounded body: schema → client authentication → issue → shape.
+ * The token operation after the HTTP layer has checked the method and media type, read
+ * the bounded body and parsed it against the schema (`parseTokenRequest`, once: the
+ * limits need its clientId first): client authentication → issue → shape.
  *
  * Unknown client, wrong secret, disabled client and expired secret are one public
  * answer (401 invalid-client, same detail); the private reason goes to the log and
@@ -10,7 +11,7 @@ import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import { type IssuedToken, issueAccessToken, type SigningKey } from './issueAccessToken.js';
-import { parseTokenRequest } from './parseTokenRequest.js';
+import type { TokenRequest } from './parseTokenRequest.js';
 import { shapeTokenResult } from './shapeTokenResult.js';
 
 export type AuthenticationResult =
@@ -52,8 +53,8 @@ export class TokenService {
     this.#o = options;
   }
 
-  async exchange(bodyText: string): Promise<TokenExchange> {
-    const request = parseTokenRequest(bodyText);
+  /** Authenticates a parsed token request (`parseTokenRequest`) and issues its token. */
+  async exchange(request: TokenRequest): Promise<TokenExchange> {
     const result = await this.#o.authenticate()(request.clientId, request.clientSecret);
     if (!result.ok) {
       throw new PortariaError('invalid-client', 'The client credentials were not accepted.', {
