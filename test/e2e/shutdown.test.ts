@@ -196,7 +196,11 @@ describe('shutdown of the real process', () => {
     const messages = logMessages(proc.stdout());
     assert.ok(messages.includes('grace period over: closing remaining connections'));
     assert.equal(messages.at(-1), 'stopped', 'the cut request is logged before "stopped"');
-    assert.equal(messages.filter((m) => m === 'request').length, 2, 'token request and the cut one');
+    assert.equal(
+      messages.filter((m) => m === 'request').length,
+      2,
+      'token request and the cut one',
+    );
     assert.ok(
       messages.indexOf('stopped') > messages.findIndex((m) => m.startsWith('shutting down')),
     );

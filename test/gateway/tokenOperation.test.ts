@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { decodeJwt, decodeProtectedHeader, jwtVerify } from 'jose';
+import { ManualClock } from '../../src/lib/clock.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -16,6 +17,34 @@ function post(url: string, body: string, contentType = 'application/json', metho
 }
 
 describe('token operation', () => {
+  test('an unexpected failure is a bare 500 with the request id, logged as an error under it', async (t) => {
+    // A clock at the end of JavaScript's date range: the token's expiry cannot be written
+    // as an ISO date (RangeError), a failure no refusal of ours covers.
+    const gw = await startGateway(t, { clock: new ManualClock(8.64e15 - 1000) });
+    const res = await post(
+      gw.url,
+      JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+    );
+    assert.equal(res.status, 500);
+    assert.equal(await res.text(), '', 'no body: no stack, no message');
+    assert.equal(res.headers.get('content-length'), '0');
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    const requestId = res.headers.get('x-request-id');
+    assert.ok(requestId);
+    const line = await waitFor('the error line', () =>
+      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.msg === 'request failed'),
+    );
+    assert.equal(line.level, 'error');
+    assert.equal(line.status, 500);
+    assert.equal(line.route, 'token');
+    assert.equal((line.err as { type?: string } | undefined)?.type, 'RangeError');
+    assert.ok(!JSON.stringify(line).includes(CLIENT_SECRET), 'the secret is not logged');
+
+    // The gateway keeps serving.
+    const jwks = await fetch(`${gw.url}/.well-known/jwks.json`);
+    assert.equal(jwks.status, 200);
+  });
+
   test('valid credentials get 200, no-store, the reference fields and an RFC 9068 JWT', async (t) => {
     const gw = await startGateway(t);
     const before = Math.floor(Date.now() / 1000);
