@@ -16,7 +16,7 @@ import { PublicGateway } from './http/publicGateway.js';
 import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
 import { createIssuerKeySet } from './keys/issuerKeySet.js';
-import { loadKeyRing } from './keys/loadKeyRing.js';
+import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
@@ -357,6 +357,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     watchSource({
       name: 'keys',
       paths: [config.keys.dir],
+      // Only the files the loader reads: a clients.json or admin token mounted in the
+      // same directory (the chart's Secret) must not reload keys and empty the cache.
+      directoryEntries: isKeyDirectoryEntry,
       load: () => loadKeyRing(config.keys.dir, config.token.algorithm, clock),
       apply: (ring) => {
         keyRing = ring;

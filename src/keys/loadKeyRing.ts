@@ -20,12 +20,17 @@ import { ConfigError } from '../config/configError.js';
 import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { KeyRing, type LoadedKey } from './keyRing.js';
-import { type KeySchedule, readKeySchedule } from './keySchedule.js';
+import { type KeySchedule, readKeySchedule, SCHEDULE_FILE } from './keySchedule.js';
 
 export const KID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
 const PEM_SUFFIX = '.pem';
 const JWK_SUFFIX = '.jwk.json';
+
+/** The names of the keys directory this loader reads (what a reload watches for). */
+export function isKeyDirectoryEntry(name: string): boolean {
+  return name.endsWith(PEM_SUFFIX) || name.endsWith(JWK_SUFFIX) || name === SCHEDULE_FILE;
+}
 const MIN_RSA_BITS = 2048;
 const PKCS8 = /^-----BEGIN PRIVATE KEY-----\r?\n[A-Za-z0-9+/=\r\n]+-----END PRIVATE KEY-----$/;
 

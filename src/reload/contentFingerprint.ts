@@ -8,7 +8,8 @@
  * - A directory: SHA-256 over the sorted (name, SHA-256 of bytes) of its regular files,
  *   following symlinks; dotfiles (`..data`, `..2026_01_…`, editor swap files) and
  *   `*.tmp` files (our own atomic writes in progress) are ignored, as the loaders ignore
- *   them.
+ *   them, and so is every name the caller's `include` refuses (the keys directory counts
+ *   key files and schedule.json only: the chart mounts clients.json beside them).
  * - A path that is missing or unreadable contributes its error code, so its appearance
  *   or disappearance is a change too. `missing` tells the caller that some path (or a
  *   file listed in a directory) was absent: a rename-over may be in progress.
@@ -23,16 +24,29 @@ export interface ContentFingerprint {
   readonly missing: boolean;
 }
 
-export async function contentFingerprint(paths: readonly string[]): Promise<ContentFingerprint> {
+/** Which names of a watched directory count (besides dotfiles and `*.tmp`, never counted). */
+export type EntryFilter = (name: string) => boolean;
+
+const EVERY_ENTRY: EntryFilter = () => true;
+
+export async function contentFingerprint(
+  paths: readonly string[],
+  include: EntryFilter = EVERY_ENTRY,
+): Promise<ContentFingerprint> {
   const outer = createHash('sha256');
-  const state = { missing: false };
+  const state = { missing: false, include };
   for (const path of paths) {
     outer.update(`${path}\0${await pathDigest(path, state)}\n`);
   }
   return { digest: outer.digest('hex'), missing: state.missing };
 }
 
-async function pathDigest(path: string, state: { missing: boolean }): Promise<string> {
+interface DigestState {
+  missing: boolean;
+  readonly include: EntryFilter;
+}
+
+async function pathDigest(path: string, state: DigestState): Promise<string> {
   try {
     const info = await stat(path);
     if (info.isDirectory()) return `dir:${await directoryDigest(path, state)}`;
@@ -43,9 +57,9 @@ async function pathDigest(path: string, state: { missing: boolean }): Promise<st
   }
 }
 
-async function directoryDigest(dir: string, state: { missing: boolean }): Promise<string> {
+async function directoryDigest(dir: string, state: DigestState): Promise<string> {
   const names = (await readdir(dir))
-    .filter((name) => !name.startsWith('.') && !name.endsWith('.tmp'))
+    .filter((name) => !name.startsWith('.') && !name.endsWith('.tmp') && state.include(name))
     .sort();
   const hash = createHash('sha256');
   for (const name of names) {
@@ -62,7 +76,7 @@ async function directoryDigest(dir: string, state: { missing: boolean }): Promis
   return hash.digest('hex');
 }
 
-function errorCode(err: unknown, state: { missing: boolean }): string {
+function errorCode(err: unknown, state: DigestState): string {
   const code = (err as NodeJS.ErrnoException).code ?? 'error';
   if (code === 'ENOENT') state.missing = true;
   return code;

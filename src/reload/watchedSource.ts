@@ -35,7 +35,7 @@ import { type FSWatcher, watch as fsWatch, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError } from '../config/configError.js';
-import { contentFingerprint } from './contentFingerprint.js';
+import { contentFingerprint, type EntryFilter } from './contentFingerprint.js';
 import { singleFlight } from './singleFlight.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'failed';
@@ -46,6 +46,8 @@ export interface WatchedSourceOptions<T> {
   readonly name: string;
   /** Files or directories whose contents make up the source. */
   readonly paths: readonly string[];
+  /** Which files of a watched directory belong to the source (default: every one). */
+  readonly directoryEntries?: EntryFilter;
   /** Reads and validates the source; throws `ConfigError` (problems) or any Error. */
   readonly load: () => Promise<T>;
   /** Swaps the running value; must not throw (if it does, the outcome is 'failed'). */
@@ -73,9 +75,10 @@ type Attempt<T> =
 
 export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource {
   const { name, paths, load, apply, pollIntervalMs, onOutcome } = options;
+  const fingerprint = () => contentFingerprint(paths, options.directoryEntries);
   let closed = false;
   let known: string | null = null;
-  const ready = contentFingerprint(paths).then(
+  const ready = fingerprint().then(
     (f) => {
       known ??= f.digest;
     },
@@ -98,17 +101,17 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
     }
   };
 
-  const anyMissing = async (): Promise<boolean> => (await contentFingerprint(paths)).missing;
+  const anyMissing = async (): Promise<boolean> => (await fingerprint()).missing;
 
   const runOnce = async (force: boolean): Promise<ReloadOutcome> => {
     await ready;
     if (closed) return 'unchanged';
-    let print = await contentFingerprint(paths);
+    let print = await fingerprint();
     if (!force && print.digest === known) return 'unchanged';
     let result = await attempt();
     if (!result.ok && (print.missing || isEnoent(result.error) || (await anyMissing()))) {
       await delay(RETRY_DELAY_MS);
-      print = await contentFingerprint(paths);
+      print = await fingerprint();
       result = await attempt();
     }
     known = print.digest;

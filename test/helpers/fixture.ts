@@ -107,6 +107,8 @@ export interface GatewayOptions {
   /** Extra settings merged over the defaults (routes default to a catch-all to the upstream). */
   settings?: (upstreamUrl: string) => Record<string, unknown>;
   clients?: ClientSpec[];
+  /** Where the clients file goes, relative to the temp directory (default `clients.json`; `keys/clients.json` as the chart mounts it). */
+  clientsFile?: string;
   clock?: Clock;
   upstream?: Upstream;
   /**
@@ -146,14 +148,15 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
     ...(c.lifetimeSeconds === undefined ? {} : { lifetimeSeconds: c.lifetimeSeconds }),
     ...(c.disabled === undefined ? {} : { disabled: c.disabled }),
   }));
-  await writeFile(join(dir, 'clients.json'), JSON.stringify({ clients }));
+  const clientsFile = join(dir, options.clientsFile ?? 'clients.json');
+  await writeFile(clientsFile, JSON.stringify({ clients }));
   const settings = {
     server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000 },
     admin: { host: '127.0.0.1', port: 0 },
     issuer: 'https://portaria.test',
     audience: 'partner-api',
     keys: { dir: keysDir },
-    clients: { file: join(dir, 'clients.json') },
+    clients: { file: clientsFile },
     upstream: { default: { upstream: upstream.url } },
     log: { level: 'info' },
     // Token limits off unless a test passes its own `tokenLimits`: most tests fetch many

@@ -283,6 +283,23 @@ describe('watchSource', () => {
     assert.equal(await source.trigger('poll'), 'applied', 'a changed file is a change');
   });
 
+  test('a directory source counts only the entries it reads (directoryEntries)', async (t) => {
+    const dir = join(await tempDir(t), 'secret');
+    await mkdir(dir);
+    await writeFile(join(dir, 'k1.pem'), 'one');
+    await writeFile(join(dir, 'clients.json'), '{}');
+    const h = harness([dir], async () => 1, {
+      watch: false,
+      directoryEntries: (name) => name.endsWith('.pem'),
+    });
+    const source = watchSource(h.options);
+    t.after(() => source.close());
+    await writeFile(join(dir, 'clients.json'), '{"changed":true}');
+    assert.equal(await source.trigger('poll'), 'unchanged', 'not one of its entries');
+    await writeFile(join(dir, 'k1.pem'), 'two');
+    assert.equal(await source.trigger('poll'), 'applied');
+  });
+
   test('close() stops watchers and timers: nothing reloads afterwards', async (t) => {
     const dir = await tempDir(t);
     const file = join(dir, 'clients.json');

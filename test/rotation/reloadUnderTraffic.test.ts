@@ -29,7 +29,7 @@ import {
   startUpstream,
   TOKEN_PATH,
 } from '../helpers/fixture.js';
-import { metric } from '../helpers/metrics.js';
+import { metric, sample, scrape } from '../helpers/metrics.js';
 import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
 import { parsedLogs, waitFor } from '../helpers/wait.js';
 
@@ -263,6 +263,36 @@ describe('hot reload under traffic', () => {
         'portaria_config_reload_total{source="routes",outcome="applied"}',
       )) ?? 0) >= 1,
     );
+  });
+
+  test('a clients file in the keys directory (as the chart mounts them) reloads clients only', async (t) => {
+    const gw = await startGateway(t, {
+      clientsFile: 'keys/clients.json',
+      settings: () => ({ reload: { pollIntervalMs: 100 } }),
+    });
+    const token = await gw.token();
+    assert.equal(await get(gw.url, '/v1/orders/1', token), 200); // now cached
+    const reloads = async (source: string) =>
+      sample(
+        await scrape(gw.adminUrl),
+        `portaria_config_reload_total{source="${source}",outcome="applied"}`,
+      ) ?? 0;
+    const misses = async () =>
+      sample(await scrape(gw.adminUrl), 'portaria_verify_cache_lookups_total{result="miss"}');
+    const missesBefore = await misses();
+
+    const newbie = newSecret();
+    await addClient(gw.config.clients.file, {
+      id: 'newbie',
+      secrets: [{ hash: hashGeneratedSecret(newbie) }],
+      scopes: ['orders:read'],
+    });
+    await tokenOnceAccepted(gw.url, 'newbie', newbie);
+    await sleep(300); // three more polls of the keys directory
+    assert.equal(await reloads('clients'), 1);
+    assert.equal(await reloads('keys'), 0, 'the keys did not change');
+    assert.equal(await get(gw.url, '/v1/orders/1', token), 200);
+    assert.equal(await misses(), missesBefore, 'the cached token stayed cached');
   });
 
   test('a rotated client secret: both work during the overlap, only the new one after it', async (t) => {
