@@ -8,8 +8,8 @@
  */
 import type { IssuerConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
+import type { IssuerKey } from './issuerJwks.js';
 import {
-  type IssuerKey,
   type IssuerKeySetState,
   type KeySetHooks,
   type KeySetLog,
@@ -18,10 +18,10 @@ import {
 } from './remoteKeySet.js';
 import { StaticKeySet } from './staticKeySet.js';
 
+export type { IssuerKey } from './issuerJwks.js';
 export type {
   FetchOutcome,
   FetchTrigger,
-  IssuerKey,
   IssuerKeySetState,
   KeySetHooks,
 } from './remoteKeySet.js';

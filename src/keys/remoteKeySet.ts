@@ -1,18 +1,12 @@
 /**
- * A trusted external issuer's key set fetched from its `jwksUri` (RFC 7517 §5), and the
- * JWK rules every external key set (remote or file, see `staticKeySet.ts`) follows.
+ * A trusted external issuer's key set fetched from its `jwksUri` (RFC 7517 §5).
  *
  * Fetch: `GET jwksUri` with a hard timeout (`fetchTimeoutMs`, the body included),
  * `accept: application/json`, redirects refused (a redirect is an error, never
  * followed); only a 200 counts; the body is read incrementally and abandoned past
- * 256 KiB (`too-large`); it must be a JSON object with a `keys` array (else `invalid`).
- * Each key is imported with its own `alg`, or the one its type implies (EC P-256 →
- * ES256, P-384 → ES384, OKP Ed25519 → EdDSA, RSA → RS256; PS256 only when the JWK says
- * so). Skipped, and logged: `use` other than `sig`, `key_ops` without `verify`, a missing
- * or malformed `kid`, private members (`d`, …, and symmetric `k`: RFC 8725 §3.1/§3.5),
- * an `alg` not allowed for the issuer or not matching the key type, RSA under 2048
- * bits (RFC 8725 §3.5), a duplicate `kid`. A set with no usable key is `invalid` and the
- * previous set is kept. Each key has one `alg`; a token must name that same `alg`.
+ * 256 KiB (`too-large`); it must be a JSON object with a `keys` array (else `invalid`),
+ * imported by the JWK rules of `issuerJwks.ts` (skipped keys are logged). A set with no
+ * usable key is `invalid` and the previous set is kept.
  *
  * Freshness (every decision reads the injected clock; timers only wake us up):
  * - age = now − completion of the last applied fetch. Fresh while age < cacheMaxAge;
@@ -41,16 +35,10 @@
  * aborts fetches in flight. Keys named in token headers (`jku`, `x5u`, `jwk`) are never
  * used (RFC 8725 §3.10): the only source is the configured URI.
  */
-import type { KeyObject, webcrypto } from 'node:crypto';
-import { importJWK, type JWK } from 'jose';
 import type { IssuerConfig } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
-
-export interface IssuerKey {
-  readonly alg: string;
-  readonly key: KeyObject | webcrypto.CryptoKey;
-}
+import { type IssuerKey, importJwks, KID_SYNTAX } from './issuerJwks.js';
 
 export interface IssuerKeySetState {
   /** A key set is held and younger than cacheMaxAge + maxStaleness (readiness). */
@@ -89,8 +77,6 @@ export interface RemoteKeySetDeps {
 
 export const MAX_JWKS_BYTES = 256 * 1024;
 /** RFC 7515 leaves `kid` free-form; we accept a conservative, log-safe subset. */
-export const KID_SYNTAX = /^[A-Za-z0-9._:-]{1,128}$/;
-const MAX_KEYS = 100;
 const MAX_NEGATIVE = 4096;
 const REFRESH_AT = 0.8;
 const MAX_TIMER_MS = 2 ** 31 - 1;
@@ -421,99 +407,4 @@ function messageOf(error: unknown): string {
   if (typeof cause?.code === 'string') return `${error.message} (${cause.code})`;
   if (typeof cause?.message === 'string') return `${error.message} (${cause.message})`;
   return error.message;
-}
-
-// ---- JWK rules, shared with staticKeySet.ts ----
-
-/** The key type each accepted algorithm requires (RFC 7518 §3, RFC 8037 §3.1). */
-const SHAPES: Readonly<Record<string, { kty: string; crv?: string }>> = {
-  ES256: { kty: 'EC', crv: 'P-256' },
-  ES384: { kty: 'EC', crv: 'P-384' },
-  EdDSA: { kty: 'OKP', crv: 'Ed25519' },
-  RS256: { kty: 'RSA' },
-  PS256: { kty: 'RSA' },
-};
-const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
-const PUBLIC_MEMBERS = ['kty', 'crv', 'x', 'y', 'n', 'e'] as const;
-const MIN_RSA_BITS = 2048;
-
-export interface ImportedKeys {
-  readonly keys: Map<string, IssuerKey>;
-  /** `keys[i]: why`, for the log (remote) or the configuration error (file). */
-  readonly skipped: string[];
-}
-
-/** Imports a JWK Set (RFC 7517 §5) by the rules above; null when it is not one. */
-export async function importJwks(
-  document: unknown,
-  algorithms: readonly string[],
-): Promise<ImportedKeys | null> {
-  if (document === null || typeof document !== 'object') return null;
-  const list = (document as { keys?: unknown }).keys;
-  if (!Array.isArray(list)) return null;
-  const keys = new Map<string, IssuerKey>();
-  const skipped: string[] = [];
-  for (const [i, entry] of list.entries()) {
-    const problem =
-      keys.size >= MAX_KEYS ? `more than ${MAX_KEYS} keys` : refusal(entry, algorithms);
-    const jwk = entry as Record<string, unknown>;
-    if (problem === null && keys.has(jwk.kid as string)) {
-      skipped.push(`keys[${i}]: duplicate kid`);
-      continue;
-    }
-    if (problem !== null) {
-      skipped.push(`keys[${i}]: ${problem}`);
-      continue;
-    }
-    const alg = algorithmOf(jwk) as string;
-    const publicJwk: Record<string, unknown> = {};
-    for (const member of PUBLIC_MEMBERS)
-      if (jwk[member] !== undefined) publicJwk[member] = jwk[member];
-    try {
-      const key = (await importJWK(publicJwk as JWK, alg)) as webcrypto.CryptoKey;
-      keys.set(jwk.kid as string, Object.freeze({ alg, key }));
-    } catch (error) {
-      skipped.push(`keys[${i}]: cannot be imported (${(error as Error).message})`);
-    }
-  }
-  return { keys, skipped };
-}
-
-/** The algorithm a JWK is used with: its own `alg`, else the one its type implies. */
-function algorithmOf(jwk: Record<string, unknown>): string | null {
-  if (jwk.alg !== undefined) return typeof jwk.alg === 'string' ? jwk.alg : null;
-  if (jwk.kty === 'EC' && jwk.crv === 'P-256') return 'ES256';
-  if (jwk.kty === 'EC' && jwk.crv === 'P-384') return 'ES384';
-  if (jwk.kty === 'OKP' && jwk.crv === 'Ed25519') return 'EdDSA';
-  if (jwk.kty === 'RSA') return 'RS256';
-  return null;
-}
-
-/** Why a JWK is not used for verification, or null when it is. */
-function refusal(entry: unknown, algorithms: readonly string[]): string | null {
-  if (entry === null || typeof entry !== 'object' || Array.isArray(entry)) return 'not an object';
-  const jwk = entry as Record<string, unknown>;
-  if (jwk.use !== undefined && jwk.use !== 'sig') return 'use is not "sig"';
-  if (jwk.key_ops !== undefined && !(Array.isArray(jwk.key_ops) && jwk.key_ops.includes('verify')))
-    return 'key_ops lacks "verify"';
-  if (typeof jwk.kid !== 'string' || !KID_SYNTAX.test(jwk.kid)) return 'missing or malformed kid';
-  if (PRIVATE_MEMBERS.some((m) => m in jwk)) return 'private or symmetric key material';
-  const alg = algorithmOf(jwk);
-  const shape = alg === null ? undefined : SHAPES[alg];
-  if (alg === null || shape === undefined) return 'unsupported algorithm';
-  if (!algorithms.includes(alg)) return `algorithm ${alg} not allowed for this issuer`;
-  if (jwk.kty !== shape.kty || (shape.crv !== undefined && jwk.crv !== shape.crv))
-    return `key type does not match ${alg}`;
-  if (shape.kty === 'RSA' && rsaBits(jwk.n) < MIN_RSA_BITS)
-    return `RSA modulus under ${MIN_RSA_BITS} bits`;
-  return null;
-}
-
-function rsaBits(n: unknown): number {
-  if (typeof n !== 'string') return 0;
-  const bytes = Buffer.from(n, 'base64url');
-  let i = 0;
-  while (i < bytes.length && bytes[i] === 0) i++;
-  const first = bytes[i];
-  return first === undefined ? 0 : (bytes.length - i - 1) * 8 + (32 - Math.clz32(first));
 }

@@ -24,13 +24,8 @@ import { calculateJwkThumbprint, type JWK } from 'jose';
 import { ConfigError } from '../config/configError.js';
 import type { IssuerConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
-import {
-  type IssuerKey,
-  type IssuerKeySetState,
-  importJwks,
-  type KeySetLog,
-  keysUnavailable,
-} from './remoteKeySet.js';
+import { type IssuerKey, importJwks } from './issuerJwks.js';
+import { type IssuerKeySetState, type KeySetLog, keysUnavailable } from './remoteKeySet.js';
 
 export interface StaticKeySetDeps {
   readonly clock: Clock;
