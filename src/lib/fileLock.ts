@@ -67,10 +67,14 @@ async function acquire(lockPath: string, timeoutMs: number, pollMs: number): Pro
   for (;;) {
     try {
       const handle = await open(lockPath, 'wx', 0o600);
+      let written = false;
       try {
         await handle.writeFile(`${JSON.stringify(me)}\n`, 'utf8');
+        written = true;
       } finally {
         await handle.close();
+        // Never left behind unwritten (others would wait for it), e.g. on a full disk.
+        if (!written) await rm(lockPath, { force: true });
       }
       return true;
     } catch (err) {
