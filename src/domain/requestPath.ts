@@ -16,7 +16,11 @@
  * - percent-encoded `.`, `/`, `\`, NUL and other control characters, in any case, and the
  *   same characters double-encoded (`%252e`), which an upstream decoding twice would see;
  * - a raw `\`, `#`, control character, space or non-ASCII character;
- * - malformed percent-encoding (`%zz`, a trailing `%`).
+ * - malformed percent-encoding (`%zz`, a trailing `%`), and percent-encoded bytes that
+ *   are not UTF-8 (RFC 3629): an overlong form such as `%C0%AE` is a `.` to a lenient
+ *   decoder (the classic traversal past a prefix check), and a surrogate or a stray
+ *   continuation byte means something different to every decoder. Valid UTF-8
+ *   (`%C3%A9`) passes.
  *
  * The query is passed through as is; only raw control characters are refused there.
  * Paths are case-sensitive: `/V1/...` is simply a different path. Only the exact
@@ -86,6 +90,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   let segmentStart = 1;
   let paramAt = -1;
   let sawParameter = false;
+  let sawHighByte = false;
   let i = 1;
   for (; i < length; i++) {
     const code = rawUrl.charCodeAt(i);
@@ -111,6 +116,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
           'encoded',
         );
       }
+      if (byte >= 0x80) sawHighByte = true;
       if (byte === PERCENT && i + 4 < length) {
         // `%25` followed by an encoding of a forbidden byte: ambiguous after a second decode.
         const high2 = hexValue(rawUrl.charCodeAt(i + 3));
@@ -132,6 +138,9 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
     refuse('The request path must not contain "." or ".." segments.', 'dot-segment');
   }
   if (sawParameter) refuse('The request path must not contain ";" parameters.', 'path-parameter');
+  if (sawHighByte && !isUtf8Encoded(rawUrl.slice(0, i))) {
+    refuse('The request path has percent-encoded bytes that are not UTF-8.', 'not-utf8');
+  }
   if (i === length) return { path: rawUrl, search: '' };
 
   for (let q = i + 1; q < length; q++) {
@@ -141,4 +150,18 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
     }
   }
   return { path: rawUrl.slice(0, i), search: rawUrl.slice(i) };
+}
+
+/**
+ * True when the path's percent-encoded bytes form UTF-8 (RFC 3629: shortest form, no
+ * surrogates, at most U+10FFFF). The caller checked every `%XX` is well-formed, so
+ * `decodeURIComponent` fails only on such sequences (ECMA-262 Decode).
+ */
+function isUtf8Encoded(path: string): boolean {
+  try {
+    decodeURIComponent(path);
+    return true;
+  } catch {
+    return false;
+  }
 }

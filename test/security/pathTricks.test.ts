@@ -82,6 +82,7 @@ const AMBIGUOUS: [string, string][] = [
   ['/v1/authentication/accesstoken;x', 'path-parameter'],
   ['/v1/orders/%252e%252e/admin', 'double-encoded'],
   ['/v1/orders/%zz', 'bad-percent'],
+  ['/v1/orders/%C0%AE%C0%AE/admin', 'not-utf8'],
   ['/v1/orders#frag', 'fragment'],
   ['http://evil/v1/orders', 'not-origin-form'],
 ];
