@@ -269,6 +269,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       requestTimeout: config.server.requestTimeoutMs,
       keepAliveTimeout: config.server.keepAliveTimeoutMs,
       maxHeaderSize: config.server.maxHeaderBytes,
+      // The gateway answers a missing Host itself, with problem details (hostHeader.ts).
+      requireHostHeader: false,
       // Node checks the header and request timeouts on this timer (default 30 s): tie it
       // to the configured timeout so a slow client is cut close to it.
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.headersTimeoutMs / 2)),

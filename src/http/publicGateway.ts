@@ -30,6 +30,7 @@ import { writeSocketProblem } from '../proxy/socketProblem.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { assertOneHost } from './hostHeader.js';
 import { instanceOf, sendProblem, sendServerError } from './replies.js';
 import { type GatewayResponse, requestIdFor } from './requestScope.js';
 import type { StaticDocument } from './staticDocument.js';
@@ -153,6 +154,7 @@ export class PublicGateway {
 
   /** Synchronous up to the first I/O: a cached token reaches the forwarder without a tick. */
   #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
+    assertOneHost(req);
     const target = parseRequestTarget(req.url ?? '');
     switch (target.path) {
       case TOKEN_PATH:
@@ -203,6 +205,7 @@ export class PublicGateway {
     head: Buffer,
     requestId: string,
   ): Promise<void> {
+    assertOneHost(req);
     const target = parseRequestTarget(req.url ?? '');
     if (target.path === TOKEN_PATH || target.path === JWKS_PATH || target.path === OPENAPI_PATH) {
       throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {

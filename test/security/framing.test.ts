@@ -146,6 +146,57 @@ describe('request line and header limits', () => {
     assert.equal(gw.upstream.received[0]?.headers['x-client-id'], 'acme');
   });
 
+  test('two Host lines → 400 invalid-request, connection closed, nothing forwarded (RFC 9112 §3.2)', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    for (const path of [
+      '/v1/orders/1',
+      '/v1/authentication/accesstoken',
+      '/.well-known/jwks.json',
+    ]) {
+      const raw = await rawRequest(
+        gw.url,
+        `GET ${path} HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      );
+      const res = onlyResponse(raw);
+      assert.equal(res.status, 400, path);
+      assert.equal(headerOf(res, 'connection'), 'close');
+      const problem = rawProblemOf(res);
+      assert.equal(problem.tipo, 'urn:portaria:problem:invalid-request');
+      assert.equal(problem.detalhe, 'Send exactly one Host header.');
+      const requestId = headerOf(res, 'x-request-id') as string;
+      const line = await waitFor('the access line', () =>
+        parsedLogs(gw.logs).find((l) => l.reqId === requestId),
+      );
+      assert.equal(line.reason, 'multiple-host');
+    }
+    await assertStillServing(gw, token);
+  });
+
+  test('an HTTP/1.1 request without Host → 400 invalid-request problem details; HTTP/1.0 needs none', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders/1 HTTP/1.1\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+    );
+    const res = onlyResponse(raw);
+    assert.equal(res.status, 400);
+    assert.equal(headerOf(res, 'connection'), 'close');
+    assert.equal(rawProblemOf(res).detalhe, 'An HTTP/1.1 request must carry a Host header.');
+    await assertStillServing(gw, token);
+  });
+
+  test('a WebSocket upgrade with two Host lines is refused before it is authenticated or proxied', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders/ws HTTP/1.1\r\nHost: a.example\r\nHost: b.example\r\nAuthorization: Bearer ${token}\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n`,
+    );
+    const res = onlyResponse(raw);
+    assert.equal(res.status, 400);
+    assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:invalid-request');
+    assert.equal(gw.upstream.received.length, 0);
+  });
+
   test('headers over server.maxHeaderBytes → 431 headers-too-large, nothing forwarded', async (t) => {
     const { gw, token } = await framingGateway(t);
     const raw = await rawRequest(
