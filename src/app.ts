@@ -408,6 +408,35 @@ export async function createApp(options: AppOptions): Promise<App> {
   const sweep = setInterval(() => void revocation.sweep(), 60_000);
   sweep.unref();
 
+  // A WebSocket tunnel lives no longer than its token would still be accepted: closed
+  // within a second of the token's revocation or (unless configured off) of exp + skew.
+  const skewOf = new Map<string, number>([
+    ['self', config.clockSkewSeconds],
+    ...config.issuers.map((i): [string, number] => [i.id, i.clockSkewSeconds]),
+  ]);
+  const closeAtExpiry = config.server.closeWebSocketsAtTokenExpiry;
+  const tunnelSweep = setInterval(() => {
+    const nowSeconds = clock.now() / 1000;
+    const closed = webSockets.closeEnded((principal) => {
+      if (revocation.isRevoked(principal)) return 'token_revoked';
+      const skew = skewOf.get(principal.issuerId) ?? config.clockSkewSeconds;
+      return closeAtExpiry && principal.expiresAt + skew <= nowSeconds ? 'token_expired' : null;
+    });
+    for (const tunnel of closed) {
+      metrics.webSocketClosed(tunnel.reason);
+      access.logger.info(
+        {
+          reqId: tunnel.requestId,
+          route: tunnel.routeId,
+          clientId: tunnel.clientId,
+          reason: tunnel.reason,
+        },
+        'websocket closed',
+      );
+    }
+  }, 1000);
+  tunnelSweep.unref();
+
   return {
     config,
     logger,
@@ -440,6 +469,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       draining = true;
       logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
       clearInterval(sweep);
+      clearInterval(tunnelSweep);
       for (const source of sources) source.close();
       for (const set of issuerSets) set.keys.close();
       const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));

@@ -50,6 +50,7 @@ export const configSchema = {
         maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1_048_576, default: 16_384 },
         shutdownGraceMs: { ...positiveMs, default: 10_000 },
         trustForwardedHeaders: { type: 'boolean', default: false },
+        closeWebSocketsAtTokenExpiry: { type: 'boolean', default: true },
       },
     },
     admin: {

@@ -30,6 +30,11 @@ export interface ServerConfig extends ListenerConfig {
    * When false they are replaced, never appended to.
    */
   readonly trustForwardedHeaders: boolean;
+  /**
+   * Close a WebSocket tunnel when the token that opened it expires. A tunnel whose token
+   * is revoked is closed either way.
+   */
+  readonly closeWebSocketsAtTokenExpiry: boolean;
 }
 
 export interface TokenConfig {

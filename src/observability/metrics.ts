@@ -77,6 +77,8 @@ export interface Metrics {
   tokenLimitRefusal(reason: TokenLimitReason): void;
   /** A token-limit check answered locally because Redis could not be used. */
   tokenLimitFallback(check: TokenLimitCheck): void;
+  /** A WebSocket tunnel closed by the gateway because its token ended. */
+  webSocketClosed(reason: 'token_expired' | 'token_revoked'): void;
 }
 
 /** Which token limit refused a request. */
@@ -411,6 +413,15 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     registers,
   });
 
+  const tunnelsClosed = new Counter({
+    name: 'portaria_websocket_closed_total',
+    help: 'WebSocket tunnels the gateway closed because the token that opened them ended, by reason (token_expired, token_revoked).',
+    labelNames: ['reason'] as const,
+    registers,
+  });
+  for (const reason of ['token_expired', 'token_revoked'] as const)
+    tunnelsClosed.inc({ reason }, 0);
+
   const slotOf = (route: string): RouteSlot => {
     let slot = slots.get(route);
     if (slot === undefined) {
@@ -514,6 +525,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     tokenLimitFallback(check) {
       limitFallbacks.labels(check).inc();
+    },
+    webSocketClosed(reason) {
+      tunnelsClosed.labels(reason).inc();
     },
   };
 }

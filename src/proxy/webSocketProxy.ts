@@ -43,6 +43,17 @@ export interface WebSocketProxyOptions {
   readonly hooks?: Pick<ForwarderHooks, 'upstreamError'>;
 }
 
+/** Why a tunnel was closed by the gateway (a bounded metric label). */
+export type TunnelEnd = 'token_expired' | 'token_revoked';
+
+/** A tunnel the gateway closed: who it was, and why. */
+export interface ClosedTunnel {
+  readonly requestId: string;
+  readonly routeId: string;
+  readonly clientId: string;
+  readonly reason: TunnelEnd;
+}
+
 export interface WebSocketProxy {
   upgrade(
     req: IncomingMessage,
@@ -53,8 +64,21 @@ export interface WebSocketProxy {
     principal: Principal,
     ctx: WebSocketContext,
   ): void;
+  /**
+   * Closes (both sockets) every tunnel whose token `ended` says is over, and returns
+   * them. Runs over the open tunnels only: O(tunnels), no I/O.
+   */
+  closeEnded(ended: (principal: Principal) => TunnelEnd | null): ClosedTunnel[];
   /** Destroys every open tunnel. */
   close(): void;
+}
+
+/** An upgrade the gateway accepted: its client socket's identity and, after the 101, its upstream socket. */
+interface Tunnel {
+  readonly principal: Principal;
+  readonly requestId: string;
+  readonly routeId: string;
+  upstream: Duplex | null;
 }
 
 type ProxyTarget = { protocol: string; hostname: string; host: string; port: string };
@@ -92,6 +116,11 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
   const untrack = function (this: Duplex): void {
     open.delete(this);
   };
+  /** Client socket → its tunnel, from the accepted upgrade until the socket closes. */
+  const tunnels = new Map<Duplex, Tunnel>();
+  const forget = function (this: Duplex): void {
+    tunnels.delete(this);
+  };
 
   const proxy = httpProxy.createProxyServer({ ws: true, xfwd: false });
   // Errors of calls without a callback (none of ours); without a listener http-proxy throws.
@@ -102,6 +131,11 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
     if (options.proxyTimeout !== undefined && options.proxyTimeout > 0) {
       setTimeout(onHandshakeTimeout, options.proxyTimeout, proxyReq, socket).unref();
     }
+    // Runs before http-proxy's own listener: the pair is known once the tunnel opens.
+    proxyReq.once('upgrade', (_res: unknown, proxySocket: Duplex) => {
+      const tunnel = tunnels.get(socket);
+      if (tunnel !== undefined) tunnel.upstream = proxySocket;
+    });
   });
   proxy.on('open', (proxySocket) => {
     open.add(proxySocket);
@@ -132,6 +166,13 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       }
       open.add(socket);
       socket.once('close', untrack);
+      tunnels.set(socket, {
+        principal,
+        requestId: ctx.requestId,
+        routeId: route.id,
+        upstream: null,
+      });
+      socket.once('close', forget);
 
       const headers = policy.upstreamRequestHeaders(req.headers, {
         principal,
@@ -158,9 +199,28 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       });
     },
 
+    closeEnded(ended) {
+      const closed: ClosedTunnel[] = [];
+      for (const [socket, tunnel] of tunnels) {
+        const reason = ended(tunnel.principal);
+        if (reason === null) continue;
+        tunnels.delete(socket);
+        socket.destroy();
+        tunnel.upstream?.destroy();
+        closed.push({
+          requestId: tunnel.requestId,
+          routeId: tunnel.routeId,
+          clientId: tunnel.principal.clientId,
+          reason,
+        });
+      }
+      return closed;
+    },
+
     close() {
       for (const socket of open) socket.destroy();
       open.clear();
+      tunnels.clear();
       proxy.close();
     },
   };

@@ -158,6 +158,7 @@ describe('validateConfig', () => {
         maxHeaderBytes: 16_384,
         shutdownGraceMs: 10_000,
         trustForwardedHeaders: false,
+        closeWebSocketsAtTokenExpiry: true,
       },
       admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
       issuer: 'http://localhost:8080',

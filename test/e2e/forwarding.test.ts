@@ -10,11 +10,13 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
 import WebSocket, { WebSocketServer } from 'ws';
+import { ManualClock } from '../../src/lib/clock.js';
 import { type ClientSpec, type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
 import { freePort } from '../helpers/process.js';
-import { accessLineOf, parsedLogs } from '../helpers/wait.js';
+import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
 const ROUTE_TIMEOUT_MS = 300;
 
@@ -225,14 +227,20 @@ interface WsUpstream {
   url: string;
   /** Headers and URL of every upgrade the upstream accepted. */
   upgrades: { headers: IncomingHttpHeaders; url: string }[];
+  /** Upstream WebSocket connections still open. */
+  open: number;
 }
 
 async function wsUpstream(t: TestContext): Promise<WsUpstream> {
   const server = createServer();
   const wss = new WebSocketServer({ server });
-  const upstream: WsUpstream = { url: '', upgrades: [] };
+  const upstream: WsUpstream = { url: '', upgrades: [], open: 0 };
   wss.on('connection', (socket, req) => {
     upstream.upgrades.push({ headers: req.headers, url: req.url ?? '' });
+    upstream.open += 1;
+    socket.on('close', () => {
+      upstream.open -= 1;
+    });
     socket.on('message', (data, isBinary) => socket.send(data, { binary: isBinary }));
   });
   const sockets = new Set<Socket>();
@@ -252,11 +260,19 @@ async function wsUpstream(t: TestContext): Promise<WsUpstream> {
   return upstream;
 }
 
-async function wsGateway(t: TestContext, upstreamUrl?: string) {
+async function wsGateway(
+  t: TestContext,
+  upstreamUrl?: string,
+  extra: { clock?: ManualClock; server?: Record<string, unknown> } = {},
+) {
   const upstream = await wsUpstream(t);
   const target = upstreamUrl ?? upstream.url;
   const gw = await startGateway(t, {
+    ...(extra.clock ? { clock: extra.clock } : {}),
     settings: () => ({
+      ...(extra.server
+        ? { server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, ...extra.server } }
+        : {}),
       routes: [
         {
           id: 'live',
@@ -358,6 +374,73 @@ describe('WebSocket upgrades through the gateway', () => {
     assert.equal(answer.status, 401);
     assert.equal(answer.body.tipo, 'urn:portaria:problem:token-revoked');
     assert.equal(upstream.upgrades.length, 0);
+  });
+
+  test('revoking the token closes its open tunnel, both sides, within about a second', async (t) => {
+    const { gw, upstream, wsBase } = await wsGateway(t);
+    const token = await gw.token();
+    const socket = connect(t, `${wsBase}/v1/live/feed`, { authorization: `Bearer ${token}` });
+    await once(socket, 'open');
+    socket.send('before');
+    await once(socket, 'message');
+    const other = connect(t, `${wsBase}/v1/live/other`, {
+      authorization: `Bearer ${await gw.token()}`,
+    });
+    await once(other, 'open');
+
+    const revokedAt = performance.now();
+    await gw.app.revoke(decodeJwt(token).jti as string);
+    const [code] = await once(socket, 'close', { signal: AbortSignal.timeout(5000) });
+    assert.equal(code, 1006, 'the TCP connection ended (no forged close frame)');
+    assert.ok(performance.now() - revokedAt < 2500);
+    await waitFor('the upstream side closed', () => (upstream.open === 1 ? true : undefined));
+
+    other.send('still here');
+    const [echo] = await once(other, 'message');
+    assert.equal(String(echo), 'still here', 'a tunnel of another token is untouched');
+    const line = await waitFor('the close line', () =>
+      parsedLogs(gw.logs).find((l) => l.msg === 'websocket closed'),
+    );
+    assert.equal(line.reason, 'token_revoked');
+    assert.equal(line.route, 'live');
+    assert.equal(line.clientId, 'acme');
+    const text = await metricsText(gw);
+    assert.match(text, /portaria_websocket_closed_total\{reason="token_revoked"\} 1/);
+    assert.match(text, /portaria_websocket_closed_total\{reason="token_expired"\} 0/);
+  });
+
+  test('a tunnel is closed once its token is past exp + skew, unless closeWebSocketsAtTokenExpiry is off', async (t) => {
+    const clock = new ManualClock();
+    const { gw, upstream, wsBase } = await wsGateway(t, undefined, { clock });
+    const socket = connect(t, `${wsBase}/v1/live`, { authorization: `Bearer ${await gw.token()}` });
+    await once(socket, 'open');
+    clock.advance((3600 + 60 - 1) * 1000); // exp + skew not yet reached
+    await sleep(1500);
+    socket.send('alive');
+    assert.equal(String((await once(socket, 'message'))[0]), 'alive');
+    clock.advance(1000);
+    await once(socket, 'close', { signal: AbortSignal.timeout(5000) });
+    await waitFor('the upstream side closed', () => (upstream.open === 0 ? true : undefined));
+    assert.match(
+      await metricsText(gw),
+      /portaria_websocket_closed_total\{reason="token_expired"\} 1/,
+    );
+
+    const keptClock = new ManualClock();
+    const kept = await wsGateway(t, undefined, {
+      clock: keptClock,
+      server: { closeWebSocketsAtTokenExpiry: false },
+    });
+    const keptToken = await kept.gw.token();
+    const lasting = connect(t, `${kept.wsBase}/v1/live`, { authorization: `Bearer ${keptToken}` });
+    await once(lasting, 'open');
+    keptClock.advance(2 * 3600 * 1000);
+    await sleep(1500);
+    lasting.send('outlives its token');
+    assert.equal(String((await once(lasting, 'message'))[0]), 'outlives its token');
+    await kept.gw.app.revoke(decodeJwt(keptToken).jti as string);
+    // Revocation closes it all the same.
+    await once(lasting, 'close', { signal: AbortSignal.timeout(5000) });
   });
 
   test('an upgrade to an upstream nobody listens on → 502, counted in portaria_upstream_errors_total', async (t) => {
