@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { randomBytes, scryptSync } from 'node:crypto';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_ID, CLIENT_SECRET, startGateway } from '../helpers/fixture.js';
 import { sample, scrape } from '../helpers/metrics.js';
@@ -18,6 +18,22 @@ const CHOSEN = 'an operator-chosen secret';
 
 function limited(clock: ManualClock, tokenLimits: Record<string, unknown>) {
   return { clock, settings: () => ({ tokenLimits: { ...limitsOff(), ...tokenLimits } }) };
+}
+
+/**
+ * A gateway that trusts X-Forwarded-For, with a per-address bucket of one request;
+ * returns a function posting valid credentials "via" an X-Forwarded-For value.
+ */
+async function behindTrustedProxy(t: TestContext): Promise<(xff: string) => Promise<number>> {
+  const gw = await startGateway(t, {
+    clock: new ManualClock(),
+    settings: () => ({
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustForwardedHeaders: true },
+      tokenLimits: { ...limitsOff(), perAddress: { enabled: true, ratePerSecond: 1, burst: 1 } },
+    }),
+  });
+  return (xff) =>
+    postToken(gw.url, credentials(), { headers: { 'x-forwarded-for': xff } }).then((r) => r.status);
 }
 
 describe('per-address limit', () => {
@@ -83,18 +99,7 @@ describe('per-address limit', () => {
   });
 
   test('behind a trusted proxy the last X-Forwarded-For entry is the address, never an earlier one', async (t) => {
-    const clock = new ManualClock();
-    const gw = await startGateway(t, {
-      clock,
-      settings: () => ({
-        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustForwardedHeaders: true },
-        tokenLimits: { ...limitsOff(), perAddress: { enabled: true, ratePerSecond: 1, burst: 1 } },
-      }),
-    });
-    const via = (xff: string) =>
-      postToken(gw.url, credentials(), { headers: { 'x-forwarded-for': xff } }).then(
-        (r) => r.status,
-      );
+    const via = await behindTrustedProxy(t);
     assert.equal(await via('203.0.113.1, 198.51.100.7'), 200);
     assert.equal(
       await via('203.0.113.2, 198.51.100.7'),
@@ -105,18 +110,7 @@ describe('per-address limit', () => {
   });
 
   test('IPv6 sources count per /64: a new address in the same /64 shares the bucket', async (t) => {
-    const clock = new ManualClock();
-    const gw = await startGateway(t, {
-      clock,
-      settings: () => ({
-        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustForwardedHeaders: true },
-        tokenLimits: { ...limitsOff(), perAddress: { enabled: true, ratePerSecond: 1, burst: 1 } },
-      }),
-    });
-    const via = (xff: string) =>
-      postToken(gw.url, credentials(), { headers: { 'x-forwarded-for': xff } }).then(
-        (r) => r.status,
-      );
+    const via = await behindTrustedProxy(t);
     assert.equal(await via('2001:db8:1:2::1'), 200);
     assert.equal(await via('2001:db8:1:2:ffff:ffff:ffff:ffff'), 429, 'same /64');
     assert.equal(await via('2001:DB8:1:2:0:0:0:7'), 429, 'same /64, spelled otherwise');
