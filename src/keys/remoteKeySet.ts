@@ -43,7 +43,10 @@ import { type IssuerKey, importJwks, KID_SYNTAX } from './issuerJwks.js';
 export interface IssuerKeySetState {
   /** A key set is held and younger than cacheMaxAge + maxStaleness (readiness). */
   readonly usable: boolean;
-  /** Whole seconds since the held set was loaded; null before the first load. */
+  /**
+   * Whole seconds since the held set was fetched; null before the first load, and always
+   * for a key file (it never goes stale: no age to watch, no staleness alert).
+   */
   readonly ageSeconds: number | null;
   readonly keys: number;
   /** The last failure (`outcome: detail`), null after a success. */

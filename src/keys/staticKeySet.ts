@@ -23,12 +23,10 @@ import { readFile } from 'node:fs/promises';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { ConfigError } from '../config/configError.js';
 import type { IssuerConfig } from '../config/types.js';
-import type { Clock } from '../lib/clock.js';
 import { type IssuerKey, importJwks } from './issuerJwks.js';
 import { type IssuerKeySetState, type KeySetLog, keysUnavailable } from './remoteKeySet.js';
 
 export interface StaticKeySetDeps {
-  readonly clock: Clock;
   readonly log?: KeySetLog;
   /** Position in `issuers` for configuration-error paths (`issuers[2].keyFile`). */
   readonly index?: number;
@@ -40,10 +38,8 @@ export class StaticKeySet {
   readonly #config: IssuerConfig;
   readonly #path: string;
   readonly #at: string;
-  readonly #clock: Clock;
   readonly #log: KeySetLog | undefined;
   #keys: ReadonlyMap<string, IssuerKey> | null = null;
-  #loadedAt = 0;
   #lastError: string | null = null;
   #loads = 0;
   #applied = 0;
@@ -52,12 +48,11 @@ export class StaticKeySet {
     this.#markReady = resolve;
   });
 
-  constructor(config: IssuerConfig, deps: StaticKeySetDeps) {
+  constructor(config: IssuerConfig, deps: StaticKeySetDeps = {}) {
     if (config.keyFile === null) throw new Error(`issuer ${config.id} has no keyFile`);
     this.#config = config;
     this.#path = config.keyFile;
     this.#at = `issuers[${deps.index ?? `id=${config.id}`}].keyFile`;
-    this.#clock = deps.clock;
     this.#log = deps.log;
   }
 
@@ -79,7 +74,6 @@ export class StaticKeySet {
     if (seq <= this.#applied) return;
     this.#applied = seq;
     this.#keys = keys;
-    this.#loadedAt = this.#clock.now();
     this.#lastError = null;
     this.#log?.('issuer key file loaded', { issuer: this.#config.id, keys: keys.size });
     this.#markReady();
@@ -100,8 +94,9 @@ export class StaticKeySet {
   state(): IssuerKeySetState {
     return {
       usable: this.#keys !== null,
-      ageSeconds:
-        this.#keys === null ? null : Math.floor((this.#clock.now() - this.#loadedAt) / 1000),
+      // A file never goes stale; an age growing from its last change would trip the
+      // key-set staleness alert meant for fetched sets.
+      ageSeconds: null,
       keys: this.#keys?.size ?? 0,
       lastError: this.#lastError,
     };

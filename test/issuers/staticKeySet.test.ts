@@ -8,7 +8,6 @@ import { calculateJwkThumbprint, type JWK, jwtVerify, SignJWT } from 'jose';
 import { ConfigError } from '../../src/config/configError.js';
 import { PortariaError } from '../../src/errors.js';
 import { StaticKeySet } from '../../src/keys/staticKeySet.js';
-import { ManualClock } from '../../src/lib/clock.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { ecKey, issuerConfig, jwksOf, signedBy, within } from './jwksServer.js';
 
@@ -20,15 +19,13 @@ async function keyFile(t: TestContext, content: string) {
   t.after(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'issuer-keys');
   await writeFile(path, content);
-  const clock = new ManualClock();
   const logs: { event: string; detail: Record<string, unknown> }[] = [];
   const set = new StaticKeySet(issuerConfig({ keyFile: path }), {
-    clock,
     index: 2,
     log: (event, detail) => logs.push({ event, detail }),
   });
   t.after(() => set.close());
-  return { path, set, clock, logs, rewrite: (text: string) => writeFile(path, text) };
+  return { path, set, logs, rewrite: (text: string) => writeFile(path, text) };
 }
 
 const spki = (key: KeyObject) => key.export({ type: 'spki', format: 'pem' }) as string;
@@ -48,7 +45,7 @@ async function assertConfigError(promise: Promise<unknown>, ...patterns: RegExp[
 }
 
 test('a JWK Set file is loaded and looked up synchronously by kid and alg', async (t) => {
-  const { set, clock } = await keyFile(t, JSON.stringify(jwksOf(A, B)));
+  const { set } = await keyFile(t, JSON.stringify(jwksOf(A, B)));
   await set.load();
   await within(set.ready(), 1000, 'ready');
   const key = set.getKey('key-a', 'ES256');
@@ -56,8 +53,11 @@ test('a JWK Set file is loaded and looked up synchronously by kid and alg', asyn
   await jwtVerify(await signedBy(A), key.key, { algorithms: ['ES256'] });
   assert.equal(set.getKey('key-a', 'RS256'), null, 'another alg');
   assert.equal(set.getKey('key-c', 'ES256'), null, 'unknown kid');
-  clock.advance(7 * 24 * 3600 * 1000);
-  assert.deepEqual(set.state(), { usable: true, ageSeconds: 604_800, keys: 2, lastError: null });
+  assert.deepEqual(
+    set.state(),
+    { usable: true, ageSeconds: null, keys: 2, lastError: null },
+    'a file never goes stale: no age (no portaria_jwks_age_seconds series to alert on)',
+  );
 });
 
 test('PEM public keys get their RFC 7638 thumbprint as kid', async (t) => {
@@ -91,9 +91,7 @@ test('an RSA PEM key is PS256 when the issuer allows PS256 and not RS256', async
   t.after(() => rm(dir, { recursive: true, force: true }));
   const path = join(dir, 'rsa.pem');
   await writeFile(path, spki(rsa.publicKey));
-  const set = new StaticKeySet(issuerConfig({ keyFile: path, algorithms: ['PS256'] }), {
-    clock: new ManualClock(),
-  });
+  const set = new StaticKeySet(issuerConfig({ keyFile: path, algorithms: ['PS256'] }));
   await set.load();
   const kid = await calculateJwkThumbprint(rsa.publicKey.export({ format: 'jwk' }) as JWK);
   assert.equal(set.getKey(kid, 'PS256')?.alg, 'PS256');
