@@ -22,6 +22,7 @@ import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
 import { createTokenLimiter } from './limits/createTokenLimiter.js';
 import { PairAttempts } from './limits/pairAttempts.js';
+import { RedisTokenLimiter } from './limits/redisTokenLimiter.js';
 import {
   createLoggers,
   type DestinationStream,
@@ -214,6 +215,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     for (const set of issuerSets) set.keys.close();
     throw error;
   });
+  if (limiter instanceof RedisTokenLimiter) {
+    metrics.addRedisConnectionSource('limits', () => limiter.connected());
+  }
 
   let draining = false;
   const jwks = new StaticDocument(

@@ -65,6 +65,11 @@ export class RedisTokenLimiter implements TokenLimiter {
     this.#down = options.down === true;
   }
 
+  /** Whether the Redis connection is up (for `portaria_redis_connected{role="limits"}`). */
+  connected(): boolean {
+    return this.#redis.status === 'ready';
+  }
+
   takeAddress(address: string): Promise<number> | number {
     const rule = this.#config.perAddress;
     if (!rule.enabled) return 0;

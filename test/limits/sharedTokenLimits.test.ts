@@ -53,6 +53,10 @@ function fallbacks(gw: Gateway, check: string): Promise<number | undefined> {
   return metric(gw.adminUrl, `portaria_token_limit_redis_fallbacks_total{check="${check}"}`);
 }
 
+function connected(gw: Gateway): Promise<number | undefined> {
+  return metric(gw.adminUrl, 'portaria_redis_connected{role="limits"}');
+}
+
 function logged(gw: Gateway, message: string): boolean {
   return parsedLogs(gw.logs).some((line) => line.msg === message);
 }
@@ -172,6 +176,7 @@ describe('token limits shared through Redis', () => {
     assert.equal(await attempt(one.url, '127.0.0.2'), '200');
     assert.equal(await attempt(two.url, '127.0.0.2'), '200');
     assert.equal(await attempt(one.url, '127.0.0.2'), '429 after 1');
+    assert.equal(await connected(one), 1, 'portaria_redis_connected{role="limits"}');
 
     await redis.stop();
     // Each gateway now limits on its own, starting from full local buckets.
@@ -189,6 +194,7 @@ describe('token limits shared through Redis', () => {
     assert.ok(((await fallbacks(one, 'record')) ?? 0) >= 1);
     assert.ok(logged(one, DOWN));
     assert.equal(parsedLogs(one.logs).filter((l) => l.msg === DOWN).length, 1, 'logged once');
+    assert.equal(await connected(one), 0, 'the limits connection is reported down');
 
     await redis.start();
     // Requests from fresh addresses until a gateway is back on Redis (ioredis reconnects
@@ -211,6 +217,7 @@ describe('token limits shared through Redis', () => {
     assert.equal(await attempt(two.url, '127.0.0.4'), '200');
     assert.equal(await attempt(one.url, '127.0.0.4'), '429 after 1');
     assert.equal(await fallbacks(one, 'address'), before);
+    assert.equal(await connected(one), 1);
   });
 
   test('Redis down at start: the gateway starts, limits locally, and shuts down cleanly', async (t) => {
