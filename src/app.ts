@@ -495,6 +495,15 @@ export async function createApp(options: AppOptions): Promise<App> {
       await forwarder.close();
       await new Promise<void>((resolve) => adminServer.close(() => resolve()));
       adminServer.closeAllConnections();
+      const queued = redisRevocations?.state().queued ?? 0;
+      if (queued > 0) {
+        // Acknowledged revocations Redis has not received yet: they survive only in the
+        // queue file, replayed at the next start if the data directory outlives the pod.
+        logger.error(
+          { queued, queueFile: config.revocation.queueFile },
+          'shutting down with revocations still queued for Redis',
+        );
+      }
       await revocation.close();
       await limiter?.close();
       // Node can emit a drained response's 'close' (which writes its access line) after

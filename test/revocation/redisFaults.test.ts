@@ -21,7 +21,7 @@ import { metric, scrape } from '../helpers/metrics.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { onlyResponse, rawProblemOf } from '../helpers/rawResponse.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
-import { waitFor } from '../helpers/wait.js';
+import { parsedLogs, waitFor } from '../helpers/wait.js';
 import { callWith, readyz, refusedAsRevoked, revokeVia, writeAdminToken } from './redisFixtures.js';
 
 async function redisGateway(
@@ -228,6 +228,12 @@ test('a gateway restarted with a non-empty queue replays it once Redis is reacha
   const started = performance.now();
   await a.app.shutdown();
   assert.ok(performance.now() - started < 3000, 'shutdown does not hang on a dead Redis');
+  const warning = parsedLogs(a.logs).find(
+    (l) => l.msg === 'shutting down with revocations still queued for Redis',
+  );
+  assert.equal(warning?.level, 'error');
+  assert.equal(warning?.queued, 1);
+  assert.equal(warning?.queueFile, a.config.revocation.queueFile);
 
   await redis.start();
   const again = await createApp({
