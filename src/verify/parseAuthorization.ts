@@ -29,7 +29,9 @@ export function bearerToken(
   rawHeaders: readonly string[],
   search: string,
 ): string {
-  if (search.length > 0 && search.includes('access_token')) {
+  // The parse runs only when the raw query could name access_token: literally, or with
+  // any character percent-encoded (`%61ccess_token` decodes to it too).
+  if (search.length > 0 && (search.includes('access_token') || search.includes('%'))) {
     if (new URLSearchParams(search).has('access_token')) {
       throw invalid('token-in-query', 'Access tokens are not accepted in the query string.');
     }

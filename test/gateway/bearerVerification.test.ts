@@ -112,6 +112,19 @@ describe('bearer verification at the edge', () => {
       'token-invalid',
       INVALID,
     );
+    // Percent-encoded, the parameter name is still access_token to every query parser.
+    for (const name of [
+      '%61ccess_token',
+      'access%5Ftoken',
+      '%61%63%63%65%73%73%5f%74%6f%6b%65%6e',
+    ]) {
+      await expectRefused(
+        await call(gw, token, `/v1/orders?${name}=${token}`),
+        'token-invalid',
+        INVALID,
+      );
+    }
+    assert.equal(gw.upstream.received.length, 0);
   });
 
   test('alg "none" → 401', async (t) => {
