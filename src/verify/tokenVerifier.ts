@@ -94,6 +94,7 @@ export class TokenVerifier {
     assertCompactJws(token);
     hooks?.cacheLookup?.(false);
     const started = performance.now();
+    const generation = cache.generation;
     const seen: { issuerId: string } = { issuerId: 'unknown' };
     return this.#verifyFully(token, seen).then(
       (principal) => {
@@ -102,7 +103,7 @@ export class TokenVerifier {
           (performance.now() - started) / 1000,
           this.#options.clock.now() / 1000 - principal.issuedAt,
         );
-        cache.set(token, principal);
+        cache.set(token, principal, generation);
         return this.#notRevoked(principal);
       },
       (error: unknown) => {

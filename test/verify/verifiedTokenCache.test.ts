@@ -1,0 +1,72 @@
+/**
+ * The verified-token cache never serves a token that full verification would refuse
+ * because of a key change: real TokenVerifier, cache, key ring and revocation store,
+ * real ES256 keys, a manual clock.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { KeyRing } from '../../src/keys/keyRing.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
+import { TokenVerifier } from '../../src/verify/tokenVerifier.js';
+import { buildIssuerTable } from '../../src/verify/trustedIssuer.js';
+import { VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
+import { signWith } from '../helpers/tokens.js';
+
+const ISSUER = 'https://portaria.test';
+const AUDIENCE = 'partner-api';
+const T0 = Date.UTC(2026, 0, 1);
+
+function claims(clock: ManualClock, jti: string) {
+  const now = Math.floor(clock.now() / 1000);
+  return { iss: ISSUER, aud: AUDIENCE, sub: 'acme', iat: now, exp: now + 3600, jti };
+}
+
+async function outcome(result: unknown): Promise<string> {
+  try {
+    await result;
+    return 'accepted';
+  } catch (error) {
+    return `refused ${(error as { reason?: string }).reason}`;
+  }
+}
+
+describe('verified-token cache and key changes', () => {
+  test('a verification in flight during a key reload does not refill the cleared cache', async () => {
+    const clock = new ManualClock(T0);
+    const k1 = newKeyPair('ec', { namedCurve: 'P-256' });
+    let ring = new KeyRing(
+      [{ kid: 'k1', alg: 'ES256', privateKey: k1.privateKey }],
+      new Map(),
+      'ES256',
+      clock,
+    );
+    const cache = new VerifiedTokenCache(100, clock);
+    const verifier = new TokenVerifier({
+      issuers: buildIssuerTable(
+        { issuer: ISSUER, audience: AUDIENCE, clockSkewSeconds: 60 },
+        () => ring,
+        [],
+      ),
+      clock,
+      cache,
+      revocation: new MemoryRevocationStore(clock),
+    });
+    const token = await signWith(k1.privateKey, 'ES256', claims(clock, 'c-1'), { kid: 'k1' });
+
+    const inFlight = verifier.verify(token); // k1 looked up; the signature check is pending
+    // A key reload lands meanwhile (as app.ts applies one): k1 is gone.
+    const k2 = newKeyPair('ec', { namedCurve: 'P-256' });
+    ring = new KeyRing(
+      [{ kid: 'k2', alg: 'ES256', privateKey: k2.privateKey }],
+      new Map(),
+      'ES256',
+      clock,
+    );
+    cache.clear();
+    assert.equal(await outcome(inFlight), 'accepted', 'it began under the old ring');
+    assert.equal(cache.size, 0, 'its result is not cached under the new ring');
+    assert.equal(await outcome(verifier.verify(token)), 'refused unknown-kid');
+  });
+});
