@@ -419,7 +419,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     ...config.issuers.map((i): [string, number] => [i.id, i.clockSkewSeconds]),
   ]);
   const closeAtExpiry = config.server.closeWebSocketsAtTokenExpiry;
-  const tunnelSweep = setInterval(() => {
+  const closeEndedTunnels = () => {
     const nowSeconds = clock.now() / 1000;
     const closed = webSockets.closeEnded((principal) => {
       if (revocation.isRevoked(principal)) return 'token_revoked';
@@ -438,8 +438,22 @@ export async function createApp(options: AppOptions): Promise<App> {
         'websocket closed',
       );
     }
+  };
+  // Our published key set also changes by the clock alone (a scheduled publishAt or
+  // removeAt passing): a key that left it must not keep verifying through the cache.
+  // jwksJson() is one string instance per schedule segment, so this is an identity test.
+  let publishedKeys = keyRing.jwksJson();
+  const followKeySchedule = () => {
+    const now = keyRing.jwksJson();
+    if (now === publishedKeys) return;
+    publishedKeys = now;
+    cache.clear();
+  };
+  const everySecond = setInterval(() => {
+    closeEndedTunnels();
+    followKeySchedule();
   }, 1000);
-  tunnelSweep.unref();
+  everySecond.unref();
 
   return {
     config,
@@ -473,7 +487,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       draining = true;
       logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
       clearInterval(sweep);
-      clearInterval(tunnelSweep);
+      clearInterval(everySecond);
       for (const source of sources) source.close();
       for (const set of issuerSets) set.keys.close();
       const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));

@@ -8,6 +8,7 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { rotateKeys } from '../../src/keys/rotateKeys.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -62,6 +63,39 @@ async function readyz(gw: Gateway): Promise<number> {
 }
 
 describe('signing-key rotation at the running gateway', () => {
+  test('a cached token stops working within a second of its key leaving the published set', async (t) => {
+    // A rotation whose --max-lifetime (60 s) is shorter than the tokens' (1 h): the old key
+    // is removed while its tokens are unexpired and cached. Nothing reloads at that moment:
+    // only the clock passes removeAt.
+    const clock = new ManualClock(T0);
+    const gw = await startGateway(t, {
+      clock,
+      settings: () => ({
+        clockSkewSeconds: SKEW_S,
+        keys: { dir: 'keys', jwksMaxAgeSeconds: MAX_AGE_S },
+        token: { lifetimeSeconds: LIFETIME_S },
+        reload: { enabled: false },
+      }),
+    });
+    const token = await gw.token();
+    const rotation = await rotateKeys(gw.config.keys.dir, {
+      algorithm: 'ES256',
+      now: new Date(clock.now()),
+      jwksMaxAgeSeconds: MAX_AGE_S,
+      clockSkewSeconds: SKEW_S,
+      maxLifetimeSeconds: 60,
+    });
+    await gw.app.reload();
+    assert.equal(await statusWith(gw, token), 200); // verified again, cached
+    const removeAt = rotation.retiring[0]?.schedule.removeAt as number;
+    clock.set(removeAt - SECOND);
+    await sleep(1200);
+    assert.equal(await statusWith(gw, token), 200, 'still published: still served');
+    clock.set(removeAt);
+    await sleep(1200); // the gateway looks at its published set every second
+    assert.equal(await statusWith(gw, token), 401);
+  });
+
   test('publish ahead, hand over at activateAt, keep the old key until its last token expired', async (t) => {
     const clock = new ManualClock(T0);
     const gw = await startGateway(t, {
