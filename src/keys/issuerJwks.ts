@@ -17,6 +17,11 @@ import { importJWK, type JWK } from 'jose';
 export interface IssuerKey {
   readonly alg: string;
   readonly key: KeyObject | webcrypto.CryptoKey;
+  /**
+   * The key's identity: its algorithm and public members, canonical. Two sets holding
+   * the same kid with another `material` hold another key under that kid.
+   */
+  readonly material: string;
 }
 
 /** A `kid` worth looking up or fetching for (1–128 of [A-Za-z0-9._:-]). */
@@ -69,7 +74,8 @@ export async function importJwks(
       if (jwk[member] !== undefined) publicJwk[member] = jwk[member];
     try {
       const key = (await importJWK(publicJwk as JWK, alg)) as webcrypto.CryptoKey;
-      keys.set(jwk.kid as string, Object.freeze({ alg, key }));
+      const material = JSON.stringify([alg, publicJwk]);
+      keys.set(jwk.kid as string, Object.freeze({ alg, key, material }));
     } catch (error) {
       skipped.push(`keys[${i}]: cannot be imported (${(error as Error).message})`);
     }

@@ -307,7 +307,14 @@ export class RemoteKeySet {
     this.#log?.('issuer keys fetched', { issuer: id, trigger, keys: keys.size });
     this.#scheduleRefresh();
     this.#markReady();
-    const removed = previous === null ? [] : [...previous.keys()].filter((kid) => !keys.has(kid));
+    // A kid that left the set, or now names another key (replaced after a compromise):
+    // either way the tokens verified with the old key must not stay cached.
+    const removed =
+      previous === null
+        ? []
+        : [...previous]
+            .filter(([kid, key]) => keys.get(kid)?.material !== key.material)
+            .map(([kid]) => kid);
     if (removed.length > 0) this.#hooks?.keysRemoved?.(id, removed);
     this.#hooks?.fetch?.(id, trigger, 'ok');
     return true;

@@ -17,6 +17,7 @@ import { newKeyPair } from '../helpers/keyPairs.js';
 import { metric, sample, scrape } from '../helpers/metrics.js';
 import { waitForStatus } from '../helpers/process.js';
 import { signWith } from '../helpers/tokens.js';
+import { waitFor } from '../helpers/wait.js';
 import { ecKey, jwksOf, serve, startJwksServer, type TestKey } from '../issuers/jwksServer.js';
 
 const PARTNER_ISS = 'https://idp.partner.test';
@@ -270,6 +271,22 @@ describe('trusted external issuers at the gateway', () => {
     // As for our own keys and key files: a kid that left the set must not keep verifying
     // through the verified-token cache.
     await expectStatus(gw, before, 401, 'token-invalid');
+  });
+
+  test('a key replaced under the same kid: tokens of the old key stop verifying, cached or not', async (t) => {
+    const { clock, k1, jwks, gw } = await partnerSetup(t);
+    const before = await tokenOf(k1, clock, PARTNER_ISS, {
+      exp: Math.floor(clock.now() / 1000) + 3600,
+    });
+    await expectStatus(gw, before, 200); // verified and cached
+    const replacement = ecKey('partner-2026-1'); // same kid, new key (after a compromise)
+    jwks.behaviour = serve(jwksOf(replacement));
+    // The set's max age passes; the next lookup (an uncached token) refetches it.
+    clock.advance((MAX_AGE_S + 1) * SECOND);
+    await (await call(gw, await tokenOf(k1, clock))).arrayBuffer();
+    await waitFor('the refetch', () => (jwks.count() === 2 ? true : undefined));
+    await expectStatus(gw, before, 401, 'token-invalid');
+    await expectStatus(gw, await tokenOf(replacement, clock), 200);
   });
 
   test('an outage inside max age + max staleness loses no request; past it, 503 issuer-unavailable', async (t) => {
