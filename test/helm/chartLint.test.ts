@@ -74,6 +74,26 @@ describe('values.schema.json', () => {
       /signingKeys/,
     ],
     ['a short admin token', { secrets: { adminToken: 'short' } }, /adminToken/],
+    [
+      'a Redis URL with a password (redis://:secret@host)',
+      { redis: { url: 'redis://:secret@redis:6379' } },
+      /redis\.url/,
+    ],
+    [
+      'a Redis URL with a user and a password',
+      { redis: { url: 'rediss://default:secret@redis.example:6380/0' } },
+      /redis\.url/,
+    ],
+    [
+      'a Redis URL with a password holding an @',
+      { redis: { url: 'redis://user:p@ss@redis:6379' } },
+      /redis\.url/,
+    ],
+    [
+      'a Redis URL with a password in the query',
+      { redis: { url: 'redis://redis:6379/0?password=secret' } },
+      /redis\.url/,
+    ],
   ];
   for (const [what, values, message] of refused) {
     test(`refuses ${what}`, async () => {
@@ -83,6 +103,19 @@ describe('values.schema.json', () => {
       assert.match(result.stderr, message);
     });
   }
+
+  test('accepts Redis URLs without a password (a user name alone is fine)', async () => {
+    for (const url of [
+      'redis://redis:6379',
+      'redis://redis-master.redis.svc:6379/0',
+      'rediss://user@redis.example:6380/0?family=6',
+      'redis://[::1]:6379',
+      '',
+    ]) {
+      const result = await template({ values: [{ redis: { url } }] });
+      assert.equal(result.code, 0, `${url}: ${result.stderr}`);
+    }
+  });
 
   test("its config part is the gateway's configuration schema minus the chart-owned settings", async () => {
     const committed = JSON.parse(await readFile(VALUES_SCHEMA, 'utf8')) as {
@@ -221,7 +254,21 @@ describe('fail guards', () => {
     [
       'a termination grace period shorter than the drain',
       { terminationGracePeriodSeconds: 12, config: { server: { shutdownGraceMs: 10_000 } } },
-      /terminationGracePeriodSeconds \(12\) is shorter than the drain: .* = 15/,
+      /terminationGracePeriodSeconds \(12\) is too short: .* \+ 5 s of cleanup after the drain = 20; set it to at least 20 or leave it null/,
+    ],
+    [
+      'a termination grace period that leaves no time for the cleanup after the drain',
+      { terminationGracePeriodSeconds: 15, config: { server: { shutdownGraceMs: 10_000 } } },
+      /terminationGracePeriodSeconds \(15\) is too short: drain\.preStopSleepSeconds \(5\) \+ ceil\(config\.server\.shutdownGraceMs \/ 1000\) \(10\) \+ 5 s/,
+    ],
+    [
+      'a termination grace period too short without a preStop hook',
+      {
+        terminationGracePeriodSeconds: 14,
+        drain: { preStopSleepSeconds: 0 },
+        config: { server: { shutdownGraceMs: 9_001 } },
+      },
+      /terminationGracePeriodSeconds \(14\) is too short: .* = 15/,
     ],
     [
       'pretty logs (pino-pretty is not in the image)',
@@ -250,7 +297,12 @@ describe('fail guards', () => {
   test('the same combinations made possible render', async () => {
     const fine: Record<string, unknown>[] = [
       { ...redis, replicaCount: 3, config: { revocation: { store: 'redis' } } },
-      { terminationGracePeriodSeconds: 15, config: { server: { shutdownGraceMs: 10_000 } } },
+      { terminationGracePeriodSeconds: 20, config: { server: { shutdownGraceMs: 10_000 } } },
+      {
+        terminationGracePeriodSeconds: 15,
+        drain: { preStopSleepSeconds: 0 },
+        config: { server: { shutdownGraceMs: 9_001 } },
+      },
       { adminApi: { enabled: true }, secrets: { adminToken: 'a-long-enough-admin-token' } },
     ];
     for (const values of fine) {

@@ -30,6 +30,7 @@ import {
   RELEASE,
   type RenderOptions,
   render,
+  renderNotes,
   SCENARIOS,
 } from './helm.js';
 import { KNOWN_KINDS, modelProblems, unknownFieldProblems } from './kubeValidate.js';
@@ -128,7 +129,9 @@ describe('labels', () => {
       for (const o of await rendered(name)) {
         const labels = o.metadata.labels ?? {};
         const at = `${o.kind}/${o.metadata.name}`;
-        assert.equal(labels['app.kubernetes.io/name'], 'portaria', at);
+        // The test pod is no gateway: its name label keeps it out of every selector.
+        const name = o.kind === 'Pod' ? 'portaria-test' : 'portaria';
+        assert.equal(labels['app.kubernetes.io/name'], name, at);
         assert.equal(labels['app.kubernetes.io/instance'], RELEASE, at);
         assert.equal(labels['app.kubernetes.io/version'], chart.appVersion, at);
         assert.equal(labels['app.kubernetes.io/managed-by'], 'Helm', at);
@@ -154,19 +157,44 @@ describe('labels', () => {
     assert.deepEqual(deployment.spec?.selector.matchLabels, selector);
     const podLabels = deployment.spec?.template.metadata?.labels ?? {};
     for (const [k, v] of Object.entries(selector)) assert.equal(podLabels[k], v);
-    assert.deepEqual((find(objects, 'Service') as unknown as IService).spec?.selector, selector);
-    assert.deepEqual(
+    const selectors = [
+      deployment.spec?.selector.matchLabels,
+      (find(objects, 'Service', RELEASE) as unknown as IService).spec?.selector,
+      (find(objects, 'Service', '-admin') as unknown as IService).spec?.selector,
       (find(objects, 'PodDisruptionBudget') as unknown as IPodDisruptionBudget).spec?.selector
         ?.matchLabels,
-      selector,
-    );
-    assert.deepEqual(
       (find(objects, 'NetworkPolicy') as unknown as INetworkPolicy).spec?.podSelector?.matchLabels,
-      selector,
-    );
-    // The test pod must not be selected by the Service (it is no gateway).
+    ];
+    for (const s of selectors) assert.deepEqual(s, selector);
+    // The test pod is no gateway: no Service sends it traffic, the budget does not count it,
+    // the policy does not govern it, the Deployment does not adopt it.
     const testPod = find(objects, 'Pod') as unknown as IPod;
-    assert.equal(testPod.metadata?.labels?.['app.kubernetes.io/component'], 'test');
+    const testLabels = testPod.metadata?.labels ?? {};
+    assert.equal(testLabels['app.kubernetes.io/component'], 'test');
+    assert.equal(testLabels['app.kubernetes.io/name'], 'portaria-test');
+    assert.equal(testLabels['app.kubernetes.io/instance'], RELEASE);
+    for (const s of selectors) {
+      const matches = Object.entries(s ?? {}).every(([k, v]) => testLabels[k] === v);
+      assert.equal(matches, false, `a selector matches the test pod: ${JSON.stringify(s)}`);
+    }
+    // Even with the longest name the chart allows, "-test" is not truncated away.
+    const long = 'n'.repeat(63);
+    const renamed = await render({ values: [{ nameOverride: long }] });
+    const renamedPod = find(renamed, 'Pod') as unknown as IPod;
+    assert.notEqual(renamedPod.metadata?.labels?.['app.kubernetes.io/name'], long);
+    assert.match(renamedPod.metadata?.labels?.['app.kubernetes.io/name'] ?? '', /-test$/);
+  });
+
+  test('the test hook pod is deleted before a rerun and after success', async () => {
+    for (const { name } of CASES) {
+      const pod = find(await rendered(name), 'Pod');
+      assert.equal(pod.metadata.annotations?.['helm.sh/hook'], 'test', name);
+      assert.equal(
+        pod.metadata.annotations?.['helm.sh/hook-delete-policy'],
+        'before-hook-creation,hook-succeeded',
+        name,
+      );
+    }
   });
 });
 
@@ -223,17 +251,25 @@ describe('Deployment', () => {
       assert.equal(config.admin?.host, '0.0.0.0', 'probes and Prometheus reach the admin port');
       assert.deepEqual(container.args, ['--config', '/etc/portaria/config/portaria.yaml']);
 
-      const service = find(objects, 'Service') as unknown as IService;
+      // The main Service publishes the public listener only; the admin listener has its
+      // own Service, always ClusterIP.
+      const service = find(objects, 'Service', RELEASE) as unknown as IService;
       assert.deepEqual(
         service.spec?.ports?.map((p) => [p.name, p.targetPort]),
-        [
-          ['http', 'http'],
-          ['admin', 'admin'],
-        ],
+        [['http', 'http']],
+      );
+      const admin = find(objects, 'Service', '-admin') as unknown as IService;
+      assert.equal(admin.metadata?.name, `${RELEASE}-admin`);
+      assert.equal(admin.spec?.type, 'ClusterIP');
+      assert.equal(admin.metadata?.labels?.['app.kubernetes.io/component'], 'admin');
+      assert.equal(service.metadata?.labels?.['app.kubernetes.io/component'], undefined);
+      assert.deepEqual(
+        admin.spec?.ports?.map((p) => [p.name, p.port, p.targetPort]),
+        [['admin', 9091, 'admin']],
       );
     });
 
-    test(`${name}: the grace period covers preStop plus the gateway's drain`, async () => {
+    test(`${name}: the grace period covers preStop, the gateway's drain and 5 s of cleanup`, async () => {
       const objects = await rendered(name);
       const pod = deploymentOf(objects).spec?.template.spec;
       const preStop = gatewayContainer(objects).lifecycle?.preStop?.sleep?.seconds;
@@ -241,8 +277,8 @@ describe('Deployment', () => {
       const graceMs = Number(rawConfig(objects).server?.shutdownGraceMs ?? 10_000);
       const grace = pod?.terminationGracePeriodSeconds ?? 30;
       assert.ok(
-        grace >= preStop + Math.ceil(graceMs / 1000),
-        `terminationGracePeriodSeconds ${grace} < preStop ${preStop} + drain ${graceMs} ms`,
+        grace >= preStop + Math.ceil(graceMs / 1000) + 5,
+        `terminationGracePeriodSeconds ${grace} < preStop ${preStop} + drain ${graceMs} ms + 5 s`,
       );
     });
   }
@@ -263,6 +299,40 @@ describe('Deployment', () => {
         ?.terminationGracePeriodSeconds,
       60,
     );
+  });
+
+  test('drain.preStopSleepSeconds: 0 renders no preStop hook (a 0 s sleep is refused before 1.33)', async () => {
+    const objects = await render({ values: [{ drain: { preStopSleepSeconds: 0 } }] });
+    const container = gatewayContainer(objects);
+    assert.equal(container.lifecycle, undefined);
+    assert.doesNotMatch(JSON.stringify(deploymentOf(objects)), /preStop/);
+    // Derived: 0 + ceil(10 000 ms) + 5 s.
+    assert.equal(deploymentOf(objects).spec?.template.spec?.terminationGracePeriodSeconds, 15);
+    assert.deepEqual(await modelProblems(objects), []);
+    assert.deepEqual(unknownFieldProblems({ noPreStop: objects }).noPreStop, []);
+    const one = await render({ values: [{ drain: { preStopSleepSeconds: 1 } }] });
+    assert.equal(gatewayContainer(one).lifecycle?.preStop?.sleep?.seconds, 1);
+  });
+
+  test('persistence.existingClaim: Recreate, so two pods never mount the claim at once', async () => {
+    const claim = deploymentOf(await rendered('existing-secret')).spec;
+    assert.equal(
+      claim?.template.spec?.volumes?.find((v) => v.name === 'data')?.persistentVolumeClaim
+        ?.claimName,
+      'portaria-data',
+    );
+    assert.deepEqual(claim?.strategy, { type: 'Recreate' });
+    const tuned = await render({
+      values: [{ persistence: { existingClaim: 'data' }, updateStrategy: { maxSurge: 2 } }],
+    });
+    assert.deepEqual(deploymentOf(tuned).spec?.strategy, { type: 'Recreate' });
+    for (const name of ['chart-defaults', 'default', 'redis-ha', 'monitoring']) {
+      assert.deepEqual(
+        deploymentOf(await rendered(name)).spec?.strategy,
+        { type: 'RollingUpdate', rollingUpdate: { maxSurge: 1, maxUnavailable: 0 } },
+        name,
+      );
+    }
   });
 
   test('checksum annotations change with the config or the Secret, and only then', async () => {
@@ -382,7 +452,31 @@ describe('network and monitoring objects', () => {
     const pub = rules.find((r) => r.ports?.some((p) => p.port === 'http'));
     assert.deepEqual(pub?.from, [
       { namespaceSelector: { matchLabels: { 'kubernetes.io/metadata.name': 'ingress-nginx' } } },
+      // The helm test pod, by its own labels (it calls the public port from the release
+      // namespace).
+      {
+        podSelector: {
+          matchLabels: {
+            'app.kubernetes.io/name': 'portaria-test',
+            'app.kubernetes.io/instance': RELEASE,
+          },
+        },
+      },
     ]);
+    const testPodLabels = find(await rendered('monitoring'), 'Pod').metadata.labels ?? {};
+    for (const [k, v] of Object.entries(pub?.from?.[1]?.podSelector?.matchLabels ?? {}))
+      assert.equal(testPodLabels[k], v, 'the peer selects the test pod');
+    const noTests = await render({
+      files: [SCENARIOS.find((sc) => sc.name === 'monitoring')?.file as string],
+      values: [{ tests: { enabled: false } }],
+    });
+    assert.equal(
+      (find(noTests, 'NetworkPolicy') as unknown as INetworkPolicy).spec?.ingress?.find((r) =>
+        r.ports?.some((p) => p.port === 'http'),
+      )?.from?.length,
+      1,
+      'no test pod peer without the test pod',
+    );
     // Every rule names its port: nothing else is reachable.
     for (const rule of rules) assert.equal(rule.ports?.length, 1);
     const defaults = await render({ values: [{ networkPolicy: { enabled: true } }] });
@@ -393,7 +487,7 @@ describe('network and monitoring objects', () => {
     ]);
   });
 
-  test('ServiceMonitor scrapes /metrics on the Service port named admin', async () => {
+  test('ServiceMonitor scrapes /metrics on the admin Service only, as job <full name>', async () => {
     const objects = await rendered('monitoring');
     const monitor = find(objects, 'ServiceMonitor') as unknown as IServiceMonitor;
     assert.equal(monitor.metadata?.labels?.release, 'kube-prometheus-stack');
@@ -401,12 +495,40 @@ describe('network and monitoring objects', () => {
       monitor.spec.endpoints?.map((e) => [e.port, e.path, e.interval]),
       [['admin', '/metrics', '15s']],
     );
-    const service = find(objects, 'Service') as unknown as IService;
-    assert.ok(service.spec?.ports?.some((p) => p.name === 'admin'));
-    for (const [k, v] of Object.entries(monitor.spec.selector.matchLabels ?? {})) {
-      assert.equal(service.metadata?.labels?.[k], v);
-    }
+    const selects = (service: IService) =>
+      Object.entries(monitor.spec.selector.matchLabels ?? {}).every(
+        ([k, v]) => service.metadata?.labels?.[k] === v,
+      );
+    const admin = find(objects, 'Service', '-admin') as unknown as IService;
+    const main = find(objects, 'Service', RELEASE) as unknown as IService;
+    assert.equal(monitor.spec.selector.matchLabels?.['app.kubernetes.io/component'], 'admin');
+    assert.equal(selects(admin), true, 'the admin Service is selected');
+    assert.equal(selects(main), false, 'the public Service is not selected');
+    assert.ok(admin.spec?.ports?.some((p) => p.name === 'admin'));
     assert.deepEqual(monitor.spec.namespaceSelector?.matchNames, [NAMESPACE]);
+    // The job label stays the full name (what prometheusRule.seriesSelector and the
+    // dashboard select), not the admin Service's name.
+    assert.deepEqual(monitor.spec.endpoints?.[0]?.relabelings, [
+      { action: 'replace', targetLabel: 'job', replacement: RELEASE },
+    ]);
+  });
+
+  test('the admin Service stays ClusterIP whatever service.type is', async () => {
+    for (const type of ['LoadBalancer', 'NodePort']) {
+      const objects = await render({
+        values: [{ service: { type, annotations: { 'example.com/lb': 'external' } } }],
+      });
+      const main = find(objects, 'Service', RELEASE) as unknown as IService;
+      const admin = find(objects, 'Service', '-admin') as unknown as IService;
+      assert.equal(main.spec?.type, type);
+      assert.deepEqual(
+        main.spec?.ports?.map((p) => p.name),
+        ['http'],
+        `${type}: the public Service publishes no admin port`,
+      );
+      assert.equal(admin.spec?.type, 'ClusterIP', type);
+      assert.equal(admin.metadata?.annotations, undefined, 'no load-balancer annotations');
+    }
   });
 
   test('off by default: no NetworkPolicy, ServiceMonitor, PrometheusRule or dashboard', async () => {
@@ -420,8 +542,63 @@ describe('network and monitoring objects', () => {
       'PodDisruptionBudget/portaria',
       'Secret/portaria',
       'Service/portaria',
+      'Service/portaria-admin',
       'ServiceAccount/portaria',
     ]);
+  });
+});
+
+describe('NOTES.txt', () => {
+  const local = /WARNING: config\.revocation\.store is local and \/data is an emptyDir/;
+  const queue = /WARNING: config\.revocation\.whileRedisDown is queue and \/data is an emptyDir/;
+  const file = (name: string) => SCENARIOS.find((sc) => sc.name === name)?.file as string;
+
+  test('the admin listener: its own ClusterIP Service, reached by port-forward', async () => {
+    const notes = await renderNotes({ files: [file('default')] });
+    assert.match(notes, /Admin listener .*: Service portaria-admin \(ClusterIP\), port 9091/);
+    assert.match(
+      notes,
+      /kubectl -n portaria port-forward svc\/portaria-admin 9091:9091\n {2}curl -s http:\/\/127\.0\.0\.1:9091\/readyz/,
+    );
+    assert.match(notes, /port-forward svc\/portaria 8080:80\n/);
+    assert.match(notes, /\/admin\/v1\/revocations/);
+  });
+
+  test('warns that the local store on an emptyDir loses revocations with the pod', async () => {
+    for (const options of [{}, { files: [file('default')] }]) {
+      const notes = await renderNotes(options);
+      assert.match(notes, local);
+      assert.match(notes, /persistence\.existingClaim \(one replica/);
+      assert.match(notes, /config\.revocation\.store: redis/);
+      assert.doesNotMatch(notes, queue);
+    }
+    // A claim keeps the log: no warning.
+    assert.doesNotMatch(await renderNotes({ files: [file('existing-secret')] }), local);
+  });
+
+  test('warns that the Redis store queues revocations on an emptyDir while Redis is down', async () => {
+    for (const name of ['redis-ha', 'monitoring']) {
+      const notes = await renderNotes({ files: [file(name)] });
+      assert.match(notes, queue, name);
+      assert.match(notes, /whileRedisDown: refuse/, name);
+      assert.doesNotMatch(notes, local, name);
+    }
+    const refuse = await renderNotes({
+      files: [file('redis-ha')],
+      values: [{ config: { revocation: { whileRedisDown: 'refuse' } } }],
+    });
+    assert.doesNotMatch(refuse, queue);
+    const claim = await renderNotes({
+      values: [
+        {
+          redis: { url: 'redis://redis:6379' },
+          config: { revocation: { store: 'redis' } },
+          persistence: { existingClaim: 'data' },
+        },
+      ],
+    });
+    assert.doesNotMatch(claim, queue);
+    assert.doesNotMatch(claim, local);
   });
 });
 

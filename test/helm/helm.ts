@@ -5,7 +5,7 @@
  */
 import { execFile } from 'node:child_process';
 import { readdirSync } from 'node:fs';
-import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { cp, mkdtemp, rename, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { basename, join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
@@ -122,21 +122,65 @@ async function valuesArgs(
 }
 
 /** `helm template` as a result: exit code and output (for the `fail` guards). */
-export async function template(options: RenderOptions = {}): Promise<RunResult> {
+export async function template(
+  options: RenderOptions = {},
+  extraArgs: readonly string[] = [],
+  chartDir = '.',
+): Promise<RunResult> {
   const { args, cleanup } = await valuesArgs(options);
   try {
     return await helm([
       'template',
       options.release ?? RELEASE,
-      '.',
+      chartDir,
       '--namespace',
       options.namespace ?? NAMESPACE,
       '--kube-version',
       KUBE_VERSION,
       ...args,
+      ...extraArgs,
     ]);
   } finally {
     await cleanup();
+  }
+}
+
+/**
+ * NOTES.txt as `helm install` prints it. `helm template` renders no NOTES, and
+ * `helm install --dry-run=client` still asks a cluster for its version, so the chart is
+ * copied to a temporary directory where NOTES.txt becomes a plain file rendered through
+ * `tpl` (same values, same helpers) into a ConfigMap, the only object shown.
+ */
+export async function renderNotes(options: RenderOptions = {}): Promise<string> {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-helm-notes-'));
+  try {
+    const chart = join(dir, 'portaria');
+    await cp(CHART_DIR, chart, { recursive: true });
+    await rename(join(chart, 'templates', 'NOTES.txt'), join(chart, 'notes-under-test.txt'));
+    await writeFile(
+      join(chart, 'templates', 'notes-under-test.yaml'),
+      [
+        'apiVersion: v1',
+        'kind: ConfigMap',
+        'metadata:',
+        '  name: notes-under-test',
+        'data:',
+        '  notes: {{ tpl (.Files.Get "notes-under-test.txt") . | toJson }}',
+        '',
+      ].join('\n'),
+    );
+    const result = await template(
+      options,
+      ['--show-only', 'templates/notes-under-test.yaml'],
+      chart,
+    );
+    if (result.code !== 0)
+      throw new Error(`rendering NOTES.txt failed (${result.code}):\n${result.stderr}`);
+    const [map] = parseManifests(result.stdout) as unknown as { data: { notes: string } }[];
+    if (map === undefined) throw new Error('NOTES.txt rendered nothing');
+    return map.data.notes;
+  } finally {
+    await rm(dir, { recursive: true, force: true });
   }
 }
 

@@ -38,6 +38,38 @@ app.kubernetes.io/name: {{ include "portaria.name" . }}
 app.kubernetes.io/instance: {{ .Release.Name }}
 {{- end -}}
 
+{{/*
+The admin listener's Service: "<full name>-admin", always ClusterIP. Its component label
+sets it apart from the public Service (the ServiceMonitor selects it by that label).
+*/}}
+{{- define "portaria.adminServiceName" -}}
+{{- printf "%s-admin" (include "portaria.fullname" . | trunc 57 | trimSuffix "-") -}}
+{{- end -}}
+
+{{- define "portaria.adminServiceLabels" -}}
+{{ include "portaria.selectorLabels" . }}
+app.kubernetes.io/component: admin
+{{- end -}}
+
+{{/*
+Labels of the `helm test` pod. Its name label is "<name>-test", so no selector of the gateway
+pods (Deployment, Services, PodDisruptionBudget, NetworkPolicy) matches it. The name is cut
+before "-test" is added, so the suffix always survives the 63-character limit.
+*/}}
+{{- define "portaria.testSelectorLabels" -}}
+app.kubernetes.io/name: {{ printf "%s-test" (include "portaria.name" . | trunc 58 | trimSuffix "-") }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "portaria.testLabels" -}}
+helm.sh/chart: {{ include "portaria.chart" . }}
+{{ include "portaria.testSelectorLabels" . }}
+app.kubernetes.io/component: test
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: portaria
+{{- end -}}
+
 {{- define "portaria.serviceAccountName" -}}
 {{- if .Values.serviceAccount.create -}}
 {{- default (include "portaria.fullname" .) .Values.serviceAccount.name -}}
@@ -80,15 +112,26 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 {{- dig "server" "shutdownGraceMs" 10000 (.Values.config | default dict) | int -}}
 {{- end -}}
 
-{{/* The drain needs preStop + ceil(shutdownGraceMs / 1000) seconds before the kill. */}}
+{{/* config.revocation.whileRedisDown (gateway default queue). */}}
+{{- define "portaria.whileRedisDown" -}}
+{{- dig "revocation" "whileRedisDown" "queue" (.Values.config | default dict) -}}
+{{- end -}}
+
+{{/* Seconds of cleanup after the drain: pools, Redis, the last access lines (≤ 1 s), the log flush. */}}
+{{- define "portaria.shutdownCleanupSeconds" -}}5{{- end -}}
+
+{{/*
+The shutdown needs preStop + ceil(shutdownGraceMs / 1000) seconds for the drain, plus the
+cleanup after it, before the kill: the least terminationGracePeriodSeconds, and its default.
+*/}}
 {{- define "portaria.minTerminationGracePeriodSeconds" -}}
 {{- $graceSeconds := div (add (include "portaria.shutdownGraceMs" . | int) 999) 1000 -}}
-{{- add (.Values.drain.preStopSleepSeconds | int) $graceSeconds -}}
+{{- add (.Values.drain.preStopSleepSeconds | int) $graceSeconds (include "portaria.shutdownCleanupSeconds" . | int) -}}
 {{- end -}}
 
 {{- define "portaria.terminationGracePeriodSeconds" -}}
 {{- if kindIs "invalid" .Values.terminationGracePeriodSeconds -}}
-{{- add (include "portaria.minTerminationGracePeriodSeconds" . | int) 5 -}}
+{{- include "portaria.minTerminationGracePeriodSeconds" . -}}
 {{- else -}}
 {{- .Values.terminationGracePeriodSeconds | int -}}
 {{- end -}}
@@ -173,7 +216,8 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- end -}}
 {{- $minGrace := include "portaria.minTerminationGracePeriodSeconds" . | int -}}
 {{- if lt (include "portaria.terminationGracePeriodSeconds" . | int) $minGrace -}}
-{{- fail (printf "terminationGracePeriodSeconds (%d) is shorter than the drain: drain.preStopSleepSeconds + ceil(config.server.shutdownGraceMs / 1000) = %d; the pod would be killed mid-drain" (.Values.terminationGracePeriodSeconds | int) $minGrace) -}}
+{{- $graceSeconds := div (add (include "portaria.shutdownGraceMs" . | int) 999) 1000 -}}
+{{- fail (printf "terminationGracePeriodSeconds (%d) is too short: drain.preStopSleepSeconds (%d) + ceil(config.server.shutdownGraceMs / 1000) (%d) + %s s of cleanup after the drain = %d; set it to at least %d or leave it null to derive it (the pod would be killed mid-shutdown)" (.Values.terminationGracePeriodSeconds | int) (.Values.drain.preStopSleepSeconds | int) $graceSeconds (include "portaria.shutdownCleanupSeconds" .) $minGrace $minGrace) -}}
 {{- end -}}
 {{- end -}}
 
