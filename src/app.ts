@@ -6,7 +6,10 @@
 import { readFile } from 'node:fs/promises';
 import { createServer, type Server } from 'node:http';
 import { createClientAuthenticator } from './clients/authenticateClient.js';
-import { loadClientRegistry } from './clients/clientRegistry.js';
+import {
+  loadClientRegistry,
+  MAX_LIFETIME_SECONDS as MAX_OWN_LIFETIME_SECONDS,
+} from './clients/clientRegistry.js';
 import { ConfigError } from './config/configError.js';
 import type { Config } from './config/types.js';
 import { createAdminHandler } from './http/adminRoutes.js';
@@ -73,9 +76,6 @@ export interface App {
    */
   shutdown(): Promise<void>;
 }
-
-/** Revocation entries of unknown expiry are kept for the longest possible token life. */
-const MAX_LIFETIME_SECONDS = 86_400;
 
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
@@ -294,8 +294,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       revocations: {
         store: revocation,
         adminToken,
-        maxLifetimeSeconds: MAX_LIFETIME_SECONDS,
-        clockSkewSeconds: config.clockSkewSeconds,
+        ...revocationHorizon(config),
         now: () => clock.now(),
         onRevoked: (kind) => metrics.revoked(kind),
       },
@@ -479,7 +478,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     revoke(tokenId, expiresAt) {
       return revocation.revokeToken(
         tokenId,
-        expiresAt ?? epochSeconds(clock) + MAX_LIFETIME_SECONDS,
+        expiresAt ?? epochSeconds(clock) + revocationHorizon(config).maxLifetimeSeconds,
       );
     },
     async shutdown() {
@@ -534,6 +533,28 @@ export async function createApp(options: AppOptions): Promise<App> {
       // loses nor reorders the last lines.
       await new Promise<void>((resolve) => logger.flush(() => resolve()));
     },
+  };
+}
+
+/**
+ * How long a token of any trusted issuer can stay valid: the longest lifetime (ours is at
+ * most 86,400 s; each external issuer's `maxLifetimeSeconds`) and the largest clock skew.
+ * A revocation entry of unknown expiry lives that long, and a client revocation's default
+ * cut-off is now + that skew (a token signed by a clock running ahead carries a later iat).
+ */
+function revocationHorizon(config: Config): {
+  maxLifetimeSeconds: number;
+  clockSkewSeconds: number;
+} {
+  return {
+    maxLifetimeSeconds: Math.max(
+      MAX_OWN_LIFETIME_SECONDS,
+      ...config.issuers.map((i) => i.maxLifetimeSeconds),
+    ),
+    clockSkewSeconds: Math.max(
+      config.clockSkewSeconds,
+      ...config.issuers.map((i) => i.clockSkewSeconds),
+    ),
   };
 }
 

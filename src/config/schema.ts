@@ -121,6 +121,7 @@ export const configSchema = {
           },
           clockSkewSeconds: { type: 'integer', minimum: 0, maximum: 600 },
           requireTyp: { type: 'boolean', default: true },
+          maxLifetimeSeconds: { type: 'integer', minimum: 60, maximum: 2_592_000, default: 86_400 },
           cacheMaxAgeSeconds: { type: 'integer', minimum: 10, maximum: 86_400, default: 600 },
           cooldownSeconds: { type: 'integer', minimum: 1, maximum: 3600, default: 30 },
           maxStalenessSeconds: { type: 'integer', minimum: 0, maximum: 604_800, default: 3600 },

@@ -95,6 +95,11 @@ export interface IssuerConfig {
   readonly clockSkewSeconds: number;
   /** Require `typ: at+jwt` (RFC 9068). */
   readonly requireTyp: boolean;
+  /**
+   * Longest token lifetime (`exp − iat`) accepted from this issuer; longer tokens are
+   * refused. It also bounds how long a revocation entry must live.
+   */
+  readonly maxLifetimeSeconds: number;
   readonly cacheMaxAgeSeconds: number;
   /** Least time between two fetches caused by unknown `kid`s. */
   readonly cooldownSeconds: number;

@@ -78,6 +78,7 @@ export interface RevocationAdminDeps {
   readonly adminToken: string | null;
   /** The longest lifetime of a token the gateway issues or accepts (seconds). */
   readonly maxLifetimeSeconds: number;
+  /** The largest clock skew any trusted issuer is allowed (seconds). */
   readonly clockSkewSeconds: number;
   /** Milliseconds since the epoch. */
   readonly now: () => number;
@@ -252,7 +253,11 @@ export function parseRevocation(
       'clientId must be 1 to 128 printable ASCII characters without spaces.',
     );
   }
-  const issuedBefore = Object.hasOwn(record, 'issuedBefore') ? cutOff(record.issuedBefore) : now;
+  // Default cut-off: now plus the skew, so that a token issued just before the revocation by
+  // a replica or issuer whose clock runs ahead (its iat up to the skew later) is covered.
+  const issuedBefore = Object.hasOwn(record, 'issuedBefore')
+    ? cutOff(record.issuedBefore)
+    : now + skew;
   if (issuedBefore > now + skew)
     throw invalidRequest('cut-off-in-future', 'issuedBefore must not be in the future.');
   return { kind: 'client', clientId, issuedBefore, expiresAt: issuedBefore + lifetime + skew };

@@ -40,6 +40,8 @@ export interface TrustedIssuer {
   readonly clockSkewSeconds: number;
   /** Require `typ: at+jwt` (always for our own tokens). */
   readonly requireTyp: boolean;
+  /** Longest accepted `exp − iat`, seconds. */
+  readonly maxLifetimeSeconds: number;
   /**
    * The key for `kid` and `alg`: undefined/null when unknown (→ 401); may be a promise
    * (a remote key set fetching); may throw a 503 PortariaError (key set unavailable).
@@ -177,6 +179,11 @@ export class TokenVerifier {
     const { sub, jti, exp, scope } = payload;
     if (typeof sub !== 'string' || typeof jti !== 'string' || typeof exp !== 'number') {
       throw invalid('bad-claims', 'The access token claims are malformed.');
+    }
+    // A token valid for longer than its issuer may issue would also outlive revocation
+    // entries, whose life is bounded by that maximum.
+    if (exp - iat > issuer.maxLifetimeSeconds) {
+      throw invalid('lifetime-too-long', 'The access token is valid for longer than accepted.');
     }
     if (scope !== undefined && typeof scope !== 'string') {
       throw invalid('bad-claims', 'The access token claims are malformed.');

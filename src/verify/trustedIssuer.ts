@@ -3,6 +3,8 @@
  * never over HTTP; our algorithms; `typ: at+jwt` always) and each configured external
  * issuer (keys from its key set; its audiences, algorithms, skew and `typ` rule).
  */
+
+import { MAX_LIFETIME_SECONDS as MAX_OWN_LIFETIME_SECONDS } from '../clients/clientRegistry.js';
 import type { Config, IssuerConfig } from '../config/types.js';
 import type { IssuerKey, TrustedIssuer } from './tokenVerifier.js';
 
@@ -31,6 +33,7 @@ export function buildIssuerTable(
     algorithms: OWN_ALGORITHMS,
     clockSkewSeconds: config.clockSkewSeconds,
     requireTyp: true,
+    maxLifetimeSeconds: MAX_OWN_LIFETIME_SECONDS,
     key: (kid) => ownKeys().verificationKey(kid),
   });
   for (const { config: c, keys } of externals) {
@@ -41,6 +44,7 @@ export function buildIssuerTable(
       algorithms: new Set(c.algorithms),
       clockSkewSeconds: c.clockSkewSeconds,
       requireTyp: c.requireTyp,
+      maxLifetimeSeconds: c.maxLifetimeSeconds,
       key: (kid, alg) => keys.getKey(kid, alg),
     });
   }

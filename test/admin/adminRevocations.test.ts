@@ -255,13 +255,14 @@ describe('admin revocation API: POST', () => {
     assert.deepEqual(server.revoked, ['client', 'client']);
   });
 
-  test('{clientId} alone cuts off at now; an offset date-time is understood', async (t) => {
+  test('{clientId} alone cuts off at now + skew (clocks running ahead); an offset date-time is understood', async (t) => {
     const server = await startAdminServer(t);
     const res = await post(server, { clientId: 'acme' });
     assert.equal(res.status, 201);
-    assert.equal(((await res.json()) as { issuedBefore: number }).issuedBefore, NOW);
+    assert.equal(((await res.json()) as { issuedBefore: number }).issuedBefore, NOW + SKEW);
     assert.equal(server.store.isRevoked(token('a', 'acme', NOW)), true);
-    assert.equal(server.store.isRevoked(token('b', 'acme', NOW + 1)), false);
+    assert.equal(server.store.isRevoked(token('b', 'acme', NOW + SKEW)), true, 'iat ahead');
+    assert.equal(server.store.isRevoked(token('c', 'acme', NOW + SKEW + 1)), false);
 
     const res2 = await post(server, { clientId: 'b', issuedBefore: '2025-12-31T23:00:00.5-01:00' });
     assert.equal(res2.status, 201);

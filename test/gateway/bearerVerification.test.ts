@@ -219,6 +219,12 @@ describe('bearer verification at the edge', () => {
     ['no jti', { jti: undefined }, {}, 'token-invalid'],
     ['no exp', { exp: undefined }, {}, 'token-invalid'],
     ['a non-string scope', { scope: ['orders:read'] }, {}, 'token-invalid'],
+    [
+      'a lifetime over 24 h (exp − iat), signed with our own key',
+      { iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 86_401 },
+      {},
+      'token-invalid',
+    ],
   ];
   for (const [name, claims, header, tipo] of claimCases) {
     test(`${name} → 401 ${tipo}`, async (t) => {

@@ -144,6 +144,7 @@ export function issuerConfig(overrides: Partial<IssuerConfig> = {}): IssuerConfi
     algorithms: ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'],
     clockSkewSeconds: 30,
     requireTyp: false,
+    maxLifetimeSeconds: 86_400,
     cacheMaxAgeSeconds: 600,
     cooldownSeconds: 30,
     maxStalenessSeconds: 3600,

@@ -6,7 +6,10 @@ import { test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { createApp } from '../../src/app.js';
 import { ConfigError } from '../../src/config/configError.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { startGateway } from '../helpers/fixture.js';
+import { signWith } from '../helpers/tokens.js';
+import { ecKey, jwksOf } from '../issuers/jwksServer.js';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdefghijklmn';
 
@@ -96,5 +99,103 @@ test('an admin token file that is too short stops the start with the setting nam
     (error: unknown) =>
       error instanceof ConfigError &&
       /^admin\.tokenFile: .* at least 16 visible ASCII/.test(error.problems[0] ?? ''),
+  );
+});
+
+test('external issuers: maxLifetimeSeconds bounds their tokens and the life of revocation entries', async (t) => {
+  const file = await tokenFile(t, `${ADMIN_TOKEN}\n`);
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-issuer-life-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const key = ecKey('partner-1');
+  await writeFile(join(dir, 'partner.jwks.json'), JSON.stringify(jwksOf(key)));
+  const clock = new ManualClock(Date.UTC(2026, 2, 1));
+  const DAY = 86_400;
+  const gw = await startGateway(t, {
+    clock,
+    settings: () => ({
+      admin: { host: '127.0.0.1', port: 0, tokenFile: file },
+      issuers: [
+        {
+          id: 'partner',
+          issuer: 'https://idp.partner.test',
+          audiences: ['partner-api'],
+          keyFile: join(dir, 'partner.jwks.json'),
+          algorithms: ['ES256'],
+          clockSkewSeconds: 300,
+          maxLifetimeSeconds: 7 * DAY,
+        },
+      ],
+    }),
+  });
+  const now = Math.floor(clock.now() / 1000);
+  const partnerToken = (jti: string, lifetime: number) =>
+    signWith(
+      key.privateKey,
+      'ES256',
+      {
+        iss: 'https://idp.partner.test',
+        aud: 'partner-api',
+        sub: 'svc',
+        client_id: 'svc',
+        iat: now,
+        exp: now + lifetime,
+        jti,
+      },
+      { kid: key.kid },
+    );
+  const call = async (bearer: string) => {
+    const res = await fetch(`${gw.url}/v1/orders/1`, {
+      headers: { authorization: `Bearer ${bearer}` },
+    });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  const revoke = async (body: Record<string, unknown>) => {
+    const res = await fetch(`${gw.adminUrl}/admin/v1/revocations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify(body),
+    });
+    return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+  };
+
+  assert.equal(await call(await partnerToken('six-days', 6 * DAY)), 200);
+  assert.equal(await call(await partnerToken('eight-days', 8 * DAY)), 401, 'over its maximum');
+
+  // An entry of unknown expiry outlives the issuer's longest token and largest skew.
+  const byJti = await revoke({ jti: 'six-days' });
+  assert.equal(byJti.status, 201);
+  assert.equal(byJti.body.expiresAt, now + 7 * DAY + 300);
+  // The token's real exp is accepted (was refused as beyond our own 24 h).
+  const withExp = await revoke({ jti: 'six-days-b', expiresAt: now + 6 * DAY });
+  assert.equal(withExp.status, 201);
+  assert.equal(withExp.body.expiresAt, now + 6 * DAY + 300);
+  // A client cut-off defaults to now + the largest skew: a token signed by a clock running
+  // ahead (iat up to the skew later) is covered too.
+  const byClient = await revoke({ clientId: 'svc' });
+  assert.equal(byClient.status, 201);
+  assert.equal(byClient.body.issuedBefore, now + 300);
+  assert.equal(byClient.body.expiresAt, now + 300 + 7 * DAY + 300);
+  const ahead = await signWith(
+    key.privateKey,
+    'ES256',
+    {
+      iss: 'https://idp.partner.test',
+      aud: 'partner-api',
+      sub: 'svc',
+      client_id: 'svc',
+      iat: now + 200,
+      exp: now + 3600,
+      jti: 'ahead',
+    },
+    { kid: key.kid },
+  );
+  const refused = await fetch(`${gw.url}/v1/orders/1`, {
+    headers: { authorization: `Bearer ${ahead}` },
+  });
+  assert.equal(refused.status, 401);
+  assert.equal(
+    ((await refused.json()) as { tipo: string }).tipo,
+    'urn:portaria:problem:token-revoked',
   );
 });
