@@ -15,6 +15,11 @@
  *   table that saw a different path; refused rather than normalised, like the rest;
  * - percent-encoded `.`, `/`, `\`, NUL and other control characters, in any case, and the
  *   same characters double-encoded (`%252e`), which an upstream decoding twice would see;
+ * - percent-encoded unreserved characters (`A–Z a–z 0–9 - . _ ~`, RFC 3986 §2.3): they
+ *   mean the same encoded or not (§6.2.2.2), so an upstream that decodes before routing
+ *   reads `/v1/%6frders` as `/v1/orders` while our prefix match saw another path — and a
+ *   route's scopes could be skipped. Their raw form is the only one we accept (this also
+ *   closes double encoding through encoded hex digits, `%25%32%65`);
  * - a raw `\`, `#`, control character, space or non-ASCII character;
  * - malformed percent-encoding (`%zz`, a trailing `%`), and percent-encoded bytes that
  *   are not UTF-8 (RFC 3629): an overlong form such as `%C0%AE` is a `.` to a lenient
@@ -70,6 +75,18 @@ function isForbiddenEncoded(byte: number): boolean {
   );
 }
 
+/** RFC 3986 §2.3 unreserved, other than `.` (refused above): letters, digits, `-`, `_`, `~`. */
+function isUnreserved(byte: number): boolean {
+  const lower = byte | 0x20;
+  return (
+    (lower >= 0x61 && lower <= 0x7a) ||
+    (byte >= 0x30 && byte <= 0x39) ||
+    byte === 0x2d ||
+    byte === 0x5f ||
+    byte === 0x7e
+  );
+}
+
 /** True when `path[start, end)` is `.` or `..` (the caller cut it at `;`). */
 function isDotSegment(path: string, start: number, end: number): boolean {
   const length = end - start;
@@ -114,6 +131,12 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
         refuse(
           'The request path must not contain encoded ".", "/", "\\", ";" or controls.',
           'encoded',
+        );
+      }
+      if (isUnreserved(byte)) {
+        refuse(
+          'The request path must not percent-encode letters, digits, "-", "_" or "~".',
+          'encoded-unreserved',
         );
       }
       if (byte >= 0x80) sawHighByte = true;

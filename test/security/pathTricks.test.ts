@@ -83,6 +83,8 @@ const AMBIGUOUS: [string, string][] = [
   ['/v1/orders/%252e%252e/admin', 'double-encoded'],
   ['/v1/orders/%zz', 'bad-percent'],
   ['/v1/orders/%C0%AE%C0%AE/admin', 'not-utf8'],
+  ['/v1/%6frders/1', 'encoded-unreserved'],
+  ['/v1/%25%32%65%25%32%65/admin', 'encoded-unreserved'],
   ['/v1/orders#frag', 'fragment'],
   ['http://evil/v1/orders', 'not-origin-form'],
 ];
