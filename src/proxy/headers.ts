@@ -16,7 +16,9 @@
  * - `X-Forwarded-For/-Proto/-Host` (de facto) and `Forwarded` (RFC 7239): trusted only
  *   behind a proxy we control. Trusted: the client IP is appended to `X-Forwarded-For`
  *   and incoming proto/host are kept. Untrusted: all are replaced from the connection,
- *   and `Forwarded`, `X-Forwarded-Port` and `X-Real-IP` are removed;
+ *   and every other `X-Forwarded-*` field (`-Port`, `-Prefix`, `-Scheme`, `-Ssl`, …,
+ *   which frameworks honour to rebuild URLs), `Forwarded`, `X-Real-IP` and the
+ *   path-override fields `X-Original-URL` / `X-Rewrite-URL` are removed;
  * - `X-Request-Id` is always ours.
  *
  * The hot path builds flat `[name, value, name, value, …]` lists (what undici's dispatch
@@ -89,7 +91,18 @@ const REQUEST_ID = 'x-request-id';
 const XFF = 'x-forwarded-for';
 const XFP = 'x-forwarded-proto';
 const XFH = 'x-forwarded-host';
-const FORWARDED_FAMILY = [XFF, XFP, XFH, 'x-forwarded-port', 'x-real-ip', 'forwarded'];
+const FORWARDED_FAMILY = [
+  XFF,
+  XFP,
+  XFH,
+  'x-forwarded-port',
+  'x-real-ip',
+  'forwarded',
+  'x-original-url',
+  'x-rewrite-url',
+];
+/** Every field named so is proxy-set; untrusted, none reaches the upstream. */
+const FORWARDED_PREFIX = 'x-forwarded';
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 const HOP_BY_HOP: ReadonlySet<string> = new Set(HOP_BY_HOP_HEADERS);
 
@@ -180,6 +193,8 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
       const value = incoming[name];
       if (value === undefined || requestDrop.has(name)) continue;
       if (name.includes('_') && guarded.has(name.replaceAll('_', '-'))) continue;
+      if (!trust && name.startsWith(FORWARDED_PREFIX)) continue;
+      if (!trust && name.startsWith('x_forwarded')) continue;
       if (nominated?.includes(name)) continue;
       // Only reached when forwarded headers are trusted (else they are in requestDrop).
       if (name === XFF) {

@@ -138,6 +138,12 @@ const SPOOFED_FORWARDING = [
   'Forwarded: for=6.6.6.6;proto=https',
   'X-Real-IP: 6.6.6.6',
   'X_Forwarded_For: 7.7.7.7',
+  'X-Forwarded-Prefix: /admin',
+  'X-Forwarded-Scheme: https',
+  'X-Forwarded-Ssl: on',
+  'X_Forwarded_Server: evil',
+  'X-Original-URL: /admin/delete',
+  'X-Rewrite-URL: /admin',
 ];
 
 describe('X-Forwarded-* from the client', () => {
@@ -152,6 +158,17 @@ describe('X-Forwarded-* from the client', () => {
     assert.deepEqual(valuesOf(seen, 'x-forwarded-port'), []);
     assert.deepEqual(valuesOf(seen, 'forwarded'), []);
     assert.deepEqual(valuesOf(seen, 'x-real-ip'), []);
+    // Fields frameworks honour to rebuild a URL or override the path: never the client's.
+    for (const name of [
+      'x-forwarded-prefix',
+      'x-forwarded-scheme',
+      'x-forwarded-ssl',
+      'x_forwarded_server',
+      'x-original-url',
+      'x-rewrite-url',
+    ]) {
+      assert.deepEqual(valuesOf(seen, name), [], name);
+    }
   });
 
   test('are kept and appended to when server.trustForwardedHeaders is true', async (t) => {
