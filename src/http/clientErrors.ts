@@ -6,7 +6,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { PortariaError } from '../errors.js';
-import { writeSocketProblem } from '../proxy/socketProblem.js';
+import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 
 export function createClientErrorHandler(
   problemTypeBase: string,
@@ -20,6 +20,15 @@ export function createClientErrorHandler(
     }
     const problem = problemFor(error);
     onError(problem.reason);
+    // A response still being written on this keep-alive socket (Node's own test): nothing
+    // can be added after it. Otherwise earlier responses are complete: ours starts here.
+    const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })
+      ._httpMessage;
+    if (current?.headersSent === true) {
+      socket.destroy();
+      return;
+    }
+    markRequestStart(socket);
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);
   };
 }

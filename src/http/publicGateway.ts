@@ -26,7 +26,7 @@ import {
 } from '../observability/metrics.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
-import { writeSocketProblem } from '../proxy/socketProblem.js';
+import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
@@ -133,6 +133,8 @@ export class PublicGateway {
   /** `upgrade` listener: WebSocket handshakes are authenticated like any request. */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', ignoreSocketError);
+    // A keep-alive socket may have carried earlier responses: ours start here.
+    markRequestStart(socket);
     const requestId = requestIdFor(req.headers['x-request-id']);
     this.#upgrade(req, socket, head, requestId).catch((error: unknown) => {
       const problem = isPortariaError(error)

@@ -5,6 +5,7 @@
  * case nothing reaches the upstream and the gateway keeps serving.
  */
 import assert from 'node:assert/strict';
+import { connect } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { type Gateway, startGateway } from '../helpers/fixture.js';
 import { rawRequest } from '../helpers/rawHttp.js';
@@ -70,6 +71,33 @@ async function assertStillServing(gw: Gateway, token: string) {
     gw.upstream.received.map((r) => r.url),
     ['/v1/orders/after'],
   );
+}
+
+/**
+ * Sends `first`, waits for its whole response (one JSON body), then sends `second` on the
+ * same connection; returns everything received until the server closes (or 3 s).
+ */
+function afterOneResponse(url: string, first: string, second: string): Promise<string> {
+  const { hostname, port } = new URL(url);
+  return new Promise((resolve, reject) => {
+    const socket = connect({ host: hostname, port: Number(port) });
+    let received = '';
+    let sentSecond = false;
+    const timer = setTimeout(() => socket.destroy(), 3000);
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+      if (!sentSecond && parseResponses(received).length === 1 && received.endsWith('}')) {
+        sentSecond = true;
+        socket.write(second);
+      }
+    });
+    socket.on('close', () => {
+      clearTimeout(timer);
+      resolve(received);
+    });
+    socket.on('error', (error) => (received === '' ? reject(error) : undefined));
+    socket.write(first);
+  });
 }
 
 const SMUGGLED = (token: string) =>
@@ -228,6 +256,40 @@ describe('request line and header limits', () => {
 });
 
 describe('refusals and what follows them on the connection', () => {
+  test('on a keep-alive connection that already carried a response, refusals still get problem details', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const jwks = 'GET /.well-known/jwks.json HTTP/1.1\r\nHost: x\r\n\r\n';
+    const cases: [string, string, number, string][] = [
+      [
+        'Content-Length with Transfer-Encoding',
+        'POST /v1/orders HTTP/1.1\r\nHost: x\r\nContent-Length: 4\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n',
+        400,
+        'invalid-request',
+      ],
+      [
+        'headers too large',
+        `GET /v1/orders HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(MAX_HEADER_BYTES)}\r\n\r\n`,
+        431,
+        'headers-too-large',
+      ],
+      [
+        'a WebSocket upgrade without a token',
+        'GET /v1/orders/ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+        401,
+        'token-missing',
+      ],
+    ];
+    for (const [name, second, status, code] of cases) {
+      const responses = parseResponses(await afterOneResponse(gw.url, jwks, second));
+      assert.equal(responses.length, 2, name);
+      assert.equal(responses[0]?.status, 200, name);
+      const refusal = responses[1] as RawResponse;
+      assert.equal(refusal.status, status, name);
+      assert.equal(rawProblemOf(refusal).tipo, `urn:portaria:problem:${code}`, name);
+    }
+    await assertStillServing(gw, token);
+  });
+
   test('a POST refused with 401 before its body was read gets Connection: close and the socket ends', async (t) => {
     const { gw, token } = await framingGateway(t);
     const started = performance.now();
