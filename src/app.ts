@@ -4,7 +4,8 @@
  * read, and (where time matters) a manual clock.
  */
 import { readFile } from 'node:fs/promises';
-import { createServer, type Server } from 'node:http';
+import { createServer, type IncomingMessage, type Server } from 'node:http';
+import type { Duplex } from 'node:stream';
 import { createClientAuthenticator } from './clients/authenticateClient.js';
 import {
   loadClientRegistry,
@@ -18,6 +19,7 @@ import { openApiDocument } from './http/openApiDocument.js';
 import { PublicGateway } from './http/publicGateway.js';
 import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
+import { isWebSocketOffer, reparseWithoutUpgrade } from './http/upgradeOffers.js';
 import { createIssuerKeySet } from './keys/issuerKeySet.js';
 import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
@@ -275,13 +277,19 @@ export async function createApp(options: AppOptions): Promise<App> {
       maxHeaderSize: config.server.maxHeaderBytes,
       // The gateway answers a missing Host itself, with problem details (hostHeader.ts).
       requireHostHeader: false,
+      // Only WebSocket upgrades are taken up; newer Node sends other offers (h2c) to the
+      // request listener (older Node: reparseWithoutUpgrade below). Not in @types/node yet.
+      ...{ shouldUpgradeCallback: isWebSocketOffer },
       // Node checks the header and request timeouts on this timer (default 30 s): tie it
       // to the configured timeout so a slow client is cut close to it.
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.headersTimeoutMs / 2)),
     },
     gateway.handleRequest as Parameters<typeof createServer>[1],
   );
-  publicServer.on('upgrade', gateway.handleUpgrade);
+  publicServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
+    if (isWebSocketOffer(req)) gateway.handleUpgrade(req, socket, head);
+    else reparseWithoutUpgrade(publicServer, req, socket, head);
+  });
   publicServer.on(
     'clientError',
     createClientErrorHandler(config.problemTypeBase, (reason) =>

@@ -7,14 +7,21 @@
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createServer, type IncomingHttpHeaders } from 'node:http';
+import { createServer, type IncomingHttpHeaders, request } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
 import WebSocket, { WebSocketServer } from 'ws';
 import { ManualClock } from '../../src/lib/clock.js';
-import { type ClientSpec, type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  type ClientSpec,
+  type Gateway,
+  problemOf,
+  startGateway,
+} from '../helpers/fixture.js';
 import { freePort } from '../helpers/process.js';
 import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
@@ -453,5 +460,73 @@ describe('WebSocket upgrades through the gateway', () => {
     assert.equal(answer.body.tipo, 'urn:portaria:problem:upstream-unavailable');
     assert.doesNotMatch(JSON.stringify(answer.body), /127\.0\.0\.1|ECONNREFUSED/);
     assert.equal(upstreamErrors(await metricsText(gw), 'live', 'refused'), 1);
+  });
+});
+
+/** One request with node:http (fetch refuses the upgrade fields); status, headers, body. */
+function offerH2c(
+  gw: Gateway,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body = '',
+): Promise<{ status: number; body: string }> {
+  const { hostname, port } = new URL(gw.url);
+  return new Promise((resolve, reject) => {
+    const req = request(
+      {
+        host: hostname,
+        port: Number(port),
+        method,
+        path,
+        agent: false,
+        headers: {
+          connection: 'Upgrade, HTTP2-Settings',
+          upgrade: 'h2c',
+          'http2-settings': 'AAMAAABkAARAAAAAAAIAAAAA',
+          ...(body === '' ? {} : { 'content-length': String(Buffer.byteLength(body)) }),
+          ...headers,
+        },
+      },
+      (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => {
+          text += chunk;
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      },
+    );
+    req.on('upgrade', () => reject(new Error('the gateway took up the h2c upgrade')));
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+describe('HTTP/2 upgrade offers (h2c) from HTTP/1.1 clients', () => {
+  test('are ignored: a token request gets its token, a protected request is forwarded', async (t) => {
+    const gw = await startGateway(t);
+    const issued = await offerH2c(
+      gw,
+      'POST',
+      '/v1/authentication/accesstoken',
+      { 'content-type': 'application/json' },
+      JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+    );
+    assert.equal(issued.status, 200, issued.body);
+    const token = (JSON.parse(issued.body) as { token_de_acesso: string }).token_de_acesso;
+
+    const forwarded = await offerH2c(gw, 'GET', '/v1/orders/7', {
+      authorization: `Bearer ${token}`,
+    });
+    assert.equal(forwarded.status, 200, forwarded.body);
+    const seen = gw.upstream.received.at(-1);
+    assert.equal(seen?.url, '/v1/orders/7');
+    assert.equal(seen?.headers.upgrade, undefined);
+    assert.equal(seen?.headers['http2-settings'], undefined);
+    assert.equal(seen?.headers['x-client-id'], CLIENT_ID);
+
+    const refused = await offerH2c(gw, 'GET', '/v1/orders/7', {});
+    assert.equal(refused.status, 401, 'and still authenticated like any request');
   });
 });
