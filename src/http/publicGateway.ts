@@ -24,7 +24,7 @@ import {
   methodClass,
   statusClass,
 } from '../observability/metrics.js';
-import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
+import { type Forwarder, type ForwardFailure, upstreamCutOf } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
@@ -300,7 +300,11 @@ export class PublicGateway {
   #accessLog(res: GatewayResponse): void {
     const scope = res.scope;
     const seconds = (performance.now() - scope.start) / 1000;
-    const status = res.writableFinished ? res.statusCode : 499;
+    // Not finished: the client went away (499), or the upstream failed mid-response — then
+    // the status is the one sent, the line a warning with the upstream's failure.
+    const cut = res.writableFinished ? undefined : upstreamCutOf(res);
+    const status = res.writableFinished || cut !== undefined ? res.statusCode : 499;
+    if (cut !== undefined) scope.reason = `upstream-${cut}`;
     this.#d.metrics.requestFinished(
       scope.routeId,
       methodClass(scope.method),
@@ -308,7 +312,7 @@ export class PublicGateway {
       seconds,
     );
     const durationMs = Math.round(seconds * 1e6) / 1e3;
-    if (status >= 500) {
+    if (status >= 500 || cut !== undefined) {
       const line = {
         reqId: scope.id,
         method: scope.method,
@@ -319,8 +323,9 @@ export class PublicGateway {
         reason: scope.reason,
       };
       // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream down
-      // or slow, revocation list stale) or the upstream's own 5xx is a warning — one per
-      // request during an outage, which the alerts count, not a fault to page on here.
+      // or slow, revocation list stale), the upstream's own 5xx or a response the upstream
+      // cut short is a warning — one per request during an outage, which the alerts count
+      // (portaria_upstream_errors_total), not a fault to page on here.
       if (scope.error !== undefined) {
         this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
       } else {

@@ -108,7 +108,20 @@ function hasBody(req: IncomingMessage): boolean {
 
 /** The exchange a response belongs to, for the one `close` listener all of them share. */
 const EXCHANGE = Symbol('portaria.exchange');
-type ExchangeResponse = ServerResponse & { [EXCHANGE]?: Exchange };
+/** Set on a response the upstream failed after its headers were sent (then cut short). */
+const UPSTREAM_CUT = Symbol('portaria.upstreamCut');
+type ExchangeResponse = ServerResponse & {
+  [EXCHANGE]?: Exchange;
+  [UPSTREAM_CUT]?: UpstreamErrorKind;
+};
+
+/**
+ * Why a forwarded response was cut short by the upstream (its headers were already
+ * sent, so the client got a truncated message), or undefined.
+ */
+export function upstreamCutOf(res: ServerResponse): UpstreamErrorKind | undefined {
+  return (res as ExchangeResponse)[UPSTREAM_CUT];
+}
 
 /** `close` listener of every forwarded response (Node calls it with the response as `this`). */
 function onResponseClose(this: ExchangeResponse): void {
@@ -229,6 +242,8 @@ class Exchange implements Dispatcher.DispatchHandler {
         queueMicrotask(() => reject(req, res, problem));
         return;
       }
+      // The access line must not read this as the client going away (499).
+      (this.#res as ExchangeResponse)[UPSTREAM_CUT] = kind;
     }
     // Headers already sent, or nobody listening: cut the client's response short.
     this.#res.destroy();

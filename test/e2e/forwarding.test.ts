@@ -58,6 +58,26 @@ function answerLate(gw: Gateway, delayMs: number) {
 }
 
 describe('upstream failures', () => {
+  test('an upstream failing after its headers: truncated for the client, logged as the upstream failure (not 499)', async (t) => {
+    const gw = await startGateway(t);
+    gw.upstream.handler = (_req, res) => {
+      res.writeHead(200, { 'content-type': 'text/plain', 'content-length': '10' });
+      res.write('ab', () => res.socket?.destroy());
+    };
+    const res = await call(gw, await gw.token());
+    assert.equal(res.status, 200);
+    await assert.rejects(res.text(), 'the client sees a truncated body');
+    const requestId = res.headers.get('x-request-id') as string;
+    const line = await waitFor('the request line', () =>
+      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.status !== undefined),
+    );
+    assert.equal(line.msg, 'request failed');
+    assert.equal(line.level, 'warn');
+    assert.equal(line.status, 200, 'the status the client got');
+    assert.equal(line.reason, 'upstream-reset');
+    assert.equal(upstreamErrors(await metricsText(gw), 'default', 'reset'), 1);
+  });
+
   test('an upstream nobody listens on → 502 that leaks no address, port or error code', async (t) => {
     const port = await freePort();
     const gw = await startGateway(t, {
