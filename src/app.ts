@@ -286,6 +286,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     },
     gateway.handleRequest as Parameters<typeof createServer>[1],
   );
+  // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node
+  // would answer a bare 417): the request is handled like any other, `Expect` not forwarded.
+  publicServer.on('checkExpectation', gateway.handleRequest);
+  // CONNECT (a tunnel request) is no method of this gateway: 405 problem details, not
+  // Node's silent close.
+  publicServer.on('connect', (req: IncomingMessage, socket: Duplex) =>
+    gateway.refuseConnect(req, socket),
+  );
   publicServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (isWebSocketOffer(req)) gateway.handleUpgrade(req, socket, head);
     else reparseWithoutUpgrade(publicServer, req, socket, head);

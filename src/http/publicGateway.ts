@@ -130,6 +130,19 @@ export class PublicGateway {
     });
   }
 
+  /** `connect` listener: CONNECT is refused with 405 problem details on the raw socket. */
+  refuseConnect(req: IncomingMessage, socket: Duplex): void {
+    socket.on('error', ignoreSocketError);
+    markRequestStart(socket);
+    const requestId = requestIdFor(req.headers['x-request-id']);
+    this.#d.logger.info({ reqId: requestId, method: 'CONNECT', status: 405 }, 'connect refused');
+    const problem = new PortariaError('method-not-allowed', 'CONNECT is not supported.', {
+      reason: 'connect',
+      headers: { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' },
+    });
+    writeSocketProblem(socket, problem, `#${requestId}`, this.#typeBase);
+  }
+
   /** `upgrade` listener: WebSocket handshakes are authenticated like any request. */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', ignoreSocketError);

@@ -225,6 +225,39 @@ describe('request line and header limits', () => {
     assert.equal(gw.upstream.received.length, 0);
   });
 
+  test('an expectation other than 100-continue is ignored: the request is handled as any other', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const ok = onlyResponse(
+      await rawRequest(
+        gw.url,
+        `GET /v1/orders/5 HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    assert.equal(ok.status, 200);
+    assert.equal(gw.upstream.received[0]?.headers.expect, undefined, 'Expect is not forwarded');
+    const refused = onlyResponse(
+      await rawRequest(
+        gw.url,
+        'GET /v1/orders/5 HTTP/1.1\r\nHost: x\r\nExpect: something-else\r\nConnection: close\r\n\r\n',
+      ),
+    );
+    assert.equal(refused.status, 401);
+    assert.equal(rawProblemOf(refused).tipo, 'urn:portaria:problem:token-missing');
+    assert.ok(headerOf(refused, 'x-request-id'));
+  });
+
+  test('CONNECT → 405 method-not-allowed problem details, nothing forwarded', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const res = onlyResponse(
+      await rawRequest(gw.url, 'CONNECT 127.0.0.1:22 HTTP/1.1\r\nHost: 127.0.0.1:22\r\n\r\n'),
+    );
+    assert.equal(res.status, 405);
+    assert.equal(headerOf(res, 'connection'), 'close');
+    assert.ok(headerOf(res, 'allow'));
+    assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:method-not-allowed');
+    await assertStillServing(gw, token);
+  });
+
   test('headers over server.maxHeaderBytes → 431 headers-too-large, nothing forwarded', async (t) => {
     const { gw, token } = await framingGateway(t);
     const raw = await rawRequest(
