@@ -16,14 +16,8 @@ import type { Duplex } from 'node:stream';
 
 /** A WebSocket upgrade (whatever the method: the WebSocket proxy refuses non-GET ones). */
 export function isWebSocketOffer(req: IncomingMessage): boolean {
-  const upgrade = req.headers.upgrade;
-  return (
-    upgrade !== undefined &&
-    upgrade
-      .toLowerCase()
-      .split(',')
-      .some((t) => t.trim() === 'websocket')
-  );
+  const tokens = req.headers.upgrade?.toLowerCase().split(',') ?? [];
+  return tokens.some((token) => token.trim() === 'websocket');
 }
 
 const UPGRADE_FIELDS = new Set(['upgrade', 'http2-settings']);
