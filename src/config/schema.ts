@@ -48,7 +48,7 @@ export const configSchema = {
         requestTimeoutMs: { ...positiveMs, default: 30_000 },
         keepAliveTimeoutMs: { ...positiveMs, default: 5_000 },
         maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1_048_576, default: 16_384 },
-        shutdownGraceMs: { ...positiveMs, default: 10_000 },
+        shutdownGraceMs: { ...positiveMs, default: 30_000 },
         trustForwardedHeaders: { type: 'boolean', default: false },
         closeWebSocketsAtTokenExpiry: { type: 'boolean', default: true },
       },

@@ -156,7 +156,7 @@ describe('validateConfig', () => {
         requestTimeoutMs: 30_000,
         keepAliveTimeoutMs: 5_000,
         maxHeaderBytes: 16_384,
-        shutdownGraceMs: 10_000,
+        shutdownGraceMs: 30_000,
         trustForwardedHeaders: false,
         closeWebSocketsAtTokenExpiry: true,
       },

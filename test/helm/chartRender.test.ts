@@ -274,7 +274,7 @@ describe('Deployment', () => {
       const pod = deploymentOf(objects).spec?.template.spec;
       const preStop = gatewayContainer(objects).lifecycle?.preStop?.sleep?.seconds;
       assert.ok(typeof preStop === 'number' && preStop > 0, 'preStop sleeps');
-      const graceMs = Number(rawConfig(objects).server?.shutdownGraceMs ?? 10_000);
+      const graceMs = Number(rawConfig(objects).server?.shutdownGraceMs ?? 30_000);
       const grace = pod?.terminationGracePeriodSeconds ?? 30;
       assert.ok(
         grace >= preStop + Math.ceil(graceMs / 1000) + 5,
@@ -286,7 +286,7 @@ describe('Deployment', () => {
   test('the derived grace period is preStop + ceil(drain) + 5 s', async () => {
     assert.equal(
       deploymentOf(await rendered('default')).spec?.template.spec?.terminationGracePeriodSeconds,
-      5 + 10 + 5,
+      5 + 30 + 5,
     );
     assert.equal(
       deploymentOf(await rendered('redis-ha')).spec?.template.spec?.terminationGracePeriodSeconds,
@@ -306,8 +306,8 @@ describe('Deployment', () => {
     const container = gatewayContainer(objects);
     assert.equal(container.lifecycle, undefined);
     assert.doesNotMatch(JSON.stringify(deploymentOf(objects)), /preStop/);
-    // Derived: 0 + ceil(10 000 ms) + 5 s.
-    assert.equal(deploymentOf(objects).spec?.template.spec?.terminationGracePeriodSeconds, 15);
+    // Derived: 0 + ceil(30 000 ms) + 5 s.
+    assert.equal(deploymentOf(objects).spec?.template.spec?.terminationGracePeriodSeconds, 35);
     assert.deepEqual(await modelProblems(objects), []);
     assert.deepEqual(unknownFieldProblems({ noPreStop: objects }).noPreStop, []);
     const one = await render({ values: [{ drain: { preStopSleepSeconds: 1 } }] });

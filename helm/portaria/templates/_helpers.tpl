@@ -107,9 +107,9 @@ app.kubernetes.io/part-of: portaria
 {{- if or (eq (include "portaria.revocationStore" .) "redis") (eq (include "portaria.tokenLimitsStore" .) "redis") -}}true{{- end -}}
 {{- end -}}
 
-{{/* config.server.shutdownGraceMs (gateway default 10000). */}}
+{{/* config.server.shutdownGraceMs (gateway default 30000). */}}
 {{- define "portaria.shutdownGraceMs" -}}
-{{- dig "server" "shutdownGraceMs" 10000 (.Values.config | default dict) | int -}}
+{{- dig "server" "shutdownGraceMs" 30000 (.Values.config | default dict) | int -}}
 {{- end -}}
 
 {{/* config.revocation.whileRedisDown (gateway default queue). */}}
