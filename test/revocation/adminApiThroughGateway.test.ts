@@ -128,7 +128,7 @@ test('external issuers: maxLifetimeSeconds bounds their tokens and the life of r
     }),
   });
   const now = Math.floor(clock.now() / 1000);
-  const partnerToken = (jti: string, lifetime: number) =>
+  const partnerToken = (jti: string, lifetime: number, iat = now) =>
     signWith(
       key.privateKey,
       'ES256',
@@ -137,8 +137,8 @@ test('external issuers: maxLifetimeSeconds bounds their tokens and the life of r
         aud: 'partner-api',
         sub: 'svc',
         client_id: 'svc',
-        iat: now,
-        exp: now + lifetime,
+        iat,
+        exp: iat + lifetime,
         jti,
       },
       { kid: key.kid },
@@ -176,20 +176,7 @@ test('external issuers: maxLifetimeSeconds bounds their tokens and the life of r
   assert.equal(byClient.status, 201);
   assert.equal(byClient.body.issuedBefore, now + 300);
   assert.equal(byClient.body.expiresAt, now + 300 + 7 * DAY + 300);
-  const ahead = await signWith(
-    key.privateKey,
-    'ES256',
-    {
-      iss: 'https://idp.partner.test',
-      aud: 'partner-api',
-      sub: 'svc',
-      client_id: 'svc',
-      iat: now + 200,
-      exp: now + 3600,
-      jti: 'ahead',
-    },
-    { kid: key.kid },
-  );
+  const ahead = await partnerToken('ahead', 3600, now + 200);
   const refused = await fetch(`${gw.url}/v1/orders/1`, {
     headers: { authorization: `Bearer ${ahead}` },
   });

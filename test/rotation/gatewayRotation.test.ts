@@ -7,7 +7,7 @@
  * readiness are checked.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt, decodeProtectedHeader } from 'jose';
 import { rotateKeys } from '../../src/keys/rotateKeys.js';
@@ -62,21 +62,31 @@ async function readyz(gw: Gateway): Promise<number> {
   return res.status;
 }
 
+/** A gateway with the rotation timing above; reloads only on `app.reload()`. */
+function rotationGateway(
+  t: TestContext,
+  clock: ManualClock,
+  verify: Record<string, unknown> = {},
+): Promise<Gateway> {
+  return startGateway(t, {
+    clock,
+    settings: () => ({
+      clockSkewSeconds: SKEW_S,
+      keys: { dir: 'keys', jwksMaxAgeSeconds: MAX_AGE_S },
+      token: { lifetimeSeconds: LIFETIME_S },
+      verify,
+      reload: { enabled: false },
+    }),
+  });
+}
+
 describe('signing-key rotation at the running gateway', () => {
   test('a cached token stops working within a second of its key leaving the published set', async (t) => {
     // A rotation whose --max-lifetime (60 s) is shorter than the tokens' (1 h): the old key
     // is removed while its tokens are unexpired and cached. Nothing reloads at that moment:
     // only the clock passes removeAt.
     const clock = new ManualClock(T0);
-    const gw = await startGateway(t, {
-      clock,
-      settings: () => ({
-        clockSkewSeconds: SKEW_S,
-        keys: { dir: 'keys', jwksMaxAgeSeconds: MAX_AGE_S },
-        token: { lifetimeSeconds: LIFETIME_S },
-        reload: { enabled: false },
-      }),
-    });
+    const gw = await rotationGateway(t, clock);
     const token = await gw.token();
     const rotation = await rotateKeys(gw.config.keys.dir, {
       algorithm: 'ES256',
@@ -98,17 +108,8 @@ describe('signing-key rotation at the running gateway', () => {
 
   test('publish ahead, hand over at activateAt, keep the old key until its last token expired', async (t) => {
     const clock = new ManualClock(T0);
-    const gw = await startGateway(t, {
-      clock,
-      settings: () => ({
-        clockSkewSeconds: SKEW_S,
-        keys: { dir: 'keys', jwksMaxAgeSeconds: MAX_AGE_S },
-        token: { lifetimeSeconds: LIFETIME_S },
-        // Every request verifies the signature: nothing is answered from the cache.
-        verify: { cacheSize: 0 },
-        reload: { enabled: false },
-      }),
-    });
+    // Every request verifies the signature: nothing is answered from the cache.
+    const gw = await rotationGateway(t, clock, { cacheSize: 0 });
     const oldKid = gw.keyRing.signingKey.kid;
     assert.deepEqual(await publishedKids(gw), [oldKid]);
     assert.deepEqual(await keyStates(gw), { pending: 0, active: 1, retiring: 0, retired: 0 });
