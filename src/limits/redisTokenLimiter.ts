@@ -12,7 +12,10 @@
  * remembered only by the replica that saw them. The connection is never waited for:
  * commands do not queue while it is down (see `redis/redisClient.ts`), so a fallback
  * costs nothing when it is known to be down, and at most `redis.commandTimeoutMs` when
- * it goes down mid-command.
+ * it goes down mid-command. A Redis that hangs with its connection still open (stopped
+ * process, black-holed path) would cost that timeout on every command; so after a failure
+ * Redis is left alone for `RETRY_AFTER_FAILURE_MS` — every check answered locally at once
+ * — and then tried by one check at a time until one succeeds.
  */
 import type { RedisConfig, TokenLimitsConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
@@ -21,6 +24,9 @@ import { clientKey, pairKey } from './limitKeys.js';
 import { type LuaScript, RECORD_FAILURE, TAKE_TOKEN } from './limitScripts.js';
 import type { LocalTokenLimiter } from './localTokenLimiter.js';
 import type { TokenLimiter } from './tokenLimiter.js';
+
+/** After a failed command, how long every check is answered locally before Redis is tried again. */
+export const RETRY_AFTER_FAILURE_MS = 2000;
 
 /** Which operation fell back (a bounded metric label). */
 export type LimitCheck = 'address' | 'client' | 'backoff' | 'record';
@@ -43,6 +49,10 @@ export class RedisTokenLimiter implements TokenLimiter {
   readonly #addressRate: number;
   readonly #clientRate: number;
   #down = false;
+  /** `performance.now()` before which a down Redis is not tried (real time: I/O pacing). */
+  #retryAtMs = 0;
+  /** One check is trying a down Redis; the others answer locally meanwhile. */
+  #probing = false;
 
   constructor(options: {
     readonly config: TokenLimitsConfig;
@@ -161,6 +171,13 @@ export class RedisTokenLimiter implements TokenLimiter {
   /** Runs `remote` when Redis is usable, else (or when it fails) `local`. */
   async #shared<T>(check: LimitCheck, remote: () => Promise<T>, local: () => T): Promise<T> {
     if (this.#redis.status !== 'ready') return this.#fallBack(check, local, 'not connected');
+    const probe = this.#down;
+    if (probe) {
+      if (this.#probing || performance.now() < this.#retryAtMs) {
+        return this.#fallBack(check, local, 'unusable');
+      }
+      this.#probing = true;
+    }
     try {
       const value = await remote();
       if (this.#down) {
@@ -169,7 +186,10 @@ export class RedisTokenLimiter implements TokenLimiter {
       }
       return value;
     } catch (error) {
+      this.#retryAtMs = performance.now() + RETRY_AFTER_FAILURE_MS;
       return this.#fallBack(check, local, (error as Error).message);
+    } finally {
+      if (probe) this.#probing = false;
     }
   }
 

@@ -17,6 +17,10 @@ export interface RedisServer {
   stop(): Promise<void>;
   /** Starts it again on the same port (after `stop`). */
   start(): Promise<void>;
+  /** Freezes the process (SIGSTOP): connections stay open, nothing is answered. */
+  pause(): void;
+  /** Lets a paused process run again (SIGCONT). */
+  resume(): void;
 }
 
 const BINARY = process.env.REDIS_SERVER ?? 'redis-server';
@@ -90,12 +94,20 @@ export async function startRedis(
     });
   };
 
+  const pause = () => {
+    child?.kill('SIGSTOP');
+  };
+  const resume = () => {
+    child?.kill('SIGCONT');
+  };
+
   await start();
   t.after(async () => {
+    resume();
     await stop();
     await rm(dir, { recursive: true, force: true });
   });
-  return { port, url: `redis://127.0.0.1:${port}`, stop, start };
+  return { port, url: `redis://127.0.0.1:${port}`, stop, start, pause, resume };
 }
 
 async function freePort(): Promise<number> {

@@ -220,6 +220,41 @@ describe('token limits shared through Redis', () => {
     assert.equal(await connected(one), 1);
   });
 
+  test('a hung Redis (connection open, no answers) costs one command timeout, not one per check', async (t) => {
+    const redis = await startRedis(t);
+    const limits = {
+      perAddress: { ratePerSecond: 100, burst: 100 },
+      perClient: { ratePerSecond: 100, burst: 100 },
+      failedSecretBackoff: { freeFailures: 10 },
+    };
+    const gw = await sharedGateway(t, redis.url, new ManualClock(), limits);
+    assert.equal(await attempt(gw.url, '127.0.0.2'), '200');
+    redis.pause();
+    // Four Redis checks per token request (address, back-off, client, record): only the
+    // first waits for the 500 ms command timeout; the rest are answered locally at once.
+    const first = performance.now();
+    assert.equal(await attempt(gw.url, '127.0.0.2'), '200');
+    const firstMs = performance.now() - first;
+    assert.ok(firstMs < 1200, `the first request took ${firstMs} ms`);
+    const next = performance.now();
+    for (let i = 0; i < 5; i++) assert.equal(await attempt(gw.url, '127.0.0.2'), '200');
+    const nextMs = performance.now() - next;
+    assert.ok(nextMs < 400, `five more requests took ${nextMs} ms`);
+    assert.ok(logged(gw, DOWN));
+
+    redis.resume();
+    // After the pause one check tries Redis again, and the limits are shared once more.
+    await waitFor(
+      'the limiter back on Redis',
+      async () => {
+        await attempt(gw.url, '127.0.0.3');
+        return logged(gw, UP) ? true : undefined;
+      },
+      8000,
+      100,
+    );
+  });
+
   test('Redis down at start: the gateway starts, limits locally, and shuts down cleanly', async (t) => {
     const redis = await startRedis(t);
     await redis.stop();
