@@ -6,6 +6,9 @@
  *   <prefix>revocation:clients   sorted set: member clientId, score = entry expiry (s)
  *   <prefix>revocation:cutoffs   sorted set: member clientId, score = iat cut-off (s)
  *   <prefix>revocation:events    pub/sub channel: one message per revocation
+ *   <prefix>revocation:marker    string, no TTL: written at every full sync; its absence
+ *                                tells a synchronised replica that Redis lost the list
+ *                                (FLUSHALL, FLUSHDB, eviction) and must be written back
  *
  * Why sorted sets and not one key per entry: a full load is a `ZSCAN` of the list itself,
  * O(entries), whatever else lives in the database (the token limits' keys share it); a
@@ -29,6 +32,7 @@ export interface RevocationKeys {
   readonly clients: string;
   readonly cutoffs: string;
   readonly channel: string;
+  readonly marker: string;
 }
 
 export function revocationKeys(prefix: string): RevocationKeys {
@@ -37,6 +41,7 @@ export function revocationKeys(prefix: string): RevocationKeys {
     clients: `${prefix}revocation:clients`,
     cutoffs: `${prefix}revocation:cutoffs`,
     channel: `${prefix}revocation:events`,
+    marker: `${prefix}revocation:marker`,
   };
 }
 

@@ -14,7 +14,10 @@
  *
  * Freshness: the list counts as synchronised at the start of the last full load that
  * succeeded, and again each time a PING on the subscriber connection is answered while
- * subscribed (a reply proves every message published before the PING was delivered).
+ * subscribed (a reply proves every message published before the PING was delivered) and
+ * the marker key a full sync writes is still in Redis: a Redis that lost its data with
+ * the connections up (FLUSHALL, FLUSHDB, eviction) is noticed at the next heartbeat, and
+ * the replica synchronises in full again — writing back every entry it knows.
  * The heartbeat runs every `heartbeatMs` (default: a quarter of `maxSyncLagSeconds`, at
  * most 1 s); a closed connection marks the list unsynchronised until a full load
  * succeeds again. `isStale()` (one clock read, no allocation) is true once the last
@@ -164,9 +167,14 @@ export class RedisRevocationStore implements RevocationStore {
     return this.#memory.isRevoked(token);
   }
 
-  /** True while the last synchronisation is older than `maxSyncLagSeconds` (or none yet). */
+  /**
+   * True while the last synchronisation is older than `maxSyncLagSeconds` (or none yet),
+   * and while it lies ahead of the clock (the wall clock stepped back): until the next
+   * synchronisation, its age cannot be told.
+   */
   isStale(): boolean {
-    return this.#clock.now() - this.#lastSyncMs > this.#maxLagMs;
+    const age = this.#clock.now() - this.#lastSyncMs;
+    return age > this.#maxLagMs || age < 0;
   }
 
   revokeToken(tokenId: string, expiresAt: number): Promise<void> {
@@ -210,7 +218,7 @@ export class RedisRevocationStore implements RevocationStore {
       loaded: this.#loaded,
       synced: this.#synced,
       syncAgeSeconds: Number.isFinite(age) ? Math.max(0, age / 1000) : null,
-      stale: age > this.#maxLagMs,
+      stale: age > this.#maxLagMs || age < 0,
       queued: this.#queue.size,
       connected: {
         revocation: this.#command.status === 'ready',
@@ -308,11 +316,14 @@ export class RedisRevocationStore implements RevocationStore {
       const held = await this.#load();
       const missing = this.#missingFrom(held);
       await this.#writeAll(missing);
+      await this.#command.set(this.#keys.marker, '1');
       await this.#queue.drop(queued);
       if (this.#epoch !== epoch || this.#closed)
         throw new Error('redis connection lost during sync');
       this.#synced = true;
-      this.#lastSyncMs = Math.max(this.#lastSyncMs, started);
+      // Steps run one at a time, so `started` is the latest; assigned, not max()ed, so a
+      // wall clock that stepped back does not leave the last sync in the future.
+      this.#lastSyncMs = started;
       this.#failing = false;
       this.#o.onSync?.('ok');
       this.#log('info', 'revocation list synchronised', {
@@ -342,10 +353,20 @@ export class RedisRevocationStore implements RevocationStore {
   async #heartbeat(): Promise<void> {
     const epoch = this.#epoch;
     const sent = this.#clock.now();
-    await this.#subscriber.ping();
-    if (this.#synced && this.#epoch === epoch) {
-      this.#lastSyncMs = Math.max(this.#lastSyncMs, sent);
+    const [present] = await Promise.all([
+      this.#command.exists(this.#keys.marker),
+      this.#subscriber.ping(),
+    ]);
+    if (!this.#synced || this.#epoch !== epoch) return;
+    if (present === 0) {
+      // Redis lost the list (flushed, evicted) while connected: sync in full, writing back.
+      this.#synced = false;
+      this.#log('warn', 'revocation list missing from redis: writing it back', {
+        entries: this.#memory.size(),
+      });
+      return;
     }
+    this.#lastSyncMs = sent;
   }
 
   /** Every live entry in Redis, merged into the in-memory copy on the way. */

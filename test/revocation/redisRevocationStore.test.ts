@@ -289,6 +289,46 @@ test('refuse mode: a revocation while Redis is down is rejected and not applied'
   assert.equal(store.isRevoked(token('accepted')), true);
 });
 
+test('Redis losing the list with the connections up (FLUSHALL) is noticed and written back', async (t) => {
+  const redis = await startRedis(t);
+  const raw = rawClient(t, redis);
+  const { store: a, logged } = await openStore(t, redis);
+  const { store: b } = await openStore(t, redis);
+  await a.revokeToken('before-flush', soon());
+  await a.revokeClient('acme', 1000, soon());
+  await seenRevoked(b, token('before-flush'));
+
+  await raw.flushall();
+  await waitFor(
+    'written back',
+    async () => ((await raw.zscore(KEYS.tokens, 'before-flush')) !== null ? true : undefined),
+    5000,
+  );
+  assert.notEqual(await raw.zscore(KEYS.cutoffs, 'acme'), null);
+  assert.ok(logged.some((l) => l.event === 'revocation list missing from redis: writing it back'));
+  // A replica starting after the flush learns every entry.
+  const { store: c } = await openStore(t, redis);
+  assert.equal(c.isRevoked(token('before-flush')), true);
+  assert.equal(c.isRevoked(token('other', 'acme', 999)), true);
+});
+
+test('a wall clock stepping back makes the list stale until the next synchronisation', async (t) => {
+  const redis = await startRedis(t);
+  const clock = new ManualClock(Date.now());
+  const { store } = await openStore(t, redis, { clock, maxSyncLagSeconds: 1 });
+  assert.equal(store.isStale(), false);
+  await redis.stop();
+  await waitFor('Redis down', () => (store.state().connected.revocation ? undefined : true));
+  clock.set(clock.now() - 600_000); // NTP steps the clock 10 min back
+  assert.equal(store.isStale(), true, 'its age cannot be told');
+  // Without Redis no synchronisation succeeds: stale, not "fresh" for the next 10 min.
+  await new Promise((resolve) => setTimeout(resolve, 300));
+  assert.equal(store.isStale(), true);
+  assert.equal(store.state().stale, true);
+  await redis.start();
+  await waitFor('fresh again', () => (store.isStale() ? undefined : true), 8000);
+});
+
 test('the list turns stale once no synchronisation succeeded for maxSyncLagSeconds, and fresh again after Redis returns', async (t) => {
   const redis = await startRedis(t);
   const { store } = await openStore(t, redis, { maxSyncLagSeconds: 1 });
