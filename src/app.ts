@@ -470,6 +470,63 @@ export async function createApp(options: AppOptions): Promise<App> {
   }, 1000);
   everySecond.unref();
 
+  /**
+   * Graceful stop: readiness turns 503, new connections are refused, in-flight requests
+   * get up to `server.shutdownGraceMs`, then the rest is cut and everything closed.
+   */
+  const stopGracefully = async (): Promise<void> => {
+    draining = true;
+    logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
+    clearInterval(sweep);
+    clearInterval(everySecond);
+    for (const source of sources) source.close();
+    for (const set of issuerSets) set.keys.close();
+    const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
+    // A keep-alive connection busy when the drain began goes idle later: close it then.
+    publicServer.closeIdleConnections();
+    const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 50);
+    const grace = new Promise<'timeout'>((resolve) =>
+      setTimeout(resolve, config.server.shutdownGraceMs, 'timeout').unref(),
+    );
+    // Upgraded (WebSocket) sockets are not the server's any more: they end at the grace limit.
+    if ((await Promise.race([closed, grace])) === 'timeout') {
+      logger.warn('grace period over: closing remaining connections');
+      publicServer.closeAllConnections();
+      webSockets.close();
+      await closed;
+    }
+    clearInterval(idleSweep);
+    webSockets.close();
+    await forwarder.close();
+    await new Promise<void>((resolve) => adminServer.close(() => resolve()));
+    adminServer.closeAllConnections();
+    const queued = redisRevocations?.state().queued ?? 0;
+    if (queued > 0) {
+      // Acknowledged revocations Redis has not received yet: they survive only in the
+      // queue file, replayed at the next start if the data directory outlives the pod.
+      logger.error(
+        { queued, queueFile: config.revocation.queueFile },
+        'shutting down with revocations still queued for Redis',
+      );
+    }
+    await revocation.close();
+    await limiter?.close();
+    // Node can emit a drained response's 'close' (which writes its access line) after
+    // the server closed: wait for those (bounded), so that "stopped" is the last line.
+    await Promise.race([
+      gateway.responsesClosed(),
+      new Promise<void>((resolve) => setTimeout(resolve, 1000).unref()),
+    ]);
+    access.stopBatching();
+    logger.info('stopped');
+    // Both loggers share one destination: wait until it has written everything (a pipe
+    // or socket, `outputDestination`; pino's file destination calls back at once and
+    // writes the rest synchronously at exit), so an exit right after shutdown neither
+    // loses nor reorders the last lines.
+    await new Promise<void>((resolve) => logger.flush(() => resolve()));
+  };
+  let shuttingDown: Promise<void> | undefined;
+
   return {
     config,
     logger,
@@ -497,57 +554,10 @@ export async function createApp(options: AppOptions): Promise<App> {
         expiresAt ?? epochSeconds(clock) + revocationHorizon(config).maxLifetimeSeconds,
       );
     },
-    async shutdown() {
-      if (draining) return;
-      draining = true;
-      logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
-      clearInterval(sweep);
-      clearInterval(everySecond);
-      for (const source of sources) source.close();
-      for (const set of issuerSets) set.keys.close();
-      const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
-      // A keep-alive connection busy when the drain began goes idle later: close it then.
-      publicServer.closeIdleConnections();
-      const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 50);
-      const grace = new Promise<'timeout'>((resolve) =>
-        setTimeout(resolve, config.server.shutdownGraceMs, 'timeout').unref(),
-      );
-      // Upgraded (WebSocket) sockets are not the server's any more: they end at the grace limit.
-      if ((await Promise.race([closed, grace])) === 'timeout') {
-        logger.warn('grace period over: closing remaining connections');
-        publicServer.closeAllConnections();
-        webSockets.close();
-        await closed;
-      }
-      clearInterval(idleSweep);
-      webSockets.close();
-      await forwarder.close();
-      await new Promise<void>((resolve) => adminServer.close(() => resolve()));
-      adminServer.closeAllConnections();
-      const queued = redisRevocations?.state().queued ?? 0;
-      if (queued > 0) {
-        // Acknowledged revocations Redis has not received yet: they survive only in the
-        // queue file, replayed at the next start if the data directory outlives the pod.
-        logger.error(
-          { queued, queueFile: config.revocation.queueFile },
-          'shutting down with revocations still queued for Redis',
-        );
-      }
-      await revocation.close();
-      await limiter?.close();
-      // Node can emit a drained response's 'close' (which writes its access line) after
-      // the server closed: wait for those (bounded), so that "stopped" is the last line.
-      await Promise.race([
-        gateway.responsesClosed(),
-        new Promise<void>((resolve) => setTimeout(resolve, 1000).unref()),
-      ]);
-      access.stopBatching();
-      logger.info('stopped');
-      // Both loggers share one destination: wait until it has written everything (a pipe
-      // or socket, `outputDestination`; pino's file destination calls back at once and
-      // writes the rest synchronously at exit), so an exit right after shutdown neither
-      // loses nor reorders the last lines.
-      await new Promise<void>((resolve) => logger.flush(() => resolve()));
+    shutdown() {
+      // Every caller (a second signal, the test harness) waits for the one drain.
+      shuttingDown ??= stopGracefully();
+      return shuttingDown;
     },
   };
 }

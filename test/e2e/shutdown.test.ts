@@ -167,6 +167,27 @@ describe('shutdown of the real process', () => {
     assert.equal(messages.at(-1), 'stopped', 'every access line is written before "stopped"');
   });
 
+  test('a second stop signal during the drain waits for the same drain (no early exit)', async (t) => {
+    const upstream = await slowUpstream(t, 10_000);
+    const { proc, files, token } = await startProcess(t, upstream.url, 5000);
+    const inFlight = fetch(`${files.publicUrl}/v1/orders/held`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).then((res) => res.status);
+    await waitFor('the request at the upstream', () =>
+      upstream.arrivals.length === 1 ? true : undefined,
+    );
+    proc.child.kill('SIGTERM');
+    await proc.waitForOutput('stdout', /shutting down: draining/);
+    proc.child.kill('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(proc.child.exitCode, null, 'still draining after the second signal');
+    upstream.release();
+    assert.equal(await inFlight, 200);
+    const { code } = await proc.exited;
+    assert.equal(code, 0);
+    assert.equal(logMessages(proc.stdout()).at(-1), 'stopped');
+  });
+
   test('a request longer than shutdownGraceMs is cut at the grace limit and the process exits 0 promptly', async (t) => {
     const upstream = await slowUpstream(t, 10_000);
     const graceMs = 300;
