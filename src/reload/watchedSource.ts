@@ -67,6 +67,7 @@ export interface WatchedSource {
 }
 
 const DEBOUNCE_MS = 100;
+const MAX_DEBOUNCE_MS = 1000;
 const RETRY_DELAY_MS = 50;
 
 type Attempt<T> =
@@ -139,16 +140,25 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   const trigger = (reason: ReloadReason): Promise<ReloadOutcome> =>
     closed ? Promise.resolve('unchanged') : next(reason === 'signal' || reason === 'manual');
 
-  // Schedule-once throttle: the first relevant event arms one check DEBOUNCE_MS later;
-  // events until then add no work (a busy directory costs one timer, not one per event).
+  // Trailing debounce: the check runs DEBOUNCE_MS after the LAST relevant event, so a file
+  // written in place in several steps is read once its writer paused, not part-way; a
+  // stream of events that never pauses still gets a check every MAX_DEBOUNCE_MS. One
+  // timer, re-armed (refresh(): no allocation per event).
   let debounce: NodeJS.Timeout | undefined;
+  let firstEventAt = 0;
   const onEvent = (): void => {
-    if (closed || debounce !== undefined) return;
-    debounce = setTimeout(() => {
-      debounce = undefined;
-      void trigger('watch');
-    }, DEBOUNCE_MS);
-    debounce.unref();
+    if (closed) return;
+    const now = performance.now();
+    if (debounce === undefined) {
+      firstEventAt = now;
+      debounce = setTimeout(() => {
+        debounce = undefined;
+        void trigger('watch');
+      }, DEBOUNCE_MS);
+      debounce.unref();
+    } else if (now - firstEventAt < MAX_DEBOUNCE_MS) {
+      debounce.refresh();
+    }
   };
 
   const watchers = new Map<string, FSWatcher | null>();

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import {
   mkdir,
   mkdtemp,
+  open,
   readdir,
   readFile,
   rename,
@@ -121,6 +122,35 @@ describe('watchSource', () => {
     await writeFile(file, '{"version":3}');
     await waitFor('the new version', () => (h.value === 3 ? true : undefined), 2000);
     assert.equal(h.applied.at(-1), 3);
+  });
+
+  test('a file written in place in steps is read once its writer paused, not part-way', async (t) => {
+    const file = join(await tempDir(t), 'routes.txt');
+    await writeFile(file, 'a\n');
+    const seen: string[] = [];
+    const h = harness(
+      [file],
+      async () => {
+        const text = await readFile(file, 'utf8');
+        seen.push(text);
+        return text.length;
+      },
+      {},
+    );
+    const source = watchSource(h.options);
+    t.after(() => source.close());
+    await sleep(50);
+    const handle = await open(file, 'w');
+    // Six steps 40 ms apart: the write spans longer than the 100 ms debounce, each pause
+    // is well inside it.
+    for (const line of ['one\n', 'two\n', 'three\n', 'four\n', 'five\n', 'six\n']) {
+      await handle.write(line);
+      await sleep(40);
+    }
+    await handle.close();
+    await waitFor('the reload', () => (seen.length > 0 ? true : undefined), 2000);
+    await sleep(300);
+    assert.deepEqual(seen, ['one\ntwo\nthree\nfour\nfive\nsix\n'], 'one read, of the whole file');
   });
 
   test('applies a Kubernetes-style ..data symlink swap by polling alone', async (t) => {
