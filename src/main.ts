@@ -6,6 +6,7 @@
  *   portaria-gateway --config FILE   production: keys and clients must exist
  *   portaria-gateway --demo          `npm start`: embedded defaults, demo data, demo upstream
  */
+import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp } from './app.js';
@@ -47,6 +48,8 @@ async function main(): Promise<number> {
   }
   const demo = values.demo === true && values.config === undefined && !process.env.PORTARIA_CONFIG;
   const demoUpstream = demo ? await startDemoUpstream() : null;
+  /** The demo clients file this run created: its secret is shown only once the gateway listens. */
+  let createdClientsFile: string | null = null;
   try {
     // The environment is captured once: reloads re-read the file, not process.env.
     const env = { ...process.env };
@@ -60,6 +63,7 @@ async function main(): Promise<number> {
           algorithm: config.token.algorithm,
         })
       : null;
+    if (created?.createdSecret) createdClientsFile = config.clients.file;
     const app = await createApp({
       config,
       ...(file && !demo
@@ -103,6 +107,9 @@ async function main(): Promise<number> {
     return -1;
   } catch (error) {
     demoUpstream?.server.close();
+    // The start failed before the new demo secret was shown (a port in use, say): forget
+    // that client, so the next start creates one and shows its secret.
+    if (createdClientsFile !== null) await rm(createdClientsFile, { force: true });
     if (error instanceof ConfigError) {
       process.stderr.write(`portaria: ${error.message}\n`);
       return 1;

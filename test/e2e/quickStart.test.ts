@@ -6,6 +6,8 @@
  */
 import assert from 'node:assert/strict';
 import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import type { AddressInfo } from 'node:net';
+import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, type TestContext, test } from 'node:test';
@@ -126,4 +128,28 @@ describe('the quick start (npm start → --demo)', () => {
     assert.deepEqual(await readdir(join(cwd, '.portaria-demo', 'keys')), keysBefore);
     await stop(demo.proc);
   });
+});
+
+test('a first run that cannot listen (port in use) leaves no unseen demo secret behind', async (t) => {
+  const cwd = await mkdtemp(join(tmpdir(), 'portaria-quickstart-busy-'));
+  t.after(() => rm(cwd, { recursive: true, force: true }));
+  const busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+  const busyPort = (busy.address() as AddressInfo).port;
+  const failed = runGateway(t, ['--demo'], {
+    cwd,
+    env: { PORTARIA_PORT: String(busyPort), PORTARIA_ADMIN_PORT: String(await freePort()) },
+  });
+  const { code } = await failed.exited;
+  assert.equal(code, 1);
+  assert.match(failed.stderr(), /EADDRINUSE/);
+  assert.doesNotMatch(failed.stderr(), /clientSecret:/, 'nothing printed');
+
+  // The next start creates the demo client afresh and shows its secret.
+  const demo = await startDemo(t, cwd);
+  const secret = /clientSecret: (\S+)/.exec(demo.stderr)?.[1];
+  assert.ok(secret, demo.stderr);
+  assert.equal((await tokenFor(demo.publicUrl, secret)).status, 200);
+  await stop(demo.proc);
 });
