@@ -9,7 +9,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
-import { parseDocument } from 'yaml';
+import { isCollection, LineCounter, parseDocument, visit } from 'yaml';
 import { ConfigError } from './configError.js';
 import type { Config } from './types.js';
 import { validateConfig } from './validateConfig.js';
@@ -96,13 +96,29 @@ async function readYaml(path: string): Promise<Record<string, unknown>> {
     const code = (error as NodeJS.ErrnoException).code;
     throw new ConfigError([`${path}: cannot read the configuration file (${code ?? 'error'})`]);
   }
-  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      doc.errors.map((e) => `${path}: ${(e.message.split('\n')[0] ?? '').replace(/:$/, '')}`),
-    );
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { uniqueKeys: true, prettyErrors: true, lineCounter });
+  // Warnings are problems too: an unknown tag (`!custom`) would otherwise load as a plain
+  // string. So is a list or mapping used as a key (it would load stringified).
+  const issues = [...doc.errors, ...doc.warnings].map(
+    (e) => `${path}: ${(e.message.split('\n')[0] ?? '').replace(/:$/, '')}`,
+  );
+  visit(doc, {
+    Pair(_, pair) {
+      if (isCollection(pair.key)) {
+        const line = lineCounter.linePos(pair.key.range?.[0] ?? 0).line;
+        issues.push(`${path}: line ${line}: a key must be a plain value, not a list or mapping`);
+      }
+    },
+  });
+  if (issues.length > 0) throw new ConfigError(issues);
+  let value: unknown;
+  try {
+    // Converting can still fail: an alias bomb (too many aliases), a collection as a key.
+    value = doc.toJS({ maxAliasCount: 100 });
+  } catch (error) {
+    throw new ConfigError([`${path}: ${(error as Error).message}`]);
   }
-  const value: unknown = doc.toJS({ maxAliasCount: 100 });
   if (value === null || value === undefined) return {};
   if (typeof value !== 'object' || Array.isArray(value)) {
     throw new ConfigError([`${path}: the top level must be a mapping of settings`]);

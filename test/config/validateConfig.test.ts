@@ -337,6 +337,25 @@ describe('loadConfig', () => {
     assert.ok(problems[0]?.startsWith(`${file}: `));
   });
 
+  const yamlTraps: [string, string, RegExp][] = [
+    ['an unknown tag', 'server:\n  host: !custom 127.0.0.1\n', /Unresolved tag: !custom at line 2/],
+    [
+      'an alias bomb',
+      'a: &a [x, x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: [*c, *c, *c, *c, *c, *c, *c, *c, *c, *c]\n',
+      /Excessive alias count/,
+    ],
+    ['a list as a key', '? [a, b]\n: 1\n', /line 1: a key must be a plain value/],
+  ];
+  for (const [name, text, problem] of yamlTraps) {
+    test(`YAML with ${name} is refused as a configuration problem naming the file`, async (t) => {
+      const { file, load } = await loadText(t, text);
+      const problems = await problemsOf(load);
+      assert.equal(problems.length, 1, problems.join('; '));
+      assert.match(problems[0] as string, problem);
+      assert.ok(problems[0]?.startsWith(`${file}: `));
+    });
+  }
+
   const notMappings: [string, string][] = [
     ['a list', '- server\n- admin\n'],
     ['a scalar', 'portaria\n'],
