@@ -47,7 +47,10 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   const input = structuredClone(raw ?? {});
   const problems: string[] = [];
   if (!validateSchema(input)) {
-    for (const error of validateSchema.errors ?? []) problems.push(formatAjvError(error));
+    for (const error of validateSchema.errors ?? []) {
+      const problem = formatAjvError(error);
+      if (problem !== null) problems.push(problem);
+    }
     throw new ConfigError(dedupe(problems));
   }
   const config = input as unknown as MutableConfig;
@@ -202,9 +205,16 @@ function checkUrl(
   return url;
 }
 
-function formatAjvError(error: ErrorObject): string {
+/** One problem line; null for ajv's summary of a key error it already reported. */
+function formatAjvError(error: ErrorObject): string | null {
   const path = pointerToPath(error.instancePath);
   const params = error.params as Record<string, unknown>;
+  // A key refused by `propertyNames`: named with its path, once (ajv adds a summary).
+  if (error.keyword === 'propertyNames') return null;
+  const key = (error as ErrorObject & { propertyName?: string }).propertyName;
+  if (key !== undefined) {
+    return `${path || '(root)'}[${JSON.stringify(key)}]: is not a valid name (${error.message ?? 'invalid'})`;
+  }
   switch (error.keyword) {
     case 'additionalProperties':
       return `${join(path, String(params.additionalProperty))}: unknown setting`;

@@ -59,7 +59,7 @@ describe('validateConfig', () => {
         clockSkewSeconds: -1,
         token: { algorithm: 'HS256' },
         routes: [{ prefix: '/a', upstream: 'http://a' }],
-        identityHeaders: { sub: 'X Client' },
+        identityHeaders: { sub: 'X Client', 'bad key': 'X-Foo' },
         log: { level: 'loud' },
       }),
     );
@@ -70,6 +70,7 @@ describe('validateConfig', () => {
       'clockSkewSeconds: must be >= 0',
       'token.algorithm: must be one of "ES256", "EdDSA", "RS256"',
       'routes[0].id: is required',
+      'identityHeaders["bad key"]: is not a valid name (must match pattern "^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")',
       'identityHeaders.sub: must match pattern "^[A-Za-z0-9-]{1,64}$"',
       'log.level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
     ]);
