@@ -64,7 +64,12 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
       problems.push(`${path.join('.')} (${name}): must be true or false`);
       continue;
     }
-    setPath(raw, path, kind === 'int' ? Number(value) : kind === 'bool' ? value === 'true' : value);
+    const refused = setPath(
+      raw,
+      path,
+      kind === 'int' ? Number(value) : kind === 'bool' ? value === 'true' : value,
+    );
+    if (refused !== null) problems.push(`${refused}: must be a mapping (${name} cannot apply)`);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return validateConfig(raw, { baseDir, demo: options.demo === true });
@@ -126,12 +131,25 @@ async function readYaml(path: string): Promise<Record<string, unknown>> {
   return value as Record<string, unknown>;
 }
 
-function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+/**
+ * Sets `path` in `target`, making missing sections; returns the path of a section the
+ * file gives as something other than a mapping (not replaced: that is the file's problem
+ * to report), else null.
+ */
+function setPath(
+  target: Record<string, unknown>,
+  path: readonly string[],
+  value: unknown,
+): string | null {
   let node = target;
-  for (const key of path.slice(0, -1)) {
+  for (const [i, key] of path.slice(0, -1).entries()) {
     const next = node[key];
-    if (next === null || typeof next !== 'object' || Array.isArray(next)) node[key] = {};
+    if (next === undefined || next === null) node[key] = {};
+    else if (typeof next !== 'object' || Array.isArray(next)) {
+      return path.slice(0, i + 1).join('.');
+    }
     node = node[key] as Record<string, unknown>;
   }
   node[path[path.length - 1] as string] = value;
+  return null;
 }

@@ -306,6 +306,16 @@ describe('loadConfig', () => {
     assert.equal((await load()).server.port, 8000);
   });
 
+  test('an override into a section the file gives as a non-mapping is a problem, not a silent fix', async (t) => {
+    const { load } = await loadText(t, 'server: "host=10.0.0.1 port=80"\nlog: [debug]\n', {
+      env: { PORTARIA_PORT: '9000', PORTARIA_LOG_LEVEL: 'warn' },
+    });
+    assert.deepEqual(await problemsOf(load), [
+      'server: must be a mapping (PORTARIA_PORT cannot apply)',
+      'log: must be a mapping (PORTARIA_LOG_LEVEL cannot apply)',
+    ]);
+  });
+
   test('PORTARIA_CONFIG names the file when --config is not given', async (t) => {
     const { file, dir } = await loadText(t, 'audience: from-env-file\n');
     const config = await loadConfig({ env: { PORTARIA_CONFIG: file }, cwd: join(dir, 'cwd') });
