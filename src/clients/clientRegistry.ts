@@ -17,6 +17,7 @@
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../config/configError.js';
 import { isScopeToken } from '../domain/scope.js';
+import { jsonErrorWhere } from '../lib/jsonError.js';
 import { type ParsedHash, parseSecretHash } from './secretHash.js';
 
 export interface ClientSecret {
@@ -137,7 +138,7 @@ export async function loadClientRegistry(file: string): Promise<ClientRegistry> 
   try {
     document = JSON.parse(text);
   } catch (err) {
-    throw new ConfigError([`clients.file: not valid JSON (${(err as Error).message})`], source);
+    throw new ConfigError([`clients.file: ${jsonErrorWhere(err)}`], source);
   }
   return buildClientRegistry(document, source);
 }

@@ -18,6 +18,7 @@ import { mkdir, readFile } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { replaceFile } from '../lib/atomicWrite.js';
 import { withFileLock } from '../lib/fileLock.js';
+import { jsonErrorWhere } from '../lib/jsonError.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
 
 export interface ClientsFileSecret {
@@ -64,7 +65,7 @@ export async function readClientsFile(file: string): Promise<ClientsFileData> {
   try {
     document = JSON.parse(text);
   } catch (err) {
-    throw new ClientsFileError(`${file} is not valid JSON (${(err as Error).message})`);
+    throw new ClientsFileError(`${file}: ${jsonErrorWhere(err)}`);
   }
   buildClientRegistry(document, source); // throws ConfigError listing every problem
   return document as ClientsFileData;

@@ -205,11 +205,21 @@ describe('loadClientRegistry', () => {
     ]);
   });
 
-  test('refuses a file that is not JSON', async (t) => {
+  test('refuses a file that is not JSON, without quoting it (it holds hashes)', async (t) => {
     const file = await writeClients(t, '{"clients": [');
     const problems = await problemsOf(file);
     assert.equal(problems.length, 1);
-    assert.match(problems[0] ?? '', /^clients\.file: not valid JSON \(/);
+    assert.match(problems[0] ?? '', /^clients\.file: not valid JSON/);
+    // V8 quotes the input in some of its messages ("Unexpected token …, "…" is not valid JSON").
+    for (const text of [
+      '{"clients": [{"secrets": [{"hash": "sha256:AbCdEf"} x',
+      '{"hash": "sha256:AbCdEf", tru}',
+      '{"hash": "sha256:AbCdEf"}}',
+      'sha256:AbCdEf',
+    ]) {
+      const [problem] = await problemsOf(await writeClients(t, text));
+      assert.match(problem ?? '', /^clients\.file: not valid JSON( at character \d+)?$/, text);
+    }
   });
 
   test('refuses a document without a clients array', async (t) => {
