@@ -8,7 +8,9 @@
  *   event (editors and `rename` produce bursts). Events are not filtered by name: a
  *   Kubernetes Secret/ConfigMap update renames `..data`, not the watched file. Watchers
  *   keep the process alive, like a listening socket, until `close()`; a watcher that
- *   errors (its directory removed) is dropped and re-created on a later poll.
+ *   errors (its directory removed) is dropped and re-created on a later poll, and so is
+ *   one whose directory was replaced under its name (`mv`, a switched symlink: another
+ *   device/inode behind the same path).
  * - Also with `watch`: a poll every `pollIntervalMs` (an unref'd timer). Polling is what
  *   survives what `fs.watch` misses: network filesystems, and Kubernetes' atomic swap of
  *   the `..data` symlink under a path that is itself a symlink (`file -> ..data/file`).
@@ -164,11 +166,21 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   const watchers = new Map<string, FSWatcher | null>();
   /** Per watched directory: the entry names that matter, or null for all (a watched directory). */
   const relevantNames = new Map<string, ReadonlySet<string> | null>();
+  /** Per watched directory: the directory its watcher was made on (device and inode). */
+  const watchedIdentity = new Map<string, string>();
   const arm = (): void => {
     for (const [dir, existing] of watchers) {
-      if (existing !== null) continue;
+      // A directory replaced under its name (`mv new dir`, `ln -sfn other dir`): the old
+      // watcher sees nothing any more; watch the one the name now leads to.
+      if (existing !== null && identityOf(dir) !== watchedIdentity.get(dir)) {
+        existing.close();
+        watchers.set(dir, null);
+      } else if (existing !== null) {
+        continue;
+      }
       try {
         const names = relevantNames.get(dir) ?? null;
+        const identity = identityOf(dir);
         const watcher = fsWatch(dir, { persistent: true }, (_event, filename) => {
           if (isRelevant(names, filename)) onEvent();
         });
@@ -177,6 +189,7 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
           if (watchers.get(dir) === watcher) watchers.set(dir, null);
         });
         watchers.set(dir, watcher);
+        watchedIdentity.set(dir, identity);
       } catch {
         // The directory is missing or cannot be watched: polling continues, a later poll retries.
       }
@@ -211,7 +224,16 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   };
 }
 
-/** Each watched directory itself, and the parent of everything else (files, missing paths). */
+/** The directory a path leads to now (symlinks followed): device and inode; '' if missing. */
+function identityOf(path: string): string {
+  try {
+    const { dev, ino } = statSync(path);
+    return `${dev}:${ino}`;
+  } catch {
+    return '';
+  }
+}
+
 /**
  * The directories to watch, each with the entry names that matter in it: for a file, its
  * own name (and, see isRelevant, Kubernetes' `..data` swaps); for a watched directory,

@@ -330,6 +330,33 @@ describe('watchSource', () => {
     assert.equal(await source.trigger('poll'), 'applied');
   });
 
+  test('a watched directory replaced under its name (symlink switched) is watched anew', async (t) => {
+    const root = await tempDir(t);
+    await mkdir(join(root, 'rel1'));
+    await mkdir(join(root, 'rel2'));
+    await writeFile(join(root, 'rel1', 'k1.pem'), 'one');
+    await writeFile(join(root, 'rel2', 'k1.pem'), 'two');
+    await symlink('rel1', join(root, 'keys'));
+    const dir = join(root, 'keys');
+    const h = harness([dir], async () => (await readdir(dir)).length, {
+      pollIntervalMs: 1500,
+    });
+    const source = watchSource(h.options);
+    t.after(() => source.close());
+    await sleep(50);
+    // Switch the name to another directory (as a release symlink is): only a poll sees it.
+    await symlink('rel2', join(root, 'keys.tmp'));
+    await rename(join(root, 'keys.tmp'), dir);
+    await waitFor('the poll applies rel2', () => (h.applied.length === 1 ? true : undefined), 3000);
+    // A change in the directory the name now leads to is seen by a watcher, well before the
+    // next poll (1.5 s away).
+    const changed = performance.now();
+    await writeFile(join(root, 'rel2', 'k2.pem'), 'new');
+    await waitFor('the watcher sees it', () => (h.applied.length === 2 ? true : undefined), 1000);
+    assert.ok(performance.now() - changed < 1000);
+    assert.deepEqual(h.applied, [1, 2]);
+  });
+
   test('close() stops watchers and timers: nothing reloads afterwards', async (t) => {
     const dir = await tempDir(t);
     const file = join(dir, 'clients.json');
