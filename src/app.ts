@@ -19,7 +19,7 @@ import { openApiDocument } from './http/openApiDocument.js';
 import { PublicGateway } from './http/publicGateway.js';
 import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
-import { isWebSocketOffer, reparseWithoutUpgrade } from './http/upgradeOffers.js';
+import { reparseWithoutUpgrade } from './http/upgradeOffers.js';
 import { createIssuerKeySet } from './keys/issuerKeySet.js';
 import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
@@ -38,7 +38,7 @@ import { createMetrics } from './observability/metrics.js';
 import { createForwarder } from './proxy/forwarder.js';
 import { createHeaderPolicy } from './proxy/headers.js';
 import { compileRouteTable } from './proxy/routeTable.js';
-import { createWebSocketProxy } from './proxy/webSocketProxy.js';
+import { createWebSocketProxy, offersWebSocket } from './proxy/webSocketProxy.js';
 import { type ReloadOutcome, type WatchedSource, watchSource } from './reload/watchedSource.js';
 import { LocalRevocationStore } from './revocation/localRevocationStore.js';
 import { MemoryRevocationStore } from './revocation/memoryRevocationStore.js';
@@ -275,11 +275,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       requestTimeout: config.server.requestTimeoutMs,
       keepAliveTimeout: config.server.keepAliveTimeoutMs,
       maxHeaderSize: config.server.maxHeaderBytes,
-      // The gateway answers a missing Host itself, with problem details (hostHeader.ts).
+      // The gateway answers a missing Host itself, with problem details (singletonFields.ts).
       requireHostHeader: false,
       // Only WebSocket upgrades are taken up; newer Node sends other offers (h2c) to the
       // request listener (older Node: reparseWithoutUpgrade below). Not in @types/node yet.
-      ...{ shouldUpgradeCallback: isWebSocketOffer },
+      ...{ shouldUpgradeCallback: offersWebSocket },
       // Node checks the header and request timeouts on this timer (default 30 s): tie it
       // to the configured timeout so a slow client is cut close to it.
       connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.headersTimeoutMs / 2)),
@@ -295,7 +295,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     gateway.refuseConnect(req, socket),
   );
   publicServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
-    if (isWebSocketOffer(req)) gateway.handleUpgrade(req, socket, head);
+    if (offersWebSocket(req)) gateway.handleUpgrade(req, socket, head);
     else reparseWithoutUpgrade(publicServer, req, socket, head);
   });
   publicServer.on(
@@ -304,13 +304,14 @@ export async function createApp(options: AppOptions): Promise<App> {
       logger.info({ reason }, 'request refused by the HTTP parser'),
     ),
   );
+  const horizon = revocationHorizon(config);
   const adminServer = createServer(
     createAdminHandler({
       metricsText: () => metrics.exposition(),
       revocations: {
         store: revocation,
         adminToken,
-        ...revocationHorizon(config),
+        ...horizon,
         now: () => clock.now(),
         onRevoked: (kind) => metrics.revoked(kind),
       },
@@ -551,7 +552,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     revoke(tokenId, expiresAt) {
       return revocation.revokeToken(
         tokenId,
-        expiresAt ?? epochSeconds(clock) + revocationHorizon(config).maxLifetimeSeconds,
+        expiresAt ?? epochSeconds(clock) + horizon.maxLifetimeSeconds,
       );
     },
     shutdown() {

@@ -30,9 +30,9 @@ import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js'
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
-import { assertOneHost } from './hostHeader.js';
 import { instanceOf, sendProblem, sendServerError } from './replies.js';
 import { type GatewayResponse, requestIdFor } from './requestScope.js';
+import { checkSingletonFields } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
 
@@ -169,7 +169,7 @@ export class PublicGateway {
 
   /** Synchronous up to the first I/O: a cached token reaches the forwarder without a tick. */
   #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
-    assertOneHost(req);
+    const authorizationLines = checkSingletonFields(req);
     const target = parseRequestTarget(req.url ?? '');
     switch (target.path) {
       case TOKEN_PATH:
@@ -184,7 +184,7 @@ export class PublicGateway {
         this.#d.openapi.serve(req, res);
         return undefined;
     }
-    const principal = this.#authenticate(req, target.search);
+    const principal = this.#authenticate(req, target.search, authorizationLines);
     if (principal instanceof Promise) {
       return principal.then((p) => this.#forward(req, res, target, p));
     }
@@ -220,14 +220,14 @@ export class PublicGateway {
     head: Buffer,
     requestId: string,
   ): Promise<void> {
-    assertOneHost(req);
+    const authorizationLines = checkSingletonFields(req);
     const target = parseRequestTarget(req.url ?? '');
     if (target.path === TOKEN_PATH || target.path === JWKS_PATH || target.path === OPENAPI_PATH) {
       throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
         reason: 'upgrade-on-open-path',
       });
     }
-    const principal = await this.#authenticate(req, target.search);
+    const principal = await this.#authenticate(req, target.search, authorizationLines);
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
     const route = this.#authorize(target.path, principal);
     this.#d.accessLogger.logger.info(
@@ -247,8 +247,12 @@ export class PublicGateway {
     });
   }
 
-  #authenticate(req: IncomingMessage, search: string): Principal | Promise<Principal> {
-    const token = bearerToken(req.headers.authorization, req.rawHeaders, search);
+  #authenticate(
+    req: IncomingMessage,
+    search: string,
+    authorizationLines: number,
+  ): Principal | Promise<Principal> {
+    const token = bearerToken(req.headers.authorization, authorizationLines, search);
     return this.#d.verifier.verify(token);
   }
 

@@ -14,12 +14,6 @@
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 
-/** A WebSocket upgrade (whatever the method: the WebSocket proxy refuses non-GET ones). */
-export function isWebSocketOffer(req: IncomingMessage): boolean {
-  const tokens = req.headers.upgrade?.toLowerCase().split(',') ?? [];
-  return tokens.some((token) => token.trim() === 'websocket');
-}
-
 const UPGRADE_FIELDS = new Set(['upgrade', 'http2-settings']);
 
 /** Hands a declined upgrade request back to `server` as an ordinary request. */

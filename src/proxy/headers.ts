@@ -193,8 +193,9 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
       const value = incoming[name];
       if (value === undefined || requestDrop.has(name)) continue;
       if (name.includes('_') && guarded.has(name.replaceAll('_', '-'))) continue;
-      if (!trust && name.startsWith(FORWARDED_PREFIX)) continue;
-      if (!trust && name.startsWith('x_forwarded')) continue;
+      if (!trust && (name.startsWith(FORWARDED_PREFIX) || name.startsWith('x_forwarded'))) {
+        continue;
+      }
       if (nominated?.includes(name)) continue;
       // Only reached when forwarded headers are trusted (else they are in requestDrop).
       if (name === XFF) {

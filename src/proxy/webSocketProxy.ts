@@ -102,9 +102,15 @@ function onHandshakeTimeout(proxyReq: { destroy(error: Error): void }, socket: D
   );
 }
 
+/** `Upgrade` names websocket (any method: which upgrades the gateway takes up at all). */
+export function offersWebSocket(req: IncomingMessage): boolean {
+  const tokens = req.headers.upgrade?.toLowerCase().split(',') ?? [];
+  return tokens.some((token) => token.trim() === 'websocket');
+}
+
+/** A WebSocket handshake this proxy serves (RFC 6455 §4.1: a GET). */
 function isWebSocketUpgrade(req: IncomingMessage): boolean {
-  const upgrade = req.headers.upgrade;
-  return req.method === 'GET' && upgrade !== undefined && upgrade.toLowerCase() === 'websocket';
+  return req.method === 'GET' && offersWebSocket(req);
 }
 
 export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProxy {

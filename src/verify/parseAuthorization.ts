@@ -24,9 +24,10 @@ const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 export const WWW_AUTHENTICATE_MISSING = 'Bearer realm="portaria"';
 export const WWW_AUTHENTICATE_INVALID = 'Bearer realm="portaria", error="invalid_token"';
 
+/** `authorizationLines`: how many `Authorization` lines the request carried (one pass at the edge). */
 export function bearerToken(
   authorization: string | undefined,
-  rawHeaders: readonly string[],
+  authorizationLines: number,
   search: string,
 ): string {
   // The parse runs only when the raw query could name access_token: literally, or with
@@ -42,12 +43,8 @@ export function bearerToken(
       headers: { 'www-authenticate': WWW_AUTHENTICATE_MISSING },
     });
   }
-  let count = 0;
-  for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i] as string;
-    if (name.length === 13 && name.toLowerCase() === 'authorization') count++;
-  }
-  if (count > 1) throw invalid('multiple-authorization', 'Send exactly one Authorization header.');
+  if (authorizationLines > 1)
+    throw invalid('multiple-authorization', 'Send exactly one Authorization header.');
 
   const space = authorization.indexOf(' ');
   const scheme = space === -1 ? authorization : authorization.slice(0, space);

@@ -1,0 +1,40 @@
+/**
+ * The header fields a request carries once, counted in one pass over its raw lines (Node
+ * keeps only the first of repeated `Host` and `Authorization` lines in `req.headers`):
+ *
+ * - `Host`, RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without one and
+ *   to any request with more than one. Node would keep the first of two and drop the
+ *   second, so the gateway (which sets `X-Forwarded-Host` from it) and a component that
+ *   keeps the last could each see another host; Node's own answer to a missing `Host` is a
+ *   bare 400 (`requireHostHeader` is off so that this check answers both with problem
+ *   details). The connection is closed after the answer.
+ * - `Authorization`: the number of lines is returned for the bearer check, which refuses
+ *   more than one (`bearerToken`).
+ */
+import type { IncomingMessage } from 'node:http';
+import { PortariaError } from '../errors.js';
+
+/** Refuses a missing or repeated `Host`; returns how many `Authorization` lines came. */
+export function checkSingletonFields(req: IncomingMessage): number {
+  const raw = req.rawHeaders;
+  let count = 0;
+  let authorizations = 0;
+  for (let i = 0; i < raw.length; i += 2) {
+    const name = raw[i] as string;
+    if (name.length === 4 && name.toLowerCase() === 'host') count++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
+  }
+  if (count > 1) {
+    throw new PortariaError('invalid-request', 'Send exactly one Host header.', {
+      reason: 'multiple-host',
+      headers: { connection: 'close' },
+    });
+  }
+  if (count === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+    throw new PortariaError('invalid-request', 'An HTTP/1.1 request must carry a Host header.', {
+      reason: 'missing-host',
+      headers: { connection: 'close' },
+    });
+  }
+  return authorizations;
+}
