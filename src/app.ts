@@ -102,18 +102,20 @@ export async function createApp(options: AppOptions): Promise<App> {
       log: (event, detail) => logger.info({ issuer: issuer.id, ...detail }, event),
     }),
   }));
-  const [clients, initialRing] = await allOrEveryProblem([
+  // Everything start-up reads without side effects, together: every problem in one run.
+  const [clients, initialRing, adminToken] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
     loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+    readAdminToken(config.admin.tokenFile),
     ...issuerSets.map((s) => s.keys.load()),
   ] as const);
   // Replaced by reloads; every reader goes through these bindings.
   let keyRing = initialRing;
   let clientCount = clients.size;
   let authenticate = createClientAuthenticator(clients, clock);
-  const adminToken = await readAdminToken(config.admin.tokenFile);
-  // Opened after the admin token, so a configuration problem found there leaves no Redis
-  // connection behind. Waits at most redis.connectTimeoutMs for the first full load.
+  // The stores below create files or connections, so they open only once the reads above
+  // succeeded: a configuration problem leaves no file and no Redis connection behind.
+  // Waits at most redis.connectTimeoutMs for the first full load.
   const redisRevocations =
     config.revocation.store === 'redis'
       ? await RedisRevocationStore.open({

@@ -71,8 +71,16 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
     );
     if (refused !== null) problems.push(`${refused}: must be a mapping (${name} cannot apply)`);
   }
+  let config: Config;
+  try {
+    config = validateConfig(raw, { baseDir, demo: options.demo === true });
+  } catch (error) {
+    // An override refused above is reported with the file's own problems, in one run.
+    if (!(error instanceof ConfigError) || problems.length === 0) throw error;
+    throw new ConfigError([...problems, ...error.problems]);
+  }
   if (problems.length > 0) throw new ConfigError(problems);
-  return validateConfig(raw, { baseDir, demo: options.demo === true });
+  return config;
 }
 
 /** The embedded demo: local data directory, one scoped route and a default upstream. */

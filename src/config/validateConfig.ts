@@ -51,44 +51,101 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
       const problem = formatAjvError(error);
       if (problem !== null) problems.push(problem);
     }
-    throw new ConfigError(dedupe(problems));
   }
-  const config = input as unknown as MutableConfig;
-  checkUrl(problems, 'issuer', config.issuer, ['http:', 'https:']);
-  checkUrl(problems, 'problemTypeBase', config.problemTypeBase, null);
+  // The rules run on whatever the schema accepted (each reads its settings defensively),
+  // so a file with a schema problem and a rule problem shows both in one run.
+  problems.push(...ruleProblems(input as Loose));
+  if (problems.length > 0) throw new ConfigError(dedupe(problems));
 
-  const ids = new Set<string>();
-  const prefixes = new Set<string>();
-  config.routes.forEach((route, i) => {
-    const at = `routes[${i}]`;
-    if (ids.has(route.id)) problems.push(`${at}.id: duplicate route id "${route.id}"`);
-    ids.add(route.id);
-    // Prefixes match ASCII case-insensitively (proxy/routeTable.ts): compare them so.
-    const folded = route.prefix.replace(/[A-Z]/g, (c) => c.toLowerCase());
-    if (prefixes.has(folded))
-      problems.push(`${at}.prefix: duplicate prefix "${route.prefix}" (prefixes ignore case)`);
-    prefixes.add(folded);
-    const prefixProblem = prefixIssue(route.prefix);
-    if (prefixProblem) problems.push(`${at}.prefix: ${prefixProblem}`);
-    checkUpstream(problems, `${at}.upstream`, route.upstream);
-    route.timeoutMs ??= config.upstream.timeoutMs;
-  });
-  if (ids.has('default')) {
-    problems.push('routes: the id "default" is reserved for upstream.default');
-  }
+  const config = input as unknown as MutableConfig;
+  for (const route of config.routes) route.timeoutMs ??= config.upstream.timeoutMs;
   const fallback = config.upstream.default as {
-    upstream: string;
     scopes?: string[];
     timeoutMs?: number;
   } | null;
   if (fallback) {
     fallback.scopes ??= [];
-    checkUpstream(problems, 'upstream.default.upstream', fallback.upstream);
     fallback.timeoutMs ??= config.upstream.timeoutMs;
   }
+  for (const entry of config.issuers) {
+    const issuer = entry as unknown as MutableIssuer;
+    issuer.jwksUri ??= null;
+    issuer.keyFile = issuer.keyFile ? resolvePath(options.baseDir, issuer.keyFile) : null;
+    issuer.clockSkewSeconds ??= config.clockSkewSeconds;
+  }
+  config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
+  config.clients.file = resolvePath(options.baseDir, config.clients.file);
+  config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
+  config.revocation.queueFile = resolvePath(options.baseDir, config.revocation.queueFile);
+  if (config.redis.passwordFile)
+    config.redis.passwordFile = resolvePath(options.baseDir, config.redis.passwordFile);
+  if (config.admin.tokenFile)
+    config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
+  config.demo = options.demo === true;
+  return deepFreeze(config as Config);
+}
+
+/** A configuration the schema may have refused: every value is read with a type check. */
+type Loose = Record<string, unknown>;
+
+function section(value: unknown): Loose {
+  return value !== null && typeof value === 'object' && !Array.isArray(value)
+    ? (value as Loose)
+    : {};
+}
+
+function list(value: unknown): Loose[] {
+  return Array.isArray(value) ? value.map(section) : [];
+}
+
+function text(value: unknown): string | null {
+  return typeof value === 'string' ? value : null;
+}
+
+/**
+ * The rules a schema cannot say. Each reads only values of the expected type, so it runs
+ * after a schema failure too (a value of the wrong type is the schema's problem, reported
+ * there, and skipped here).
+ */
+function ruleProblems(config: Loose): string[] {
+  const problems: string[] = [];
+  const issuer = text(config.issuer);
+  if (issuer !== null) checkUrl(problems, 'issuer', issuer, ['http:', 'https:']);
+  const problemTypeBase = text(config.problemTypeBase);
+  if (problemTypeBase !== null) checkUrl(problems, 'problemTypeBase', problemTypeBase, null);
+
+  const ids = new Set<string>();
+  const prefixes = new Set<string>();
+  list(config.routes).forEach((route, i) => {
+    const at = `routes[${i}]`;
+    const id = text(route.id);
+    if (id !== null) {
+      if (ids.has(id)) problems.push(`${at}.id: duplicate route id "${id}"`);
+      ids.add(id);
+    }
+    const prefix = text(route.prefix);
+    if (prefix !== null) {
+      // Prefixes match ASCII case-insensitively (proxy/routeTable.ts): compare them so.
+      const folded = prefix.replace(/[A-Z]/g, (c) => c.toLowerCase());
+      if (prefixes.has(folded))
+        problems.push(`${at}.prefix: duplicate prefix "${prefix}" (prefixes ignore case)`);
+      prefixes.add(folded);
+      const prefixProblem = prefixIssue(prefix);
+      if (prefixProblem) problems.push(`${at}.prefix: ${prefixProblem}`);
+    }
+    const upstream = text(route.upstream);
+    if (upstream !== null) checkUpstream(problems, `${at}.upstream`, upstream);
+  });
+  if (ids.has('default')) {
+    problems.push('routes: the id "default" is reserved for upstream.default');
+  }
+  const fallback = text(section(section(config.upstream).default).upstream);
+  if (fallback !== null) checkUpstream(problems, 'upstream.default.upstream', fallback);
 
   const headerNames = new Map<string, string>();
-  for (const [claim, header] of Object.entries(config.identityHeaders)) {
+  for (const [claim, value] of Object.entries(section(config.identityHeaders))) {
+    const header = text(value);
+    if (header === null) continue;
     const lower = header.toLowerCase();
     if (RESERVED_HEADERS.has(lower)) {
       problems.push(`identityHeaders.${claim}: "${header}" is a header the gateway manages`);
@@ -100,55 +157,54 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   }
 
   const issuerIds = new Set<string>();
-  const issuerValues = new Set<string>([config.issuer]);
-  config.issuers.forEach((entry, i) => {
+  const issuerValues = new Set<string>(issuer === null ? [] : [issuer]);
+  list(config.issuers).forEach((entry, i) => {
     const at = `issuers[${i}]`;
-    const issuer = entry as unknown as MutableIssuer;
-    if (issuerIds.has(issuer.id)) problems.push(`${at}.id: duplicate issuer id "${issuer.id}"`);
-    issuerIds.add(issuer.id);
-    if (issuerValues.has(issuer.issuer)) {
-      problems.push(
-        `${at}.issuer: "${issuer.issuer}" is already trusted (our own issuer or another entry)`,
-      );
+    const id = text(entry.id);
+    if (id !== null) {
+      if (issuerIds.has(id)) problems.push(`${at}.id: duplicate issuer id "${id}"`);
+      issuerIds.add(id);
     }
-    issuerValues.add(issuer.issuer);
-    const sources = (issuer.jwksUri ? 1 : 0) + (issuer.keyFile ? 1 : 0);
+    const value = text(entry.issuer);
+    if (value !== null) {
+      if (issuerValues.has(value)) {
+        problems.push(
+          `${at}.issuer: "${value}" is already trusted (our own issuer or another entry)`,
+        );
+      }
+      issuerValues.add(value);
+    }
+    const jwksUri = text(entry.jwksUri);
+    const sources = (jwksUri ? 1 : 0) + (text(entry.keyFile) ? 1 : 0);
     if (sources !== 1) problems.push(`${at}: set exactly one of jwksUri and keyFile`);
-    if (issuer.jwksUri) checkUpstream(problems, `${at}.jwksUri`, issuer.jwksUri);
-    issuer.jwksUri ??= null;
-    issuer.keyFile = issuer.keyFile ? resolvePath(options.baseDir, issuer.keyFile) : null;
-    issuer.clockSkewSeconds ??= config.clockSkewSeconds;
+    if (jwksUri) checkUpstream(problems, `${at}.jwksUri`, jwksUri);
   });
 
-  if (config.redis.url !== null)
-    checkUrl(problems, 'redis.url', config.redis.url, ['redis:', 'rediss:']);
-  if (config.revocation.store === 'redis' && config.redis.url === null) {
+  const redisUrl = section(config.redis).url ?? null;
+  if (typeof redisUrl === 'string')
+    checkUrl(problems, 'redis.url', redisUrl, ['redis:', 'rediss:']);
+  if (section(config.revocation).store === 'redis' && redisUrl === null) {
     problems.push('revocation.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
   }
-  if (config.tokenLimits.store === 'redis' && config.redis.url === null) {
+  const tokenLimits = section(config.tokenLimits);
+  if (tokenLimits.store === 'redis' && redisUrl === null) {
     problems.push('tokenLimits.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
   }
-  const backoff = config.tokenLimits.failedSecretBackoff;
-  if (backoff.maxDelayMs < backoff.baseDelayMs) {
+  const backoff = section(tokenLimits.failedSecretBackoff);
+  if (
+    typeof backoff.maxDelayMs === 'number' &&
+    typeof backoff.baseDelayMs === 'number' &&
+    backoff.maxDelayMs < backoff.baseDelayMs
+  ) {
     problems.push('tokenLimits.failedSecretBackoff.maxDelayMs: must be at least baseDelayMs');
   }
 
-  const { server, admin } = config;
-  if (server.port !== 0 && server.port === admin.port) {
+  const serverPort = section(config.server).port;
+  const adminPort = section(config.admin).port;
+  if (typeof serverPort === 'number' && serverPort !== 0 && serverPort === adminPort) {
     problems.push('admin.port: must differ from server.port (the admin surface is never public)');
   }
-
-  if (problems.length > 0) throw new ConfigError(problems);
-  config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
-  config.clients.file = resolvePath(options.baseDir, config.clients.file);
-  config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
-  config.revocation.queueFile = resolvePath(options.baseDir, config.revocation.queueFile);
-  if (config.redis.passwordFile)
-    config.redis.passwordFile = resolvePath(options.baseDir, config.redis.passwordFile);
-  if (config.admin.tokenFile)
-    config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
-  config.demo = options.demo === true;
-  return deepFreeze(config as Config);
+  return problems;
 }
 
 type MutableIssuer = {

@@ -108,6 +108,17 @@ describe('gateway start-up errors', () => {
     assert.equal(await exists(l.clientsFile), false);
   });
 
+  test('a missing admin token file is reported in the same run as missing keys and clients', async (t) => {
+    const l = await layout(t, PRODUCTION);
+    const run = await runMain(['--config', l.file], l.cwd, {
+      PORTARIA_ADMIN_TOKEN_FILE: 'no-such-admin-token',
+    });
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /keys\.dir: .* does not exist/);
+    assert.match(run.stderr, /clients\.file: .* does not exist/);
+    assert.match(run.stderr, /admin\.tokenFile: cannot read .*no-such-admin-token \(ENOENT\)/);
+  });
+
   test('an invalid config exits 1 listing all three problems, without a stack trace', async (t) => {
     const l = await layout(t, 'frob: 1\nserver:\n  port: http\ntoken:\n  algorithm: HS256\n');
     const run = await runMain(['--config', l.file], l.cwd);

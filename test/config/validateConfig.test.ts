@@ -112,6 +112,46 @@ describe('validateConfig', () => {
     ]);
   });
 
+  test('schema and rule problems are reported together, in one run', async () => {
+    const problems = await problemsOf(() =>
+      validate({
+        issuer: 'ftp://portaria',
+        server: { port: 'http' },
+        routes: [route('a', '/a'), route('a', '/b/'), { id: 'c', prefix: 7, upstream: 'x' }],
+      }),
+    );
+    assert.deepEqual(problems, [
+      'server.port: must be integer',
+      'routes[2].prefix: must be string',
+      'issuer: must use http: or https:',
+      'routes[1].id: duplicate route id "a"',
+      'routes[1].prefix: must not end with "/"',
+      'routes[2].upstream: must be an absolute URL',
+    ]);
+  });
+
+  test('settings of the wrong type are schema problems, never a crash of the rule checks', async () => {
+    const problems = await problemsOf(() =>
+      validate({
+        issuer: 5,
+        routes: 'all',
+        upstream: { default: 'http://a' },
+        identityHeaders: ['X-A'],
+        issuers: [7, null],
+        redis: { url: 5 },
+        tokenLimits: { failedSecretBackoff: 3 },
+        server: [],
+        admin: 'x',
+      }),
+    );
+    assert.ok(problems.length > 0);
+    for (const problem of problems) {
+      assert.doesNotMatch(problem, /TypeError|undefined|Cannot read/);
+    }
+    assert.ok(problems.includes('routes: must be array'), problems.join('\n'));
+    assert.ok(problems.includes('issuer: must be string'), problems.join('\n'));
+  });
+
   const managedHeaders = ['Authorization', 'host', 'X-Forwarded-For', 'X-Request-Id', 'Cookie'];
   for (const header of managedHeaders) {
     test(`an identity header named ${header} is refused`, async () => {
@@ -313,6 +353,23 @@ describe('loadConfig', () => {
     assert.deepEqual(await problemsOf(load), [
       'server: must be a mapping (PORTARIA_PORT cannot apply)',
       'log: must be a mapping (PORTARIA_LOG_LEVEL cannot apply)',
+      'server: must be object',
+      'log: must be object',
+    ]);
+  });
+
+  test("a refused environment value and the file's own problems are reported together", async (t) => {
+    const { load } = await loadText(
+      t,
+      'frob: 1\nroutes:\n  - {id: a, prefix: /a/, upstream: "http://a"}\n',
+      {
+        env: { PORTARIA_PORT: 'eighty' },
+      },
+    );
+    assert.deepEqual(await problemsOf(load), [
+      'server.port (PORTARIA_PORT): must be an integer',
+      'frob: unknown setting',
+      'routes[0].prefix: must not end with "/"',
     ]);
   });
 
