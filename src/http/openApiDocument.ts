@@ -58,7 +58,7 @@ export const openApiDocument = {
             'The token request is invalid (not JSON, a missing, empty or extra field, a duplicate key).',
           ),
           '401': problem(
-            'The client credentials were not accepted (unknown client, wrong secret, disabled client: one answer).',
+            'The client credentials were not accepted (unknown client, wrong or expired secret, disabled client: one answer).',
           ),
           '405': problem('Only POST is accepted.'),
           '413': problem('The body exceeds the configured limit (default 16 KiB).'),
@@ -75,6 +75,9 @@ export const openApiDocument = {
             },
           },
           '500': { description: 'Unexpected server failure; no body.' },
+          '503': problem(
+            'No signing key is active (the key schedule leaves none): no token can be issued now. The request was not processed; retry later.',
+          ),
         },
       },
     },

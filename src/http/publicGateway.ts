@@ -223,8 +223,10 @@ export class PublicGateway {
     const authorizationLines = checkSingletonFields(req);
     const target = parseRequestTarget(req.url ?? '');
     if (target.path === TOKEN_PATH || target.path === JWKS_PATH || target.path === OPENAPI_PATH) {
+      // A 405 names what the path does accept (RFC 9110 §15.5.6): plain requests.
       throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
         reason: 'upgrade-on-open-path',
+        headers: { allow: target.path === TOKEN_PATH ? 'POST' : 'GET, HEAD' },
       });
     }
     const principal = await this.#authenticate(req, target.search, authorizationLines);

@@ -167,6 +167,8 @@ function outcomeOf(error: unknown): string {
       return 'method_not_allowed';
     case 'too-many-requests':
       return 'rate_limited';
+    case 'service-unavailable':
+      return 'unavailable';
     default:
       return 'invalid_request';
   }

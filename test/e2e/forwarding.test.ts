@@ -324,9 +324,12 @@ function connect(t: TestContext, url: string, headers: Record<string, string> = 
 }
 
 /** The non-101 answer a WebSocket client got. */
-function refusal(
-  socket: WebSocket,
-): Promise<{ status: number; type: string; body: Record<string, unknown> }> {
+function refusal(socket: WebSocket): Promise<{
+  status: number;
+  type: string;
+  headers: IncomingHttpHeaders;
+  body: Record<string, unknown>;
+}> {
   return new Promise((resolve, reject) => {
     socket.on('open', () => reject(new Error('unexpectedly upgraded')));
     socket.on('unexpected-response', (_req, res) => {
@@ -339,6 +342,7 @@ function refusal(
         resolve({
           status: res.statusCode ?? 0,
           type: res.headers['content-type'] ?? '',
+          headers: res.headers,
           body: JSON.parse(body) as Record<string, unknown>,
         }),
       );
@@ -357,6 +361,25 @@ describe('WebSocket upgrades through the gateway', () => {
     assert.equal(upstream.upgrades.length, 0);
     assert.equal(gw.upstream.received.length, 0);
   });
+
+  const openPaths: [string, string][] = [
+    ['/v1/authentication/accesstoken', 'POST'],
+    ['/.well-known/jwks.json', 'GET, HEAD'],
+    ['/v1/openapi.json', 'GET, HEAD'],
+  ];
+  for (const [path, allow] of openPaths) {
+    test(`an upgrade on the open path ${path} → 405 naming the methods it accepts (Allow: ${allow})`, async (t) => {
+      const { gw, upstream, wsBase } = await wsGateway(t);
+      const answer = await refusal(
+        connect(t, `${wsBase}${path}`, { authorization: `Bearer ${await gw.token()}` }),
+      );
+      assert.equal(answer.status, 405);
+      assert.equal(answer.body.tipo, 'urn:portaria:problem:method-not-allowed');
+      assert.equal(answer.headers.allow, allow);
+      assert.equal(answer.headers['cache-control'], 'no-store');
+      assert.equal(upstream.upgrades.length, 0);
+    });
+  }
 
   test('with a valid token messages echo and the upstream sees the identity from the token', async (t) => {
     const { gw, upstream, wsBase } = await wsGateway(t);

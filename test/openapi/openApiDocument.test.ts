@@ -1,9 +1,14 @@
 import assert from 'node:assert/strict';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { compileErrors, dereference, validate } from '@readme/openapi-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { openApiDocument } from '../../src/http/openApiDocument.js';
+import { SCHEDULE_FILE } from '../../src/keys/keySchedule.js';
+import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_ID, CLIENT_SECRET, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
+import { sample, scrape } from '../helpers/metrics.js';
 import { readCommittedOpenApi, renderOpenApi } from '../tools/writeOpenApi.js';
 
 type Json = Record<string, unknown>;
@@ -255,8 +260,46 @@ describe('OpenAPI description', () => {
       '415',
       '429',
       '500',
+      '503',
     ]);
     assert.equal(doc.token['500']?.content, undefined);
+  });
+
+  test('with no signing key active the token path answers the declared 503 problem', async (t) => {
+    const T0 = Date.UTC(2026, 5, 1, 12);
+    const clock = new ManualClock(T0);
+    const [gw, doc] = await Promise.all([
+      startGateway(t, { clock, settings: () => ({ reload: { enabled: false } }) }),
+      contract(),
+    ]);
+    const jwks = (await (await fetch(`${gw.url}/.well-known/jwks.json`)).json()) as {
+      keys: { kid: string }[];
+    };
+    const kid = jwks.keys[0]?.kid as string;
+    // The only key retires one second from now, with no successor scheduled.
+    const at = (ms: number) => new Date(ms).toISOString();
+    await writeFile(
+      join(gw.config.keys.dir, SCHEDULE_FILE),
+      JSON.stringify({
+        keys: {
+          [kid]: {
+            publishAt: at(T0 - 3_600_000),
+            activateAt: at(T0 - 3_600_000),
+            retireAt: at(T0 + 1000),
+            removeAt: null,
+          },
+        },
+      }),
+    );
+    await gw.app.reload();
+    assert.equal((await postToken(gw.url, credentials)).status, 200);
+    clock.set(T0 + 2000);
+    const res = await postToken(gw.url, credentials);
+    assert.equal(res.status, 503);
+    const body = (await assertConforms(doc.token, res, newAjv())) as Json;
+    assert.equal(body.tipo, 'urn:portaria:problem:service-unavailable');
+    const metrics = await scrape(gw.adminUrl);
+    assert.equal(sample(metrics, 'portaria_token_requests_total{outcome="unavailable"}'), 1);
   });
 
   test('the date-time and int32 checks used above refuse what they must', () => {

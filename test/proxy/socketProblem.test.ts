@@ -45,6 +45,7 @@ describe('writeSocketProblem', () => {
       await received,
       'HTTP/1.1 401 Unauthorized\r\n' +
         'content-type: application/problem+json\r\n' +
+        'cache-control: no-store\r\n' +
         `content-length: ${Buffer.byteLength(body)}\r\n` +
         'connection: close\r\n' +
         'WWW-Authenticate: Bearer realm="portaria"\r\n' +
