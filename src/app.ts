@@ -25,6 +25,7 @@ import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
+import { unwritableFileReason } from './lib/writableFile.js';
 import { createTokenLimiter } from './limits/createTokenLimiter.js';
 import { PairAttempts } from './limits/pairAttempts.js';
 import { RedisTokenLimiter } from './limits/redisTokenLimiter.js';
@@ -107,6 +108,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     loadClientRegistry(config.clients.file),
     loadKeyRing(config.keys.dir, config.token.algorithm, clock),
     readAdminToken(config.admin.tokenFile),
+    checkRevocationFile(config),
     ...issuerSets.map((s) => s.keys.load()),
   ] as const);
   // Replaced by reloads; every reader goes through these bindings.
@@ -619,6 +621,22 @@ async function readAdminToken(file: string | null): Promise<string | null> {
     ]);
   }
   return token;
+}
+
+/**
+ * The file the revocation store will open (the local log, or Redis's durable queue),
+ * checked without creating it: its problem is reported with the others at start.
+ */
+async function checkRevocationFile(config: Config): Promise<void> {
+  const [setting, file] =
+    config.revocation.store === 'local'
+      ? ['revocation.file', config.revocation.file]
+      : config.revocation.store === 'redis'
+        ? ['revocation.queueFile', config.revocation.queueFile]
+        : [null, null];
+  if (setting === null || file === null) return;
+  const reason = await unwritableFileReason(file);
+  if (reason !== null) throw new ConfigError([`${setting}: cannot open ${file} (${reason})`]);
 }
 
 /** Top-level settings a reload cannot apply (only routes and upstream.default reload). */

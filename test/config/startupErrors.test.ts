@@ -119,6 +119,19 @@ describe('gateway start-up errors', () => {
     assert.match(run.stderr, /admin\.tokenFile: cannot read .*no-such-admin-token \(ENOENT\)/);
   });
 
+  test('a revocation file that cannot be created is reported with the other start-up problems, creating nothing', async (t) => {
+    const l = await layout(t, `${PRODUCTION}revocation:\n  file: portaria.yaml/revocations.log\n`);
+    const run = await runMain(['--config', l.file], l.cwd);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /keys\.dir: .* does not exist/);
+    assert.match(run.stderr, /clients\.file: .* does not exist/);
+    assert.match(
+      run.stderr,
+      /revocation\.file: cannot open .*portaria\.yaml\/revocations\.log \(ENOTDIR\)/,
+    );
+    assert.deepEqual((await readdir(join(l.file, '..'))).sort(), ['portaria.yaml']);
+  });
+
   test('an invalid config exits 1 listing all three problems, without a stack trace', async (t) => {
     const l = await layout(t, 'frob: 1\nserver:\n  port: http\ntoken:\n  algorithm: HS256\n');
     const run = await runMain(['--config', l.file], l.cwd);
