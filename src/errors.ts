@@ -26,6 +26,7 @@ export const PROBLEMS = {
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'too-many-requests': { status: 429, title: 'Too many requests' },
   'headers-too-large': { status: 431, title: 'Request header fields too large' },
+  'not-implemented': { status: 501, title: 'Not implemented' },
   'upstream-unavailable': { status: 502, title: 'Upstream unavailable' },
   'service-unavailable': { status: 503, title: 'Service unavailable' },
   'issuer-unavailable': { status: 503, title: 'Token issuer unavailable' },

@@ -75,6 +75,9 @@ export const openApiDocument = {
             },
           },
           '500': { description: 'Unexpected server failure; no body.' },
+          '501': problem(
+            'The body is sent in a transfer coding other than chunked (e.g. `Transfer-Encoding: gzip, chunked`), which the gateway does not decode.',
+          ),
           '503': problem(
             'No signing key is active (the key schedule leaves none): no token can be issued now. The request was not processed; retry later.',
           ),

@@ -138,7 +138,7 @@ export class PublicGateway {
     this.#d.logger.info({ reqId: requestId, method: 'CONNECT', status: 405 }, 'connect refused');
     const problem = new PortariaError('method-not-allowed', 'CONNECT is not supported.', {
       reason: 'connect',
-      headers: { allow: 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS' },
+      headers: { allow: FORWARDED_METHODS },
     });
     writeSocketProblem(socket, problem, `#${requestId}`, this.#typeBase);
   }
@@ -170,6 +170,8 @@ export class PublicGateway {
   /** Synchronous up to the first I/O: a cached token reaches the forwarder without a tick. */
   #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     const authorizationLines = checkSingletonFields(req);
+    const transferEncoding = req.headers['transfer-encoding'];
+    if (transferEncoding !== undefined) checkTransferCoding(transferEncoding);
     const target = parseRequestTarget(req.url ?? '');
     switch (target.path) {
       case TOKEN_PATH:
@@ -184,6 +186,7 @@ export class PublicGateway {
         this.#d.openapi.serve(req, res);
         return undefined;
     }
+    if (req.method === 'TRACE') throw traceRefused();
     const principal = this.#authenticate(req, target.search, authorizationLines);
     if (principal instanceof Promise) {
       return principal.then((p) => this.#forward(req, res, target, p));
@@ -376,6 +379,33 @@ function pathOnly(url: string | undefined): string {
 }
 
 function ignoreSocketError(): void {}
+
+/** The methods the gateway forwards (the `Allow` of its 405s for CONNECT and TRACE). */
+const FORWARDED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
+
+/**
+ * TRACE is answered here, never forwarded: the upstream would echo the request it
+ * received — with the identity headers the gateway set — and no API needs it.
+ */
+function traceRefused(): PortariaError {
+  return new PortariaError('method-not-allowed', 'TRACE is not supported.', {
+    reason: 'trace',
+    headers: { allow: FORWARDED_METHODS },
+  });
+}
+
+/**
+ * Only the chunked transfer coding is understood (Node decodes it): a request body in
+ * another coding (`gzip, chunked`) would reach the upstream or the token operation still
+ * encoded, as if it were the content. RFC 9112 §6.1: answer 501.
+ */
+function checkTransferCoding(value: string): void {
+  if (value.length === 7 && value.toLowerCase() === 'chunked') return;
+  throw new PortariaError('not-implemented', 'Only the chunked transfer coding is supported.', {
+    reason: 'transfer-coding',
+    headers: { connection: 'close' },
+  });
+}
 
 function hasBody(req: IncomingMessage): boolean {
   return (

@@ -18,7 +18,18 @@
  * - the client went away (response closed before it finished): the upstream request is
  *   aborted — also while it is still queued for a connection — and the promise resolves.
  *
- * 1xx responses (e.g. 103 Early Hints) are not relayed; undici refuses an unsolicited 101.
+ * Framing the gateway adjusts:
+ * - the upstream answers before the client finished sending its body: the response says
+ *   `Connection: close` and the client's connection closes after it (the rest of the
+ *   body has nowhere to go; RFC 9112 §9.6);
+ * - a 204 or 304 with `Content-Length` ends normally (undici would call the absent body a
+ *   length mismatch); a 204's `Content-Length` is dropped (RFC 9110 §8.6);
+ * - a transfer coding other than chunked (`gzip, chunked`) is not decoded by undici, so
+ *   such a response is refused (502) rather than relayed with its coding stripped.
+ *
+ * 1xx responses (102, 103 Early Hints) are not relayed. undici refuses an unsolicited
+ * 101, and also a 100 Continue (against RFC 9110 §15.2): the gateway never sends
+ * `Expect`, so only an upstream sending 100 on its own meets this, as a 502.
  *
  * `dispatch` is the hot path (the gateway's): no promise, failures reported through a
  * callback shared by every request; `forward` wraps it in a promise. A request allocates
@@ -106,6 +117,15 @@ function hasBody(req: IncomingMessage): boolean {
   return length !== undefined && length !== '0';
 }
 
+/** An upstream response the gateway cannot relay faithfully (classified `error`: 502). */
+class UpstreamFramingError extends Error {
+  readonly code = 'PORTARIA_UPSTREAM_FRAMING';
+}
+
+function isChunkedOnly(value: string | string[]): boolean {
+  return typeof value === 'string' && value.trim().toLowerCase() === 'chunked';
+}
+
 /** The exchange a response belongs to, for the one `close` listener all of them share. */
 const EXCHANGE = Symbol('portaria.exchange');
 /** Set on a response the upstream failed after its headers were sent (then cut short). */
@@ -191,11 +211,24 @@ class Exchange implements Dispatcher.DispatchHandler {
     headers: Record<string, string | string[] | undefined>,
   ): void {
     if (statusCode < 200) return;
+    const transferEncoding = headers['transfer-encoding'];
+    if (transferEncoding !== undefined && !isChunkedOnly(transferEncoding)) {
+      // A coding undici does not decode (`gzip, chunked`): dropping the hop-by-hop field
+      // would pass the encoded bytes on as the content (RFC 9112 §6.1). Unusable: 502.
+      controller.abort(new UpstreamFramingError('transfer coding other than chunked'));
+      return;
+    }
+    // RFC 9110 §8.6: no Content-Length on a 204 (a 304 may carry one: it describes the
+    // representation, and no body follows either way).
+    if (statusCode === 204) headers['content-length'] = undefined;
+    const list = this.#policy.downstreamResponseHeaderList(headers, this.#requestId);
+    // The upstream answered before the client finished sending its body (an early 401 or
+    // 413). That body's end is now nowhere to go — undici dropped the request stream — so
+    // the client's connection cannot carry another request: say so and close it after
+    // this response (RFC 9112 §9.6), instead of a keep-alive connection that stalls.
+    if (!this.#req.complete && hasBody(this.#req)) list.push('connection', 'close');
     try {
-      this.#res.writeHead(
-        statusCode,
-        this.#policy.downstreamResponseHeaderList(headers, this.#requestId),
-      );
+      this.#res.writeHead(statusCode, list);
     } catch (error) {
       // A status or field Node will not send: the upstream's answer is unusable (502).
       controller.abort(error as Error);
@@ -224,6 +257,15 @@ class Exchange implements Dispatcher.DispatchHandler {
   }
 
   onResponseError(_controller: Dispatcher.DispatchController | null, error: Error): void {
+    // A 204 or 304 carrying Content-Length has no body by definition, but undici counts
+    // the missing bytes as a length mismatch: the response is complete, end it normally.
+    if (
+      (this.#statusCode === 204 || this.#statusCode === 304) &&
+      (error as { code?: unknown }).code === 'UND_ERR_RES_CONTENT_LENGTH_MISMATCH'
+    ) {
+      this.onResponseEnd();
+      return;
+    }
     if (!this.#finish()) return;
     const req = this.#req;
     const clientAway =

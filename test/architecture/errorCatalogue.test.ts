@@ -25,6 +25,7 @@ test('the error catalogue is pinned: code → status', () => {
     'unsupported-media-type': 415,
     'too-many-requests': 429,
     'headers-too-large': 431,
+    'not-implemented': 501,
     'upstream-unavailable': 502,
     'service-unavailable': 503,
     'issuer-unavailable': 503,

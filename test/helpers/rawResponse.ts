@@ -1,7 +1,8 @@
 /**
  * Parses the raw bytes `rawRequest` returns into responses (status, headers, body), so a
  * test can assert on exact header sets and count how many responses one connection got.
- * Bodies are framed by `Content-Length`, or run to the end of the text without one.
+ * Bodies are framed by `Content-Length` (none for 204 and 304), or run to the end of the
+ * text without one.
  */
 
 export interface RawResponse {
@@ -26,10 +27,12 @@ export function parseResponses(raw: string): RawResponse[] {
       const name = line.slice(0, colon).trim().toLowerCase();
       headers.set(name, [...(headers.get(name) ?? []), line.slice(colon + 1).trim()]);
     }
-    const length = headers.get('content-length')?.[0];
+    const status = Number(match[1]);
+    // A 204 or 304 has no body whatever its Content-Length says (RFC 9110 §6.4.1).
+    const length = status === 204 || status === 304 ? '0' : headers.get('content-length')?.[0];
     const bodyStart = end + 4;
     const bodyEnd = length === undefined ? rest.length : bodyStart + Number(length);
-    out.push({ status: Number(match[1]), headers, body: rest.slice(bodyStart, bodyEnd) });
+    out.push({ status, headers, body: rest.slice(bodyStart, bodyEnd) });
     rest = rest.slice(bodyEnd);
   }
   return out;

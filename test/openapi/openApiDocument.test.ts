@@ -9,6 +9,8 @@ import { SCHEDULE_FILE } from '../../src/keys/keySchedule.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_ID, CLIENT_SECRET, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
 import { sample, scrape } from '../helpers/metrics.js';
+import { rawRequest } from '../helpers/rawHttp.js';
+import { onlyResponse } from '../helpers/rawResponse.js';
 import { readCommittedOpenApi, renderOpenApi } from '../tools/writeOpenApi.js';
 
 type Json = Record<string, unknown>;
@@ -237,6 +239,24 @@ describe('OpenAPI description', () => {
       ],
       ['text/plain', () => postToken(gw.url, credentials, { 'content-type': 'text/plain' }), 415],
       ['a gzip body', () => postToken(gw.url, credentials, { 'content-encoding': 'gzip' }), 415],
+      [
+        'a gzip transfer coding',
+        async () => {
+          const { host } = new URL(gw.url);
+          const raw = onlyResponse(
+            await rawRequest(
+              gw.url,
+              `POST ${TOKEN_PATH} HTTP/1.1\r\nHost: ${host}\r\nContent-Type: application/json\r\n` +
+                'Transfer-Encoding: gzip, chunked\r\n\r\n2\r\n{}\r\n0\r\n\r\n',
+            ),
+          );
+          return new Response(raw.body, {
+            status: raw.status,
+            headers: [...raw.headers].map(([name, values]) => [name, values.join(', ')]),
+          });
+        },
+        501,
+      ],
     ];
     const ajv = newAjv();
     const emitted = new Set<string>();
@@ -249,7 +269,7 @@ describe('OpenAPI description', () => {
       assert.equal(body.status, status, name);
       emitted.add(String(status));
     }
-    assert.deepEqual([...emitted].sort(), ['400', '401', '405', '413', '415', '429']);
+    assert.deepEqual([...emitted].sort(), ['400', '401', '405', '413', '415', '429', '501']);
     // The declared responses are exactly these, the success and the bodiless 500.
     assert.deepEqual(Object.keys(openApiDocument.paths[TOKEN_PATH].post.responses).sort(), [
       '200',
@@ -260,6 +280,7 @@ describe('OpenAPI description', () => {
       '415',
       '429',
       '500',
+      '501',
       '503',
     ]);
     assert.equal(doc.token['500']?.content, undefined);
