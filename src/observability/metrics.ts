@@ -273,7 +273,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   const reloads = new Counter({
     name: 'portaria_config_reload_total',
-    help: 'Reloads of the clients file, the keys directory and the routes, by source and outcome (applied, unchanged, failed).',
+    help: 'Reloads of the clients file, the keys directory and the routes, by source and outcome (applied, failed; a change event that left the content as it was is not counted).',
     labelNames: ['source', 'outcome'] as const,
     registers,
   });

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
 import { chartConfigSchema } from './chartConfigSchema.js';
-import { HELM_VERSION, helm, lint, SCENARIOS, template } from './helm.js';
+import { HELM_VERSION, helm, lint, parseManifests, SCENARIOS, template } from './helm.js';
 import { CHART_DIR, VALUES_SCHEMA } from './paths.js';
 
 describe('helm binary', () => {
@@ -68,6 +68,17 @@ describe('values.schema.json', () => {
       /config\.token\.algorithm/,
     ],
     ['a value of the wrong type', { replicaCount: 'three' }, /replicaCount/],
+    [
+      'a scrape interval with its units out of order (Prometheus wants 1m30s)',
+      { serviceMonitor: { interval: '30s1m' } },
+      /serviceMonitor\.interval/,
+    ],
+    [
+      'a scrape timeout with a unit twice',
+      { serviceMonitor: { scrapeTimeout: '5s5s' } },
+      /serviceMonitor\.scrapeTimeout/,
+    ],
+    ['an empty scrape interval', { serviceMonitor: { interval: '' } }, /serviceMonitor\.interval/],
     [
       'a signing key file name the gateway would ignore',
       { secrets: { signingKeys: { 'key.txt': 'x' } } },
@@ -271,6 +282,44 @@ describe('fail guards', () => {
       /terminationGracePeriodSeconds \(14\) is too short: .* = 15/,
     ],
     [
+      'a scrape timeout longer than the scrape interval (the operator drops the ServiceMonitor)',
+      { serviceMonitor: { enabled: true, interval: '5s' } },
+      /serviceMonitor\.scrapeTimeout \(10s\) is longer than serviceMonitor\.interval \(5s\)/,
+    ],
+    [
+      'a scrape timeout longer than the interval by a millisecond (compound durations)',
+      { serviceMonitor: { enabled: true, interval: '1m30s', scrapeTimeout: '1m30s1ms' } },
+      /serviceMonitor\.scrapeTimeout \(1m30s1ms\) is longer than serviceMonitor\.interval \(1m30s\)/,
+    ],
+    [
+      'a scrape interval leaving the alerts fewer than two samples per 5m window',
+      { serviceMonitor: { enabled: true, interval: '3m' }, prometheusRule: { enabled: true } },
+      /serviceMonitor\.interval \(3m\) is above 150s: .*prometheusRule.*\[5m\]/,
+    ],
+    [
+      "a scrape interval just above half the alerts' window",
+      {
+        serviceMonitor: { enabled: true, interval: '2m30s1ms' },
+        prometheusRule: { enabled: true },
+      },
+      /serviceMonitor\.interval \(2m30s1ms\) is above 150s/,
+    ],
+    [
+      'a rolling update with maxSurge 0 and maxUnavailable 0',
+      { updateStrategy: { maxSurge: 0, maxUnavailable: 0 } },
+      /updateStrategy\.maxSurge \(0\) and updateStrategy\.maxUnavailable \(0\) are both 0/,
+    ],
+    [
+      'a rolling update with maxSurge 0% and maxUnavailable 0',
+      { updateStrategy: { maxSurge: '0%', maxUnavailable: 0 } },
+      /updateStrategy\.maxSurge \(0%\) and updateStrategy\.maxUnavailable \(0\) are both 0/,
+    ],
+    [
+      'a rolling update with maxSurge 0 and maxUnavailable 00%',
+      { updateStrategy: { maxSurge: 0, maxUnavailable: '00%' } },
+      /updateStrategy\.maxSurge \(0\) and updateStrategy\.maxUnavailable \(00%\) are both 0/,
+    ],
+    [
       'pretty logs (pino-pretty is not in the image)',
       { config: { log: { pretty: true } } },
       /config.log.pretty needs pino-pretty/,
@@ -304,6 +353,52 @@ describe('fail guards', () => {
         config: { server: { shutdownGraceMs: 9_001 } },
       },
       { adminApi: { enabled: true }, secrets: { adminToken: 'a-long-enough-admin-token' } },
+    ];
+    for (const values of fine) {
+      const result = await template({ values: [values] });
+      assert.equal(result.code, 0, `${JSON.stringify(values)}: ${result.stderr}`);
+    }
+  });
+
+  test('scrape timings Prometheus accepts render, as given', async () => {
+    const monitoring = { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } };
+    const fine: [Record<string, unknown>, string, string][] = [
+      [monitoring, '30s', '10s'],
+      [{ serviceMonitor: { enabled: true, interval: '5s', scrapeTimeout: '5s' } }, '5s', '5s'],
+      [{ ...monitoring, serviceMonitor: { enabled: true, interval: '2m30s' } }, '2m30s', '10s'],
+      [
+        { serviceMonitor: { enabled: true, interval: '1m30s', scrapeTimeout: '1m29s999ms' } },
+        '1m30s',
+        '1m29s999ms',
+      ],
+      // Without the PrometheusRule no rate window depends on the interval.
+      [{ serviceMonitor: { enabled: true, interval: '3m' } }, '3m', '10s'],
+    ];
+    for (const [values, interval, scrapeTimeout] of fine) {
+      const result = await template({ values: [values] });
+      assert.equal(result.code, 0, `${JSON.stringify(values)}: ${result.stderr}`);
+      const monitor = parseManifests(result.stdout).find((o) => o.kind === 'ServiceMonitor') as
+        | { spec: { endpoints: { interval: string; scrapeTimeout: string }[] } }
+        | undefined;
+      assert.deepEqual(
+        monitor?.spec.endpoints.map((e) => [e.interval, e.scrapeTimeout]),
+        [[interval, scrapeTimeout]],
+      );
+    }
+    // Not scraped by the chart's ServiceMonitor: its timings are not checked.
+    const off = await template({ values: [{ serviceMonitor: { interval: '5s' } }] });
+    assert.equal(off.code, 0, off.stderr);
+  });
+
+  test('rolling updates that can make progress render; Recreate ignores updateStrategy', async () => {
+    const fine: Record<string, unknown>[] = [
+      { updateStrategy: { maxSurge: 0, maxUnavailable: 1 } },
+      { updateStrategy: { maxSurge: '25%', maxUnavailable: 0 } },
+      { updateStrategy: { maxSurge: '0%', maxUnavailable: '10%' } },
+      {
+        updateStrategy: { maxSurge: 0, maxUnavailable: 0 },
+        persistence: { existingClaim: 'data' },
+      },
     ];
     for (const values of fine) {
       const result = await template({ values: [values] });

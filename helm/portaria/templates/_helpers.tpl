@@ -174,6 +174,28 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- end -}}
 
 {{/*
+A Prometheus duration in milliseconds: numbers with the units y, w, d, h, m, s, ms, largest
+first, each at most once ("1m30s", "500ms"), as values.schema.json admits them and
+Prometheus parses them (a year is 365 days, a week 7).
+*/}}
+{{- define "portaria.durationMs" -}}
+{{- $unitMs := dict "y" 31536000000 "w" 604800000 "d" 86400000 "h" 3600000 "m" 60000 "s" 1000 "ms" 1 -}}
+{{- $total := 0 -}}
+{{- range regexFindAll "[0-9]+(ms|s|m|h|d|w|y)" . -1 -}}
+{{- $number := regexFind "^[0-9]+" . -}}
+{{- $total = add $total (mul (atoi $number) (get $unitMs (trimPrefix $number .))) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
+{{/*
+The range of the rate() and increase() windows in the PrometheusRule's expressions. Each
+window needs two samples, so the ServiceMonitor's interval may be at most half of it. (The
+alert descriptions say "5 minutes" in words.)
+*/}}
+{{- define "portaria.alertWindow" -}}5m{{- end -}}
+
+{{/*
 Impossible combinations stop the render with a message naming the values to change.
 */}}
 {{- define "portaria.validate" -}}
@@ -213,6 +235,22 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- end -}}
 {{- if dig "log" "pretty" false (.Values.config | default dict) -}}
 {{- fail "config.log.pretty needs pino-pretty, a development dependency the image does not install: keep JSON logs in the cluster" -}}
+{{- end -}}
+{{- if and (not .Values.persistence.existingClaim) (regexMatch "^0+%?$" (toString .Values.updateStrategy.maxSurge)) (regexMatch "^0+%?$" (toString .Values.updateStrategy.maxUnavailable)) -}}
+{{- fail (printf "updateStrategy.maxSurge (%v) and updateStrategy.maxUnavailable (%v) are both 0: Kubernetes refuses a rolling update that may neither add nor take down a pod; set one of them above 0 (maxSurge: 1 keeps full capacity)" .Values.updateStrategy.maxSurge .Values.updateStrategy.maxUnavailable) -}}
+{{- end -}}
+{{- with .Values.serviceMonitor -}}
+{{- if .enabled -}}
+{{- $intervalMs := include "portaria.durationMs" .interval | int64 -}}
+{{- if gt (include "portaria.durationMs" .scrapeTimeout | int64) $intervalMs -}}
+{{- fail (printf "serviceMonitor.scrapeTimeout (%s) is longer than serviceMonitor.interval (%s): the Prometheus Operator refuses such a ServiceMonitor (no metrics, no alerts); set scrapeTimeout to at most the interval" .scrapeTimeout .interval) -}}
+{{- end -}}
+{{- $window := include "portaria.alertWindow" $ -}}
+{{- $maxIntervalMs := div (include "portaria.durationMs" $window | int64) 2 -}}
+{{- if and $.Values.prometheusRule.enabled (gt $intervalMs $maxIntervalMs) -}}
+{{- fail (printf "serviceMonitor.interval (%s) is above %ds: the alerts of prometheusRule.enabled compute rate() over [%s] windows, which need at least two samples each, so they could never fire; scrape at least every %ds" .interval (div $maxIntervalMs 1000) $window (div $maxIntervalMs 1000)) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $minGrace := include "portaria.minTerminationGracePeriodSeconds" . | int -}}
 {{- if lt (include "portaria.terminationGracePeriodSeconds" . | int) $minGrace -}}
