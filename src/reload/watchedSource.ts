@@ -59,6 +59,8 @@ export interface WatchedSourceOptions<T> {
   readonly watch: boolean;
   /** With `watch`, false polls without fs.watch (tests prove polling alone suffices). Default true. */
   readonly fsWatch?: boolean;
+  /** Quiet time after the last change event before the check runs. Default 100 ms. */
+  readonly debounceMs?: number;
   /** Called once per reload that ran ('applied' or 'failed'); errors it throws are ignored. */
   readonly onOutcome?: (name: string, outcome: ReloadOutcome, problems: readonly string[]) => void;
 }
@@ -79,6 +81,7 @@ type Attempt<T> =
 export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource {
   const { name, paths, load, apply, pollIntervalMs, onOutcome } = options;
   const fingerprint = () => contentFingerprint(paths, options.directoryEntries);
+  const debounceMs = options.debounceMs ?? DEBOUNCE_MS;
   let closed = false;
   let known: string | null = null;
   const ready = fingerprint().then(
@@ -142,7 +145,7 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   const trigger = (reason: ReloadReason): Promise<ReloadOutcome> =>
     closed ? Promise.resolve('unchanged') : next(reason === 'signal' || reason === 'manual');
 
-  // Trailing debounce: the check runs DEBOUNCE_MS after the LAST relevant event, so a file
+  // Trailing debounce: the check runs `debounceMs` after the LAST relevant event, so a file
   // written in place in several steps is read once its writer paused, not part-way; a
   // stream of events that never pauses still gets a check every MAX_DEBOUNCE_MS. One
   // timer, re-armed (refresh(): no allocation per event).
@@ -156,7 +159,7 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
       debounce = setTimeout(() => {
         debounce = undefined;
         void trigger('watch');
-      }, DEBOUNCE_MS);
+      }, debounceMs);
       debounce.unref();
     } else if (now - firstEventAt < MAX_DEBOUNCE_MS) {
       debounce.refresh();

@@ -135,22 +135,25 @@ describe('watchSource', () => {
         seen.push(text);
         return text.length;
       },
-      {},
+      // A quiet time ten times each pause below, so a loaded machine cannot stretch a
+      // pause past it.
+      { debounceMs: 400 },
     );
     const source = watchSource(h.options);
     t.after(() => source.close());
     await sleep(50);
     const handle = await open(file, 'w');
-    // Six steps 40 ms apart: the write spans longer than the 100 ms debounce, each pause
-    // is well inside it.
-    for (const line of ['one\n', 'two\n', 'three\n', 'four\n', 'five\n', 'six\n']) {
+    // Twelve steps 40 ms apart: the write spans longer than the debounce (a check timed
+    // from the first event would read it part-way), each pause is well inside it.
+    const lines = Array.from({ length: 12 }, (_, i) => `line ${i}\n`);
+    for (const line of lines) {
       await handle.write(line);
       await sleep(40);
     }
     await handle.close();
-    await waitFor('the reload', () => (seen.length > 0 ? true : undefined), 2000);
-    await sleep(300);
-    assert.deepEqual(seen, ['one\ntwo\nthree\nfour\nfive\nsix\n'], 'one read, of the whole file');
+    await waitFor('the reload', () => (seen.length > 0 ? true : undefined), 3000);
+    await sleep(600);
+    assert.deepEqual(seen, [lines.join('')], 'one read, of the whole file');
   });
 
   test('applies a Kubernetes-style ..data symlink swap by polling alone', async (t) => {
