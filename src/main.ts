@@ -46,6 +46,11 @@ async function main(): Promise<number> {
     process.stdout.write(USAGE);
     return 0;
   }
+  if (values.demo === true && values.config !== undefined) {
+    // (PORTARIA_CONFIG with --demo is `npm start` in a configured shell: the file wins.)
+    process.stderr.write(`portaria: --config and --demo exclude each other\n${USAGE}`);
+    return 2;
+  }
   const demo = values.demo === true && values.config === undefined && !process.env.PORTARIA_CONFIG;
   const demoUpstream = demo ? await startDemoUpstream() : null;
   /** The demo clients file this run created: its secret is shown only once the gateway listens. */

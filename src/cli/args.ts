@@ -45,9 +45,14 @@ export function parseCommandArgs(
       strict: true,
       allowPositionals: true,
     });
+    for (const [name, value] of Object.entries(values)) {
+      // A path or id option given as '' would name the working directory or nothing.
+      if (value === '') throw new UsageError(command, `option --${name} needs a non-empty value`);
+    }
     return { values: values as ParsedCommand['values'], positionals };
   } catch (err) {
-    throw new UsageError(command, describeParseError(err));
+    if (err instanceof UsageError) throw err;
+    throw new UsageError(command, describeParseError(err, args));
   }
 }
 
@@ -86,14 +91,21 @@ export function envValue(ctx: CliContext, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-function describeParseError(err: unknown): string {
+function describeParseError(err: unknown, args: readonly string[]): string {
   const { code, message } = err as { code?: string; message?: string };
   const option = /'(-[^' ]+)/.exec(message ?? '')?.[1] ?? 'option';
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option}`;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    // `--lifetime -5`: parseArgs reads the negative number as an option of its own.
+    if (/^-\d/.test(option)) return `${option} is not accepted: negative numbers are not allowed`;
+    return `unknown option ${option}`;
+  }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
-    return message?.includes('does not take')
-      ? `option ${option} does not take a value`
-      : `option ${option} needs a value`;
+    if (message?.includes('does not take')) return `option ${option} does not take a value`;
+    const next = args[args.indexOf(option) + 1];
+    if (next !== undefined && /^-\d/.test(next)) {
+      return `option ${option}: ${next} is not accepted (negative numbers are not allowed)`;
+    }
+    return `option ${option} needs a value`;
   }
   return (message ?? 'invalid arguments').split('\n')[0] ?? 'invalid arguments';
 }

@@ -41,7 +41,8 @@ Options:
                          forgotten sooner (default: the longest token lifetime)
   --client ID            revoke every token of this client issued at or before --before
   --before TIME          cut-off: RFC 3339 date-time (2026-01-01T12:00:00Z) or epoch
-                         seconds (default: now)
+                         seconds (default: now plus the gateway's clock skew, so a
+                         token stamped by a clock running ahead is covered too)
   --admin-url URL        the gateway's admin listener (default: $PORTARIA_ADMIN_URL,
                          else ${DEFAULT_ADMIN_URL})
   --token-file PATH      file holding the admin token (default: $PORTARIA_ADMIN_TOKEN_FILE)

@@ -14,7 +14,7 @@
  * expired secrets are dropped first, and a rotation that would leave three secrets is
  * refused, never resolved by silently dropping a secret that still works.
  */
-import { mkdir, readFile } from 'node:fs/promises';
+import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { replaceFile } from '../lib/atomicWrite.js';
 import { withFileLock } from '../lib/fileLock.js';
@@ -57,8 +57,9 @@ export async function readClientsFile(file: string): Promise<ClientsFileData> {
   try {
     text = await readFile(file, 'utf8');
   } catch (err) {
-    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { clients: [] };
-    throw err;
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return { clients: [] };
+    throw new ClientsFileError(`${file}: cannot read (${code ?? 'error'})`);
   }
   const source = `clients.file (${file})`;
   let document: unknown;
@@ -73,7 +74,12 @@ export async function readClientsFile(file: string): Promise<ClientsFileData> {
 
 export async function addClient(file: string, entry: ClientsFileEntry): Promise<void> {
   // The first client makes the directory (as the atomic write would), before the lock.
-  await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  try {
+    await mkdir(dirname(file), { recursive: true, mode: 0o700 });
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ClientsFileError(`${file}: cannot create its directory (${code})`);
+  }
   await withFileLock(file, async () => {
     const data = await readClientsFile(file);
     if (data.clients.some((c) => c.id === entry.id)) {
@@ -190,7 +196,18 @@ function timestamp(ms: number): string {
 }
 
 /** What `clients list` shows: never a hash. */
+/** The clients of an existing file (a missing one is an error: a mistyped path is not an empty registry). */
 export async function listClients(file: string): Promise<ClientSummary[]> {
+  try {
+    await stat(file);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code ?? 'error';
+    throw new ClientsFileError(
+      code === 'ENOENT'
+        ? `${file} does not exist (create it with "portaria clients add <id> --scopes …")`
+        : `${file}: cannot read (${code})`,
+    );
+  }
   const data = await readClientsFile(file);
   return data.clients.map((c) => ({
     id: c.id,

@@ -53,6 +53,8 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
     ]);
   }
   const problems: string[] = [];
+  /** [setting path, variable] of every override applied: its problems name the variable. */
+  const applied: [string, string][] = [];
   for (const [name, path, kind] of ENV_OVERRIDES) {
     const value = options.env[name];
     if (value === undefined || value === '') continue;
@@ -70,14 +72,23 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
       kind === 'int' ? Number(value) : kind === 'bool' ? value === 'true' : value,
     );
     if (refused !== null) problems.push(`${refused}: must be a mapping (${name} cannot apply)`);
+    else applied.push([path.join('.'), name]);
   }
   let config: Config;
   try {
     config = validateConfig(raw, { baseDir, demo: options.demo === true });
   } catch (error) {
-    // An override refused above is reported with the file's own problems, in one run.
-    if (!(error instanceof ConfigError) || problems.length === 0) throw error;
-    throw new ConfigError([...problems, ...error.problems]);
+    if (!(error instanceof ConfigError)) throw error;
+    // A value from the environment is named with its variable (`admin.port
+    // (PORTARIA_ADMIN_PORT): must be <= 65535`); an override refused above is reported
+    // with the file's own problems, in one run.
+    const named = error.problems.map((problem) => {
+      for (const [at, name] of applied) {
+        if (problem.startsWith(`${at}:`)) return `${at} (${name})${problem.slice(at.length)}`;
+      }
+      return problem;
+    });
+    throw new ConfigError([...problems, ...named]);
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;

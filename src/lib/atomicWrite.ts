@@ -6,10 +6,13 @@
  *
  * - `writeNewFile` links the temporary into place: it fails with EEXIST instead of
  *   replacing a file (a key file is never overwritten).
- * - `replaceFile` renames it into place: it replaces the file atomically (the schedule, the clients file).
+ * - `replaceFile` renames it into place: it replaces the file atomically (the schedule, the
+ *   clients file), keeping the replaced file's owner and its user and group permissions
+ *   (never those for others) — an operator who made the clients file group-readable for
+ *   the gateway keeps it so after a `clients add`.
  */
 import { randomBytes } from 'node:crypto';
-import { link, mkdir, open, rename, rm } from 'node:fs/promises';
+import { chmod, chown, link, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
 export async function writeNewFile(dir: string, name: string, data: string): Promise<string> {
@@ -17,7 +20,31 @@ export async function writeNewFile(dir: string, name: string, data: string): Pro
 }
 
 export async function replaceFile(dir: string, name: string, data: string): Promise<string> {
-  return write(dir, name, data, (temp, path) => rename(temp, path));
+  return write(dir, name, data, async (temp, path) => {
+    await keepModeAndOwner(path, temp);
+    await rename(temp, path);
+  });
+}
+
+/**
+ * Gives `temp` the owner and the user and group permissions of `path` when `path` exists
+ * (owner: where permitted). Permissions for others are never kept: these files hold
+ * secret hashes and key schedules, and a file first made with a loose umask must not stay
+ * world-readable once it holds them.
+ */
+async function keepModeAndOwner(path: string, temp: string): Promise<void> {
+  let current: Awaited<ReturnType<typeof stat>>;
+  try {
+    current = await stat(path);
+  } catch {
+    return; // a first write: the 0600 default
+  }
+  await chmod(temp, current.mode & 0o770);
+  try {
+    await chown(temp, current.uid, current.gid);
+  } catch {
+    // Only root may give a file away; an owner's own group change may still be refused.
+  }
 }
 
 async function write(

@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { createClientAuthenticator } from '../../src/clients/authenticateClient.js';
@@ -118,12 +118,70 @@ describe('portaria clients', () => {
     assert.deepEqual((await loadClientRegistry(join(cwd, 'data', 'clients.json'))).ids(), ['b']);
   });
 
-  test('lists an empty or missing file as having no clients', async (t) => {
+  test('lists an empty file as having no clients', async (t) => {
     const cwd = await tempDir(t);
+    await mkdir(join(cwd, 'data'));
+    await writeFile(join(cwd, 'data', 'clients.json'), '{"clients":[]}');
     const result = await runCli(['clients', 'list'], { cwd });
     assert.equal(result.code, 0);
     assert.equal(result.stdout, 'No clients in ./data/clients.json.\n');
   });
+
+  test('a missing file is an error, not an empty registry (a mistyped path must show)', async (t) => {
+    const cwd = await tempDir(t);
+    const result = await runCli(['clients', 'list', '--clients-file', 'typo.json'], { cwd });
+    assert.equal(result.code, 1);
+    assert.equal(result.stdout, '');
+    assert.equal(
+      result.stderr,
+      'portaria: clients list: typo.json does not exist (create it with "portaria clients add <id> --scopes …")\n',
+    );
+  });
+
+  test('an unreadable clients file or an impossible directory is named, with the error code', async (t) => {
+    const cwd = await tempDir(t);
+    await mkdir(join(cwd, 'dir.json'));
+    await writeFile(join(cwd, 'plain'), '');
+    const list = await runCli(['clients', 'list', '--clients-file', 'dir.json'], { cwd });
+    assert.equal(list.code, 1);
+    assert.equal(list.stderr, 'portaria: clients list: dir.json: cannot read (EISDIR)\n');
+    const add = await runCli(
+      ['clients', 'add', 'z', '--scopes', 'a', '--clients-file', 'plain/clients.json'],
+      { cwd },
+    );
+    assert.equal(add.code, 1);
+    assert.match(
+      add.stderr,
+      /^portaria: clients add: plain\/clients\.json: cannot create its directory \((EEXIST|ENOTDIR)\)\n$/,
+    );
+  });
+
+  for (const [args, message] of [
+    [
+      ['clients', 'add', 'a', '--scopes', 'x', '--clients-file', ''],
+      'clients add: option --clients-file needs a non-empty value',
+    ],
+    [
+      ['clients', 'list', '--clients-file', ''],
+      'clients list: option --clients-file needs a non-empty value',
+    ],
+    [
+      ['keys', 'generate', '--keys-dir', ''],
+      'keys generate: option --keys-dir needs a non-empty value',
+    ],
+    [
+      ['clients', 'add', 'a', '--scopes', 'x', '--lifetime', '-5'],
+      'clients add: option --lifetime: -5 is not accepted (negative numbers are not allowed)',
+    ],
+  ] as const) {
+    test(`usage error (exit 2): ${args.join(' ')}`, async (t) => {
+      const cwd = await tempDir(t);
+      const result = await runCli([...args], { cwd });
+      assert.equal(result.code, 2);
+      assert.ok(result.stderr.startsWith(`portaria: ${message} (see`), result.stderr);
+      assert.deepEqual(await readdir(cwd), []);
+    });
+  }
 
   test('fails with exit 1 on a duplicate id, an unknown id and an invalid file', async (t) => {
     const cwd = await tempDir(t);

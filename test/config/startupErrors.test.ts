@@ -173,6 +173,14 @@ describe('gateway start-up errors', () => {
     assert.equal(run.stderr, '');
   });
 
+  test('--config together with --demo exits 2: they exclude each other', async (t) => {
+    const l = await layout(t, PRODUCTION);
+    const run = await runMain(['--config', l.file, '--demo'], l.cwd);
+    assert.equal(run.code, 2);
+    assert.match(run.stderr, /^portaria: --config and --demo exclude each other\n/);
+    assert.deepEqual(await readdir(l.cwd), []);
+  });
+
   test('an unknown option exits 2 with the usage on stderr', async (t) => {
     const l = await layout(t, '');
     const run = await runMain(['--frob'], l.cwd);

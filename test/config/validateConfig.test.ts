@@ -392,8 +392,8 @@ describe('loadConfig', () => {
       env: { PORTARIA_ADMIN_PORT: '70000', PORTARIA_LOG_LEVEL: 'loud' },
     });
     assert.deepEqual(await problemsOf(load), [
-      'admin.port: must be <= 65535',
-      'log.level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
+      'admin.port (PORTARIA_ADMIN_PORT): must be <= 65535',
+      'log.level (PORTARIA_LOG_LEVEL): must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
     ]);
   });
 

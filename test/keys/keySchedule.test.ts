@@ -134,7 +134,7 @@ describe('writeKeySchedule', () => {
 
   test('writes sorted kids with ISO times (0600), replaces the file, and leaves no temporary', async (t) => {
     const dir = await tempDir(t);
-    await writeFile(join(dir, 'schedule.json'), '{"keys":{}}');
+    await writeFile(join(dir, 'schedule.json'), '{"keys":{}}', { mode: 0o600 });
     await writeKeySchedule(dir, schedule);
     const text = await readFile(join(dir, 'schedule.json'), 'utf8');
     assert.equal(text, serializeKeySchedule(schedule));
