@@ -28,9 +28,13 @@ export function methodClass(method: string | undefined): MethodClass {
   return method !== undefined && SAFE_METHODS.has(method) ? 'safe' : 'unsafe';
 }
 
-/** Seconds buckets from 0.5 ms to 10 s: gateway overhead is sub-millisecond, upstreams vary. */
+/**
+ * Seconds buckets from 0.5 ms to 60 s: gateway overhead is sub-millisecond, upstreams
+ * vary, and a request cut by the default 30 s upstream timeout lands below 60 s, not in
+ * +Inf only.
+ */
 const DURATION_BUCKETS = [
-  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+  0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
 export interface Metrics {
@@ -114,10 +118,13 @@ const KEY_STATES = ['pending', 'active', 'retiring', 'retired'] as const;
 class RouteSlot {
   readonly counts = new Float64Array(2 * STATUS_INDEX.length);
   readonly duration: HistogramChild;
-  readonly upstream: HistogramChild;
-  constructor(duration: HistogramChild, upstream: HistogramChild) {
+  /**
+   * Made by the first upstream answer: a route the gateway answers itself (token, jwks,
+   * openapi, unmatched) never has one, and publishes no always-empty upstream series.
+   */
+  upstream: HistogramChild | null = null;
+  constructor(duration: HistogramChild) {
     this.duration = duration;
-    this.upstream = upstream;
   }
 }
 
@@ -425,7 +432,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   const slotOf = (route: string): RouteSlot => {
     let slot = slots.get(route);
     if (slot === undefined) {
-      slot = new RouteSlot(duration.child('route', route), upstreamDuration.child('route', route));
+      slot = new RouteSlot(duration.child('route', route));
       slots.set(route, slot);
     }
     return slot;
@@ -476,7 +483,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
       else cacheLookups.miss++;
     },
     upstreamResponse(route, seconds) {
-      slotOf(route).upstream.observe(seconds);
+      const slot = slotOf(route);
+      slot.upstream ??= upstreamDuration.child('route', route);
+      slot.upstream.observe(seconds);
     },
     upstreamError(route, kind) {
       upstreamErrors.labels(route, kind).inc();

@@ -86,6 +86,20 @@ describe('metrics contract', () => {
     }
   });
 
+  test('upstream latency has series only for routes that forwarded; durations have buckets past the 30 s timeout', async (t) => {
+    const text = await busyGatewayMetrics(t);
+    const upstreamRoutes = new Set(
+      [...text.matchAll(/^portaria_upstream_duration_seconds_count\{route="([^"]+)"\}/gm)].map(
+        (m) => m[1],
+      ),
+    );
+    // A token request, a forwarded request and a refused one: only `default` forwarded.
+    assert.deepEqual([...upstreamRoutes], ['default']);
+    assert.match(text, /^portaria_http_request_duration_seconds_bucket\{le="30",route="token"\} /m);
+    assert.match(text, /^portaria_http_request_duration_seconds_bucket\{le="60",route="token"\} /m);
+    assert.match(text, /^portaria_upstream_duration_seconds_bucket\{le="60",route="default"\} 1$/m);
+  });
+
   test('every metric is prefixed portaria_ and has help text', async (t) => {
     const text = await busyGatewayMetrics(t);
     for (const line of text.split('\n')) {
