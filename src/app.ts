@@ -293,6 +293,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node
   // would answer a bare 417): the request is handled like any other, `Expect` not forwarded.
   publicServer.on('checkExpectation', gateway.handleRequest);
+  // 100-continue: `100 Continue` only once the request is accepted (handleContinue).
+  publicServer.on('checkContinue', gateway.handleContinue);
   // CONNECT (a tunnel request) is no method of this gateway: 405 problem details, not
   // Node's silent close.
   publicServer.on('connect', (req: IncomingMessage, socket: Duplex) =>

@@ -31,7 +31,7 @@ import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { instanceOf, sendProblem, sendServerError } from './replies.js';
-import { type GatewayResponse, requestIdFor } from './requestScope.js';
+import { continueBody, type GatewayResponse, requestIdFor } from './requestScope.js';
 import { checkSingletonFields } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
@@ -112,6 +112,16 @@ export class PublicGateway {
     } catch (error) {
       this.#fail(req, res, error);
     }
+  };
+
+  /**
+   * `checkContinue` listener: a request with `Expect: 100-continue` is handled like any
+   * other, and gets its `100 Continue` only if it is accepted, just before its body is
+   * read (Node would send it at once, so a refused upload was sent in full first).
+   */
+  readonly handleContinue = (req: IncomingMessage, res: GatewayResponse): void => {
+    res.scope.awaitingContinue = true;
+    this.handleRequest(req, res);
   };
 
   /**
@@ -206,6 +216,7 @@ export class PublicGateway {
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
     const route = this.#authorize(target.path, principal);
     scope.routeId = route.id;
+    continueBody(res);
     this.#d.forwarder.dispatch(
       req,
       res,

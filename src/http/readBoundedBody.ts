@@ -19,7 +19,15 @@ export class BodyTooLarge extends PortariaError {
   }
 }
 
-export async function readBoundedBody(req: IncomingMessage, limit: number): Promise<string> {
+/**
+ * `beforeRead` runs once the declared length and encoding passed, just before the body is
+ * read (the public listener sends a pending `100 Continue` there).
+ */
+export async function readBoundedBody(
+  req: IncomingMessage,
+  limit: number,
+  beforeRead?: () => void,
+): Promise<string> {
   const encoding = req.headers['content-encoding'];
   if (encoding !== undefined && encoding.toLowerCase() !== 'identity') {
     throw new PortariaError(
@@ -32,6 +40,7 @@ export async function readBoundedBody(req: IncomingMessage, limit: number): Prom
   }
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw new BodyTooLarge(limit);
+  beforeRead?.();
 
   const chunks: Buffer[] = [];
   let size = 0;

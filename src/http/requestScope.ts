@@ -20,6 +20,19 @@ export class RequestScope {
   reason: string | undefined = undefined;
   /** The unexpected error behind a 500, logged with the request id. */
   error: unknown = undefined;
+  /**
+   * The client sent `Expect: 100-continue` and waits for `100 Continue` before its body:
+   * sent only once the request is accepted, just before the body is read (`continueBody`),
+   * so a refused request is answered without the client uploading its body first.
+   */
+  awaitingContinue = false;
+}
+
+/** Sends the `100 Continue` a client waits for, once; nothing if it did not ask. */
+export function continueBody(res: GatewayResponse): void {
+  if (!res.scope.awaitingContinue) return;
+  res.scope.awaitingContinue = false;
+  res.writeContinue();
 }
 
 export class GatewayResponse<

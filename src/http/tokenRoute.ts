@@ -24,7 +24,7 @@ import type { TokenExchange, TokenService } from '../token/tokenService.js';
 import { isJsonMediaType } from './mediaType.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
 import { sendJson } from './replies.js';
-import type { GatewayResponse } from './requestScope.js';
+import { continueBody, type GatewayResponse } from './requestScope.js';
 
 const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
@@ -53,12 +53,13 @@ export async function handleTokenRequest(
   try {
     requirePost(req);
     requireJson(req);
+    const beforeBody = () => continueBody(res);
     const exchange =
       deps.limiter === null
         ? await deps.tokens.exchange(
-            parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes)),
+            parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes, beforeBody)),
           )
-        : await limitedExchange(req, deps, deps.limiter);
+        : await limitedExchange(req, deps, deps.limiter, beforeBody);
     res.scope.clientId = exchange.clientId;
     sendJson(res, 200, JSON.stringify(exchange.body), NO_STORE);
     deps.onOutcome('issued');
@@ -74,6 +75,7 @@ async function limitedExchange(
   req: IncomingMessage,
   deps: TokenRouteDeps,
   limiter: TokenLimiter,
+  beforeBody: () => void,
 ): Promise<TokenExchange> {
   const address = sourceAddress(
     req.socket.remoteAddress,
@@ -81,7 +83,7 @@ async function limitedExchange(
     deps.trustForwardedHeaders,
   );
   refuseIfWaiting(await limiter.takeAddress(address), 'address', deps);
-  const request = parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes));
+  const request = parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes, beforeBody));
   const { clientId } = request;
   refuseIfWaiting(await limiter.backoffWait(clientId, address), 'backoff', deps);
   const pair = pairKey(clientId, address);

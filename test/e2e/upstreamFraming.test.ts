@@ -2,13 +2,20 @@
  * Message framing between the client, the gateway and the upstream (RFC 9110, RFC 9112),
  * with a raw TCP upstream that answers exactly as scripted: an answer before the request
  * body ended, a 304 or 204 carrying Content-Length, transfer codings other than chunked
- * in either direction, and TRACE.
+ * in either direction, TRACE, and `Expect: 100-continue` (the 100 only for an accepted
+ * request).
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import { createServer, connect as netConnect, type Server, type Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
-import { type Gateway, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  type Gateway,
+  startGateway,
+  TOKEN_PATH,
+} from '../helpers/fixture.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { headerOf, onlyResponse, parseResponses, rawProblemOf } from '../helpers/rawResponse.js';
 import { accessLineOf } from '../helpers/wait.js';
@@ -77,6 +84,35 @@ async function framedGateway(t: TestContext): Promise<{ gw: Gateway; upstream: R
 function get(gw: Gateway, token: string, path: string): string {
   const host = new URL(gw.url).host;
   return `GET ${path} HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n\r\n`;
+}
+
+const CONTINUE = 'HTTP/1.1 100 Continue\r\n\r\n';
+
+/**
+ * Sends a request head with `Expect: 100-continue` and `Connection: close`, then the body
+ * only if a `100 Continue` arrives (as curl does); returns everything the gateway sent.
+ */
+async function expectContinue(gw: Gateway, head: string, body: string): Promise<string> {
+  const { hostname, port } = new URL(gw.url);
+  const socket = netConnect({ host: hostname, port: Number(port) });
+  socket.on('error', () => {});
+  let received = '';
+  let sentBody = false;
+  socket.on('data', (chunk: Buffer) => {
+    received += chunk.toString('latin1');
+    if (!sentBody && received.startsWith(CONTINUE)) {
+      sentBody = true;
+      socket.write(body);
+    }
+  });
+  socket.write(
+    `${head}Host: ${hostname}:${port}\r\nExpect: 100-continue\r\nConnection: close\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n`,
+  );
+  const timer = setTimeout(() => socket.destroy(), 3000);
+  await once(socket, 'close');
+  clearTimeout(timer);
+  return received;
 }
 
 describe('framing between client, gateway and upstream', () => {
@@ -188,6 +224,42 @@ describe('framing between client, gateway and upstream', () => {
     );
     assert.equal(res.status, 200);
     assert.equal(upstream.heads.length, 1);
+  });
+
+  test('Expect: 100-continue without a token → 401 at once, no 100 Continue, nothing forwarded', async (t) => {
+    const { gw, upstream } = await framedGateway(t);
+    const raw = await expectContinue(gw, 'POST /ok HTTP/1.1\r\n', 'x'.repeat(10));
+    assert.ok(!raw.startsWith(CONTINUE), raw);
+    const res = onlyResponse(raw);
+    assert.equal(res.status, 401);
+    assert.equal(headerOf(res, 'connection'), 'close');
+    assert.equal(upstream.heads.length, 0);
+  });
+
+  test('Expect: 100-continue with a valid token → 100 Continue, then the body is forwarded', async (t) => {
+    const { gw, upstream } = await framedGateway(t);
+    const token = await gw.token();
+    const raw = await expectContinue(
+      gw,
+      `POST /ok HTTP/1.1\r\nAuthorization: Bearer ${token}\r\n`,
+      'hello',
+    );
+    assert.ok(raw.startsWith(CONTINUE), raw);
+    assert.equal(onlyResponse(raw.slice(CONTINUE.length)).status, 200);
+    assert.equal(upstream.heads.length, 1);
+    assert.doesNotMatch(upstream.heads[0] as string, /expect/i);
+  });
+
+  test('Expect: 100-continue on the token operation: 100 before the credentials are read; none for a body over the limit', async (t) => {
+    const { gw } = await framedGateway(t);
+    const credentials = JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET });
+    const head = `POST ${TOKEN_PATH} HTTP/1.1\r\nContent-Type: application/json\r\n`;
+    const issued = await expectContinue(gw, head, credentials);
+    assert.ok(issued.startsWith(CONTINUE), issued);
+    assert.equal(onlyResponse(issued.slice(CONTINUE.length)).status, 200);
+    const tooLarge = await expectContinue(gw, head, 'x'.repeat(20_000));
+    assert.ok(!tooLarge.startsWith(CONTINUE), tooLarge.slice(0, 200));
+    assert.equal(onlyResponse(tooLarge).status, 413);
   });
 
   test('TRACE is answered 405 by the gateway, never forwarded', async (t) => {
