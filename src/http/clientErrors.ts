@@ -7,6 +7,7 @@
 import type { Duplex } from 'node:stream';
 import { PortariaError } from '../errors.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
+import { GatewayResponse } from './requestScope.js';
 
 export function createClientErrorHandler(
   problemTypeBase: string,
@@ -27,6 +28,12 @@ export function createClientErrorHandler(
     if (current?.headersSent === true) {
       socket.destroy();
       return;
+    }
+    // A request in progress (a slow upload cut by requestTimeoutMs): its access line must
+    // say what the client got, not that the client went away.
+    if (current instanceof GatewayResponse) {
+      current.scope.socketStatus = problem.status;
+      current.scope.reason = problem.reason;
     }
     markRequestStart(socket);
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);

@@ -336,7 +336,12 @@ export class PublicGateway {
     // Not finished: the client went away (499), or the upstream failed mid-response — then
     // the status is the one sent, the line a warning with the upstream's failure.
     const cut = res.writableFinished ? undefined : upstreamCutOf(res);
-    const status = res.writableFinished || cut !== undefined ? res.statusCode : 499;
+    const status =
+      res.writableFinished || cut !== undefined
+        ? res.statusCode
+        : scope.socketStatus !== 0
+          ? scope.socketStatus
+          : 499;
     if (cut !== undefined) scope.reason = `upstream-${cut}`;
     this.#d.metrics.requestFinished(
       scope.routeId,

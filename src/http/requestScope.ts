@@ -26,6 +26,12 @@ export class RequestScope {
    * so a refused request is answered without the client uploading its body first.
    */
   awaitingContinue = false;
+  /**
+   * The status of a problem Node's parser had the gateway write on the raw socket while
+   * this request was in progress (408: the request took longer than
+   * `server.requestTimeoutMs` to arrive); 0 when none. The access line reports it, not 499.
+   */
+  socketStatus = 0;
 }
 
 /** Sends the `100 Continue` a client waits for, once; nothing if it did not ask. */

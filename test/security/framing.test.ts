@@ -288,6 +288,42 @@ describe('request line and header limits', () => {
   });
 });
 
+describe('a request body slower than server.requestTimeoutMs', () => {
+  for (const [path, route] of [
+    ['/v1/orders', 'default'],
+    ['/v1/authentication/accesstoken', 'token'],
+  ] as const) {
+    test(`on ${route}: 408 problem details, and the access line says 408, not 499`, async (t) => {
+      const { gw, token } = await framingGateway(t);
+      const { hostname, port } = new URL(gw.url);
+      const socket = connect({ host: hostname, port: Number(port) });
+      t.after(() => socket.destroy());
+      socket.on('error', () => {});
+      let received = '';
+      socket.on('data', (chunk: Buffer) => {
+        received += chunk.toString('latin1');
+      });
+      socket.write(
+        `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+          'Content-Type: application/json\r\nX-Request-Id: slow-upload-1\r\nContent-Length: 100\r\n\r\n{',
+      );
+      // One byte every 200 ms: never idle long, but never done within requestTimeoutMs (1 s).
+      const drip = setInterval(() => socket.write(' '), 200);
+      t.after(() => clearInterval(drip));
+      await waitFor('the 408', () => (received.includes('\r\n\r\n{') ? true : undefined), 4000);
+      clearInterval(drip);
+      const res = onlyResponse(received);
+      assert.equal(res.status, 408);
+      assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:request-timeout');
+      const line = await waitFor('the access line', () =>
+        parsedLogs(gw.logs).find((l) => l.reqId === 'slow-upload-1' && l.route === route),
+      );
+      assert.equal(line.status, 408);
+      assert.equal(line.reason, 'request-timeout');
+    });
+  }
+});
+
 describe('refusals and what follows them on the connection', () => {
   test('on a keep-alive connection that already carried a response, refusals still get problem details', async (t) => {
     const { gw, token } = await framingGateway(t);
