@@ -431,6 +431,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     );
   }
 
+  metrics.configSources(sources.map((source) => source.name));
+
   const sweep = setInterval(() => void revocation.sweep(), 60_000);
   sweep.unref();
 

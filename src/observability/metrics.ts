@@ -61,6 +61,11 @@ export interface Metrics {
   keySetFetch(issuer: string, trigger: string, outcome: string): void;
   /** A reload of the clients file, the keys directory or the routes. */
   configReload(source: string, outcome: string): void;
+  /**
+   * The reloadable sources, loaded at start: each reports a successful last reload and
+   * zero failed ones until a reload says otherwise.
+   */
+  configSources(sources: readonly string[]): void;
   /** Binds the signing-key states and the active key's age, read at scrape time. */
   setSigningKeySource(read: () => SigningKeySnapshot): void;
   /** Binds the external issuers' key set states, read at scrape time. */
@@ -284,6 +289,12 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     labelNames: ['source', 'outcome'] as const,
     registers,
   });
+  const lastReloadOk = new Gauge({
+    name: 'portaria_config_last_reload_successful',
+    help: 'Whether the last load of each reloadable source succeeded (1) or failed (0, the gateway keeps running the last good one), by source.',
+    labelNames: ['source'] as const,
+    registers,
+  });
   let readSigningKeys: () => SigningKeySnapshot = () => ({
     states: [],
     activeAgeSeconds: null,
@@ -499,8 +510,17 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     keySetFetch(issuer, trigger, outcome) {
       keySetFetches.labels(issuer, trigger, outcome).inc();
     },
+    configSources(sources) {
+      for (const source of sources) {
+        lastReloadOk.labels(source).set(1);
+        for (const outcome of ['applied', 'failed']) reloads.labels(source, outcome).inc(0);
+      }
+    },
     configReload(source, outcome) {
       reloads.labels(source, outcome).inc();
+      if (outcome === 'applied' || outcome === 'failed') {
+        lastReloadOk.labels(source).set(outcome === 'applied' ? 1 : 0);
+      }
     },
     setSigningKeySource(read) {
       readSigningKeys = read;

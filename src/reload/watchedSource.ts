@@ -66,6 +66,8 @@ export interface WatchedSourceOptions<T> {
 }
 
 export interface WatchedSource {
+  /** The source's name (`options.name`). */
+  readonly name: string;
   trigger(reason: ReloadReason): Promise<ReloadOutcome>;
   close(): void;
 }
@@ -216,6 +218,7 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   }
 
   return {
+    name,
     trigger,
     close(): void {
       closed = true;

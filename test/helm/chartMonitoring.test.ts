@@ -23,6 +23,9 @@ import { CHART_DIR, REPO_ROOT } from './paths.js';
  */
 export const EXPECTED_MISSING_METRICS: readonly string[] = [];
 
+/** Series Prometheus writes itself for every scrape target, not the gateway's registry. */
+const PROMETHEUS_SERIES: ReadonlySet<string> = new Set(['up']);
+
 const PROMTOOL = process.env.PROMTOOL ?? 'promtool';
 const RULE_TESTS = join(REPO_ROOT, 'test', 'helm', 'alerts', 'portaria-alerts.test.yaml');
 
@@ -59,7 +62,7 @@ describe('PrometheusRule', () => {
       },
     );
     assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
-    assert.match(result.stdout, /SUCCESS: 8 rules found/);
+    assert.match(result.stdout, /SUCCESS: 10 rules found/);
   });
 
   test('promtool test rules: every alert fires on its condition and stays silent below it', async (t) => {
@@ -89,7 +92,7 @@ describe('PrometheusRule', () => {
     }
   });
 
-  test('the six alerts of the issue, plus Redis and log drops; Redis alerts only when a store uses Redis', async () => {
+  test('the six alerts of the issue, plus Redis, log drops, reload failures and the outage; Redis alerts only when a store uses Redis', async () => {
     const names = rulesOf(await monitoringScenario()).map((r) => r.alert);
     assert.deepEqual(names, [
       'PortariaHighErrorRatio',
@@ -100,7 +103,10 @@ describe('PrometheusRule', () => {
       'PortariaSigningKeyRetiringWithoutSuccessor',
       'PortariaTokenEndpointRateLimited',
       'PortariaLogsDropped',
+      'PortariaConfigReloadFailing',
+      'PortariaDown',
     ]);
+    // No ServiceMonitor and the default selector: no PortariaDown (see the next test).
     const local = await render({ values: [{ prometheusRule: { enabled: true } }] });
     assert.deepEqual(
       rulesOf(local).map((r) => r.alert),
@@ -111,6 +117,7 @@ describe('PrometheusRule', () => {
         'PortariaSigningKeyRetiringWithoutSuccessor',
         'PortariaTokenEndpointRateLimited',
         'PortariaLogsDropped',
+        'PortariaConfigReloadFailing',
       ],
     );
     const tuned = await render({
@@ -125,10 +132,65 @@ describe('PrometheusRule', () => {
       ],
     });
     const rules = rulesOf(tuned);
-    // No Redis: 8 − 2 Redis alerts − the switched-off one.
-    assert.equal(rules.length, 5);
+    // No Redis: 10 − 2 Redis alerts − the switched-off one (PortariaDown is in: own selector).
+    assert.equal(rules.length, 7);
     assert.match(String(rules[0]?.expr), /\{service="gw",status_class="5xx"\}/);
     assert.match(String(rules[0]?.expr), /\) > 0\.2\n/);
+  });
+
+  test('PortariaDown only when something scrapes the release under the selector, and pods are asked for', async () => {
+    const downOf = async (values: Record<string, unknown>): Promise<Rule | undefined> =>
+      rulesOf(await render({ values: [values] })).find((r) => r.alert === 'PortariaDown');
+    const scraped = { serviceMonitor: { enabled: true }, prometheusRule: { enabled: true } };
+
+    const down = await downOf(scraped);
+    assert.equal(
+      down?.expr,
+      'sum by (namespace, job) (up{job="portaria",namespace="portaria"}) == 0\nor\nabsent(up{job="portaria",namespace="portaria"})\n',
+    );
+    assert.deepEqual([down?.for, down?.labels?.severity], ['5m', 'critical']);
+    // Without the ServiceMonitor nothing may produce up{job="<full name>"}: absent() would
+    // page for ever.
+    assert.equal(await downOf({ prometheusRule: { enabled: true } }), undefined);
+    // A selector of your own says how your scrape labels the release.
+    const own = await downOf({ prometheusRule: { enabled: true, seriesSelector: 'service="gw"' } });
+    assert.match(String(own?.expr), /^sum by \(namespace, job\) \(up\{service="gw"\}\) == 0\n/);
+    assert.equal(await downOf({ ...scraped, replicaCount: 0 }), undefined);
+    assert.equal(
+      await downOf({
+        ...scraped,
+        prometheusRule: { enabled: true, alerts: { down: { enabled: false } } },
+      }),
+      undefined,
+    );
+    const tuned = await downOf({
+      ...scraped,
+      prometheusRule: { enabled: true, alerts: { down: { for: '10m', severity: 'page' } } },
+    });
+    assert.deepEqual([tuned?.for, tuned?.labels?.severity], ['10m', 'page']);
+  });
+
+  test('PortariaConfigReloadFailing holds 5 min by default and can be switched off or tuned', async () => {
+    const reloadOf = async (values: Record<string, unknown>): Promise<Rule | undefined> =>
+      rulesOf(await render({ values: [values] })).find(
+        (r) => r.alert === 'PortariaConfigReloadFailing',
+      );
+    const rule = await reloadOf({ prometheusRule: { enabled: true } });
+    assert.deepEqual([rule?.for, rule?.labels?.severity], ['5m', 'warning']);
+    assert.match(String(rule?.expr), /portaria_config_last_reload_successful\{[^}]*\}\) == 0\n/);
+    const tuned = await reloadOf({
+      prometheusRule: {
+        enabled: true,
+        alerts: { configReloadFailing: { for: '1m', severity: 'info' } },
+      },
+    });
+    assert.deepEqual([tuned?.for, tuned?.labels?.severity], ['1m', 'info']);
+    assert.equal(
+      await reloadOf({
+        prometheusRule: { enabled: true, alerts: { configReloadFailing: { enabled: false } } },
+      }),
+      undefined,
+    );
   });
 });
 
@@ -256,8 +318,9 @@ describe('metrics used by the alerts and the dashboard', () => {
 
     const queried = new Map<string, string>(); // name → where
     for (const rule of rulesOf(await monitoringScenario())) {
-      for (const name of promqlMetricNames(String(rule.expr)))
-        queried.set(name, `alert ${rule.alert}`);
+      for (const name of promqlMetricNames(String(rule.expr))) {
+        if (!PROMETHEUS_SERIES.has(name)) queried.set(name, `alert ${rule.alert}`);
+      }
     }
     const { json } = await dashboard();
     for (const panel of json.panels) {

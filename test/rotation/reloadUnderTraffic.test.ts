@@ -211,6 +211,10 @@ describe('hot reload under traffic', () => {
 
     // 4. A broken clients file: refused, counted, logged; the previous clients keep working.
     const failed = 'portaria_config_reload_total{source="clients",outcome="failed"}';
+    const lastOk = 'portaria_config_last_reload_successful{source="clients"}';
+    // Both series exist from the start (an alert's increase() sees the first failure).
+    assert.equal(await metric(gw.adminUrl, failed), 0);
+    assert.equal(await metric(gw.adminUrl, lastOk), 1);
     const previous = await readClientsFile(clientsFile);
     await step('clients file broken', async () => {
       await replaceAtomically(clientsFile, '{"clients": [ {"id": "half-writ');
@@ -231,6 +235,7 @@ describe('hot reload under traffic', () => {
       assert.match(problems.join('\n'), /not valid JSON/);
       assert.equal((await requestToken(gw.url, CLIENT_ID, CLIENT_SECRET)).status, 200);
       assert.equal((await requestToken(gw.url, 'newbie', newbieSecret)).status, 200);
+      assert.equal(await metric(gw.adminUrl, lastOk), 0, 'the source reports its failed state');
     });
 
     // 5. Fixed again (with one more client): applied.
@@ -247,6 +252,7 @@ describe('hot reload under traffic', () => {
         ],
       });
       await tokenOnceAccepted(gw.url, 'fixed', fixedSecret);
+      assert.equal(await metric(gw.adminUrl, lastOk), 1);
     });
 
     const { total, failures } = await traffic.stop();
