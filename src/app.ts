@@ -628,15 +628,17 @@ async function readAdminToken(file: string | null): Promise<string | null> {
 }
 
 /**
- * The file the revocation store will open (the local log, or Redis's durable queue),
- * checked without creating it: its problem is reported with the others at start.
+ * The file the revocation store will write (the local log, or Redis's durable queue when
+ * `whileRedisDown: queue`), checked without creating it: its problem is reported with the
+ * others at start. (With `refuse` the queue file is only read, if it exists.)
  */
 async function checkRevocationFile(config: Config): Promise<void> {
+  const { revocation } = config;
   const [setting, file] =
-    config.revocation.store === 'local'
-      ? ['revocation.file', config.revocation.file]
-      : config.revocation.store === 'redis'
-        ? ['revocation.queueFile', config.revocation.queueFile]
+    revocation.store === 'local'
+      ? ['revocation.file', revocation.file]
+      : revocation.store === 'redis' && revocation.whileRedisDown === 'queue'
+        ? ['revocation.queueFile', revocation.queueFile]
         : [null, null];
   if (setting === null || file === null) return;
   const reason = await unwritableFileReason(file);

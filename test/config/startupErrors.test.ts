@@ -132,6 +132,22 @@ describe('gateway start-up errors', () => {
     assert.deepEqual((await readdir(join(l.file, '..'))).sort(), ['portaria.yaml']);
   });
 
+  for (const [mode, reported] of [
+    ['queue', true],
+    ['refuse', false],
+  ] as const) {
+    test(`with the Redis store and whileRedisDown: ${mode}, an impossible queueFile is ${reported ? '' : 'not '}a start-up problem`, async (t) => {
+      const yaml =
+        `${PRODUCTION}redis:\n  url: redis://127.0.0.1:1\n` +
+        `revocation:\n  store: redis\n  whileRedisDown: ${mode}\n  queueFile: portaria.yaml/pending.log\n`;
+      const l = await layout(t, yaml);
+      const run = await runMain(['--config', l.file], l.cwd);
+      assert.equal(run.code, 1);
+      assert.match(run.stderr, /keys\.dir: .* does not exist/);
+      assert.equal(/revocation\.queueFile: cannot open .* \(ENOTDIR\)/.test(run.stderr), reported);
+    });
+  }
+
   test('an invalid config exits 1 listing all three problems, without a stack trace', async (t) => {
     const l = await layout(t, 'frob: 1\nserver:\n  port: http\ntoken:\n  algorithm: HS256\n');
     const run = await runMain(['--config', l.file], l.cwd);
