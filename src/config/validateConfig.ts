@@ -102,6 +102,14 @@ function text(value: unknown): string | null {
   return typeof value === 'string' ? value : null;
 }
 
+/** Records `value` in `seen`; true when it was there already (null: nothing to record). */
+function repeated(seen: Set<string>, value: string | null): boolean {
+  if (value === null) return false;
+  if (seen.has(value)) return true;
+  seen.add(value);
+  return false;
+}
+
 /**
  * The rules a schema cannot say. Each reads only values of the expected type, so it runs
  * after a schema failure too (a value of the wrong type is the schema's problem, reported
@@ -119,17 +127,13 @@ function ruleProblems(config: Loose): string[] {
   list(config.routes).forEach((route, i) => {
     const at = `routes[${i}]`;
     const id = text(route.id);
-    if (id !== null) {
-      if (ids.has(id)) problems.push(`${at}.id: duplicate route id "${id}"`);
-      ids.add(id);
-    }
+    if (repeated(ids, id)) problems.push(`${at}.id: duplicate route id "${id}"`);
     const prefix = text(route.prefix);
     if (prefix !== null) {
       // Prefixes match ASCII case-insensitively (proxy/routeTable.ts): compare them so.
       const folded = prefix.replace(/[A-Z]/g, (c) => c.toLowerCase());
-      if (prefixes.has(folded))
+      if (repeated(prefixes, folded))
         problems.push(`${at}.prefix: duplicate prefix "${prefix}" (prefixes ignore case)`);
-      prefixes.add(folded);
       const prefixProblem = prefixIssue(prefix);
       if (prefixProblem) problems.push(`${at}.prefix: ${prefixProblem}`);
     }
@@ -161,18 +165,12 @@ function ruleProblems(config: Loose): string[] {
   list(config.issuers).forEach((entry, i) => {
     const at = `issuers[${i}]`;
     const id = text(entry.id);
-    if (id !== null) {
-      if (issuerIds.has(id)) problems.push(`${at}.id: duplicate issuer id "${id}"`);
-      issuerIds.add(id);
-    }
+    if (repeated(issuerIds, id)) problems.push(`${at}.id: duplicate issuer id "${id}"`);
     const value = text(entry.issuer);
-    if (value !== null) {
-      if (issuerValues.has(value)) {
-        problems.push(
-          `${at}.issuer: "${value}" is already trusted (our own issuer or another entry)`,
-        );
-      }
-      issuerValues.add(value);
+    if (repeated(issuerValues, value)) {
+      problems.push(
+        `${at}.issuer: "${value}" is already trusted (our own issuer or another entry)`,
+      );
     }
     const jwksUri = text(entry.jwksUri);
     const sources = (jwksUri ? 1 : 0) + (text(entry.keyFile) ? 1 : 0);

@@ -1,19 +1,13 @@
 import assert from 'node:assert/strict';
-import { chmod, chown, mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { chmod, chown, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
-import { describe, type TestContext, test } from 'node:test';
+import { describe, test } from 'node:test';
 import { replaceFile, writeNewFile } from '../../src/lib/atomicWrite.js';
-
-async function tempDir(t: TestContext): Promise<string> {
-  const dir = await mkdtemp(join(tmpdir(), 'portaria-atomic-'));
-  t.after(() => rm(dir, { recursive: true, force: true }));
-  return dir;
-}
+import { tempDir } from '../helpers/process.js';
 
 describe('atomicWrite', () => {
   test('a new file is 0600 and no temporary file is left', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await tempDir(t, 'portaria-atomic-');
     await replaceFile(dir, 'clients.json', '{}');
     await writeNewFile(dir, 'key.pem', 'k');
     assert.equal((await stat(join(dir, 'clients.json'))).mode & 0o777, 0o600);
@@ -22,7 +16,7 @@ describe('atomicWrite', () => {
   });
 
   test('replacing a file keeps the mode the operator gave it', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await tempDir(t, 'portaria-atomic-');
     const path = await replaceFile(dir, 'clients.json', '{"v":1}');
     await chmod(path, 0o640);
     await replaceFile(dir, 'clients.json', '{"v":2}');
@@ -31,7 +25,7 @@ describe('atomicWrite', () => {
   });
 
   test('replacing a world-readable file drops the permissions for others', async (t) => {
-    const dir = await tempDir(t);
+    const dir = await tempDir(t, 'portaria-atomic-');
     const path = await replaceFile(dir, 'clients.json', '{"v":1}');
     await chmod(path, 0o664);
     await replaceFile(dir, 'clients.json', '{"v":2}');
@@ -41,7 +35,7 @@ describe('atomicWrite', () => {
   test('replacing a file keeps its owner and group', {
     skip: process.getuid?.() !== 0 ? 'only root can give a file to another owner' : false,
   }, async (t) => {
-    const dir = await tempDir(t);
+    const dir = await tempDir(t, 'portaria-atomic-');
     const path = await replaceFile(dir, 'clients.json', '{"v":1}');
     await chown(path, 10001, 10001);
     await replaceFile(dir, 'clients.json', '{"v":2}');
