@@ -94,16 +94,13 @@ export function envValue(ctx: CliContext, name: string): string | undefined {
 function describeParseError(err: unknown, args: readonly string[]): string {
   const { code, message } = err as { code?: string; message?: string };
   const option = /'(-[^' ]+)/.exec(message ?? '')?.[1] ?? 'option';
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
-    // `--lifetime -5`: parseArgs reads the negative number as an option of its own.
-    if (/^-\d/.test(option)) return `${option} is not accepted: negative numbers are not allowed`;
-    return `unknown option ${option}`;
-  }
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option}`;
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     if (message?.includes('does not take')) return `option ${option} does not take a value`;
+    // `--lifetime -5`, `--jti -6v4…`: parseArgs reads a value starting with "-" as an option.
     const next = args[args.indexOf(option) + 1];
-    if (next !== undefined && /^-\d/.test(next)) {
-      return `option ${option}: ${next} is not accepted (negative numbers are not allowed)`;
+    if (next?.startsWith('-') && next.length > 1) {
+      return `option ${option}: a value starting with "-" is written ${option}=${next}`;
     }
     return `option ${option} needs a value`;
   }

@@ -88,14 +88,22 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
 /** A configuration the schema may have refused: every value is read with a type check. */
 type Loose = Record<string, unknown>;
 
-function section(value: unknown): Loose {
-  return value !== null && typeof value === 'object' && !Array.isArray(value)
-    ? (value as Loose)
-    : {};
+function isMapping(value: unknown): value is Loose {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }
 
-function list(value: unknown): Loose[] {
-  return Array.isArray(value) ? value.map(section) : [];
+function section(value: unknown): Loose {
+  return isMapping(value) ? value : {};
+}
+
+/** The entries of a list that are mappings, with their indexes (others are the schema's). */
+function mappings(value: unknown): [number, Loose][] {
+  if (!Array.isArray(value)) return [];
+  const out: [number, Loose][] = [];
+  value.forEach((item, i) => {
+    if (isMapping(item)) out.push([i, item]);
+  });
+  return out;
 }
 
 function text(value: unknown): string | null {
@@ -124,7 +132,7 @@ function ruleProblems(config: Loose): string[] {
 
   const ids = new Set<string>();
   const prefixes = new Set<string>();
-  list(config.routes).forEach((route, i) => {
+  for (const [i, route] of mappings(config.routes)) {
     const at = `routes[${i}]`;
     const id = text(route.id);
     if (repeated(ids, id)) problems.push(`${at}.id: duplicate route id "${id}"`);
@@ -139,7 +147,7 @@ function ruleProblems(config: Loose): string[] {
     }
     const upstream = text(route.upstream);
     if (upstream !== null) checkUpstream(problems, `${at}.upstream`, upstream);
-  });
+  }
   if (ids.has('default')) {
     problems.push('routes: the id "default" is reserved for upstream.default');
   }
@@ -162,7 +170,7 @@ function ruleProblems(config: Loose): string[] {
 
   const issuerIds = new Set<string>();
   const issuerValues = new Set<string>(issuer === null ? [] : [issuer]);
-  list(config.issuers).forEach((entry, i) => {
+  for (const [i, entry] of mappings(config.issuers)) {
     const at = `issuers[${i}]`;
     const id = text(entry.id);
     if (repeated(issuerIds, id)) problems.push(`${at}.id: duplicate issuer id "${id}"`);
@@ -172,13 +180,20 @@ function ruleProblems(config: Loose): string[] {
         `${at}.issuer: "${value}" is already trusted (our own issuer or another entry)`,
       );
     }
+    // Present in any form counts (a value of the wrong type is the schema's problem).
+    const sources =
+      (entry.jwksUri !== undefined && entry.jwksUri !== null ? 1 : 0) +
+      (entry.keyFile !== undefined && entry.keyFile !== null ? 1 : 0);
     const jwksUri = text(entry.jwksUri);
-    const sources = (jwksUri ? 1 : 0) + (text(entry.keyFile) ? 1 : 0);
     if (sources !== 1) problems.push(`${at}: set exactly one of jwksUri and keyFile`);
     if (jwksUri) checkUpstream(problems, `${at}.jwksUri`, jwksUri);
-  });
+  }
 
-  const redisUrl = section(config.redis).url ?? null;
+  // A `redis` section that is not a mapping is the schema's problem: no URL rule then.
+  const redisUrl =
+    config.redis === undefined || isMapping(config.redis)
+      ? (section(config.redis).url ?? null)
+      : undefined;
   if (typeof redisUrl === 'string')
     checkUrl(problems, 'redis.url', redisUrl, ['redis:', 'rediss:']);
   if (section(config.revocation).store === 'redis' && redisUrl === null) {

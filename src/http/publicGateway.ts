@@ -188,13 +188,9 @@ export class PublicGateway {
         this.#own(res, 'token');
         return handleTokenRequest(req, res, this.#d.tokenRoute);
       case JWKS_PATH:
-        this.#own(res, 'jwks');
-        this.#d.jwks.serve(req, res);
-        return undefined;
+        return this.#document(req, res, 'jwks', this.#d.jwks);
       case OPENAPI_PATH:
-        this.#own(res, 'openapi');
-        this.#d.openapi.serve(req, res);
-        return undefined;
+        return this.#document(req, res, 'openapi', this.#d.openapi);
     }
     if (req.method === 'TRACE') throw traceRefused();
     const principal = this.#authenticate(req, target.search, authorizationLines);
@@ -307,6 +303,20 @@ export class PublicGateway {
   }
 
   /** The gateway answers this request itself. */
+  #document(
+    req: IncomingMessage,
+    res: GatewayResponse,
+    routeId: string,
+    document: StaticDocument,
+  ): undefined {
+    this.#own(res, routeId);
+    // A GET or HEAD is served: its pending `100 Continue` goes out first, as Node would
+    // send it (Node closes the connection of an Expect request answered without one).
+    if (req.method === 'GET' || req.method === 'HEAD') continueBody(res);
+    document.serve(req, res);
+    return undefined;
+  }
+
   #own(res: GatewayResponse, routeId: string): void {
     res.scope.routeId = routeId;
     res.setHeader('x-request-id', res.scope.id);

@@ -43,7 +43,13 @@ async function keepModeAndOwner(path: string, temp: string): Promise<void> {
   try {
     await chown(temp, current.uid, current.gid);
   } catch {
-    // Only root may give a file away; an owner's own group change may still be refused.
+    // Only root may give a file away; a member of the file's group may still give the new
+    // file that group (the one a gateway reading through its group needs).
+    try {
+      await chown(temp, -1, current.gid);
+    } catch {
+      // Not a member either: the new file keeps this user's group.
+    }
   }
 }
 

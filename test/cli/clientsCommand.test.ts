@@ -171,7 +171,11 @@ describe('portaria clients', () => {
     ],
     [
       ['clients', 'add', 'a', '--scopes', 'x', '--lifetime', '-5'],
-      'clients add: option --lifetime: -5 is not accepted (negative numbers are not allowed)',
+      'clients add: option --lifetime: a value starting with "-" is written --lifetime=-5',
+    ],
+    [
+      ['revoke', '--jti', '-6v4-KLS46ncdGT1HEPBHw'],
+      'revoke: option --jti: a value starting with "-" is written --jti=-6v4-KLS46ncdGT1HEPBHw',
     ],
   ] as const) {
     test(`usage error (exit 2): ${args.join(' ')}`, async (t) => {

@@ -130,6 +130,21 @@ describe('validateConfig', () => {
     ]);
   });
 
+  test('a value of the wrong type is reported by the schema only, not again by a rule', async () => {
+    const problems = await problemsOf(() =>
+      validate({
+        issuers: [{ id: 'a', issuer: 'https://a.example', audiences: ['api'], keyFile: 5 }, null],
+        redis: null,
+        revocation: { store: 'redis' },
+      }),
+    );
+    assert.deepEqual(problems, [
+      'issuers[0].keyFile: must be string',
+      'issuers[1]: must be object',
+      'redis: must be object',
+    ]);
+  });
+
   test('settings of the wrong type are schema problems, never a crash of the rule checks', async () => {
     const problems = await problemsOf(() =>
       validate({

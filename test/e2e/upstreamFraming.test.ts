@@ -262,6 +262,23 @@ describe('framing between client, gateway and upstream', () => {
     assert.equal(onlyResponse(tooLarge).status, 413);
   });
 
+  test('Expect: 100-continue on a GET of the key set: served, and the connection stays open', async (t) => {
+    const { gw } = await framedGateway(t);
+    const { hostname, port } = new URL(gw.url);
+    const host = `${hostname}:${port}`;
+    const raw = await rawRequest(
+      gw.url,
+      `GET /.well-known/jwks.json HTTP/1.1\r\nHost: ${host}\r\nExpect: 100-continue\r\n\r\n` +
+        `GET /.well-known/jwks.json HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`,
+      3000,
+    );
+    assert.ok(raw.startsWith(CONTINUE), raw.slice(0, 100));
+    const [first, second] = parseResponses(raw.slice(CONTINUE.length));
+    assert.equal(first?.status, 200);
+    assert.notEqual(headerOf(first as never, 'connection'), 'close');
+    assert.equal(second?.status, 200, 'a second request on the same connection');
+  });
+
   test('TRACE is answered 405 by the gateway, never forwarded', async (t) => {
     const { gw, upstream } = await framedGateway(t);
     const token = await gw.token();

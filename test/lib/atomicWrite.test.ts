@@ -1,7 +1,9 @@
 import assert from 'node:assert/strict';
-import { chmod, chown, readdir, readFile, stat } from 'node:fs/promises';
+import { spawnSync } from 'node:child_process';
+import { chmod, chown, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { replaceFile, writeNewFile } from '../../src/lib/atomicWrite.js';
 import { tempDir } from '../helpers/process.js';
 
@@ -41,5 +43,44 @@ describe('atomicWrite', () => {
     await replaceFile(dir, 'clients.json', '{"v":2}');
     const info = await stat(path);
     assert.deepEqual([info.uid, info.gid], [10001, 10001]);
+  });
+
+  test('a member of the group who does not own the file keeps that group on the new file', {
+    skip:
+      process.getuid?.() !== 0 || spawnSync('setpriv', ['--version']).status !== 0
+        ? 'needs root and setpriv (util-linux) to act as another user'
+        : false,
+  }, async (t) => {
+    // The gateway reads clients.json through group 2000; an operator (1002, a member of
+    // 2000) who does not own the file runs the CLI.
+    const root = await tempDir(t, 'portaria-atomic-');
+    await chmod(root, 0o755);
+    const dir = join(root, 'shared');
+    await mkdir(dir);
+    await chown(dir, 1001, 2000);
+    await chmod(dir, 0o770);
+    const path = await replaceFile(dir, 'clients.json', '{"v":1}');
+    await chown(path, 1001, 2000);
+    await chmod(path, 0o660);
+    const module = fileURLToPath(new URL('../../src/lib/atomicWrite.js', import.meta.url));
+    const run = spawnSync(
+      'setpriv',
+      [
+        '--reuid',
+        '1002',
+        '--regid',
+        '1002',
+        '--groups',
+        '2000',
+        process.execPath,
+        '-e',
+        `import(${JSON.stringify(module)}).then((m) => m.replaceFile(${JSON.stringify(dir)}, 'clients.json', '{"v":2}'))`,
+      ],
+      { encoding: 'utf8' },
+    );
+    assert.equal(run.status, 0, run.stderr);
+    const info = await stat(path);
+    assert.equal(await readFile(path, 'utf8'), '{"v":2}');
+    assert.deepEqual([info.uid, info.gid, info.mode & 0o777], [1002, 2000, 0o660]);
   });
 });
