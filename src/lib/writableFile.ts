@@ -8,9 +8,9 @@ import { access, stat } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 
 /**
- * Null when `file` is a regular file this process may read and write, or is missing and
- * its nearest existing ancestor is a directory it may create entries in; else why not
- * (an errno code, or the path component that is not a directory).
+ * Null when `file` is a regular file this process may read and write in a directory it
+ * may create entries in, or is missing and its nearest existing ancestor is a directory
+ * it may create entries in; else why not (an errno code, or the path concerned).
  */
 export async function unwritableFileReason(file: string): Promise<string | null> {
   const path = resolve(file);
@@ -18,11 +18,13 @@ export async function unwritableFileReason(file: string): Promise<string | null>
     const info = await stat(path);
     if (!info.isFile()) return 'not a regular file';
     await access(path, constants.R_OK | constants.W_OK);
-    return null;
   } catch (error) {
     const code = errorCode(error);
     if (code !== 'ENOENT') return code;
   }
+  // The stores also write beside the file (compaction renames a temporary file over it):
+  // its directory must take new entries — or, when missing, the nearest existing ancestor,
+  // under which it will be made.
   for (let dir = dirname(path); ; dir = dirname(dir)) {
     try {
       const info = await stat(dir);
