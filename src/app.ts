@@ -529,9 +529,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     access.stopBatching();
     logger.info('stopped');
     // Both loggers share one destination: wait until it has written everything (a pipe
-    // or socket, `outputDestination`; pino's file destination calls back at once and
-    // writes the rest synchronously at exit), so an exit right after shutdown neither
-    // loses nor reorders the last lines.
+    // or socket, or a file through sonic-boom: `outputDestination`), so an exit right
+    // after shutdown neither loses nor reorders the last lines.
     await new Promise<void>((resolve) => logger.flush(() => resolve()));
   };
   let shuttingDown: Promise<void> | undefined;

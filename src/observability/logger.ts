@@ -113,7 +113,16 @@ export function outputDestination(
     dropCounters.set(output, () => output.dropped);
     return output;
   }
-  const boom = pino.destination({ dest: fd, sync: false, maxLength: maxBacklogBytes });
+  // minLength 1 writes as soon as there is a byte, like the default 0, but makes flush(cb)
+  // wait until every line is written: with 0 sonic-boom calls back at once, and the exit
+  // right after shutdown wrote its last lines synchronously while an earlier write was
+  // still in flight, so "stopped" could land before "shutting down: draining".
+  const boom = pino.destination({
+    dest: fd,
+    sync: false,
+    minLength: 1,
+    maxLength: maxBacklogBytes,
+  });
   let dropped = 0;
   boom.on('drop', () => {
     dropped++;
