@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { chmod, chown, mkdir, readdir, readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { replaceFile, writeNewFile } from '../../src/lib/atomicWrite.js';
+import { OTHER_USER_UNAVAILABLE, runAsUser, sourceModule } from '../helpers/otherUser.js';
 import { tempDir } from '../helpers/process.js';
 
 describe('atomicWrite', () => {
@@ -46,10 +45,7 @@ describe('atomicWrite', () => {
   });
 
   test('a member of the group who does not own the file keeps that group on the new file', {
-    skip:
-      process.getuid?.() !== 0 || spawnSync('setpriv', ['--version']).status !== 0
-        ? 'needs root and setpriv (util-linux) to act as another user'
-        : false,
+    skip: OTHER_USER_UNAVAILABLE,
   }, async (t) => {
     // The gateway reads clients.json through group 2000; an operator (1002, a member of
     // 2000) who does not own the file runs the CLI.
@@ -62,21 +58,10 @@ describe('atomicWrite', () => {
     const path = await replaceFile(dir, 'clients.json', '{"v":1}');
     await chown(path, 1001, 2000);
     await chmod(path, 0o660);
-    const module = fileURLToPath(new URL('../../src/lib/atomicWrite.js', import.meta.url));
-    const run = spawnSync(
-      'setpriv',
-      [
-        '--reuid',
-        '1002',
-        '--regid',
-        '1002',
-        '--groups',
-        '2000',
-        process.execPath,
-        '-e',
-        `import(${JSON.stringify(module)}).then((m) => m.replaceFile(${JSON.stringify(dir)}, 'clients.json', '{"v":2}'))`,
-      ],
-      { encoding: 'utf8' },
+    const run = runAsUser(
+      { uid: 1002, gid: 1002, groups: [2000] },
+      sourceModule('lib/atomicWrite.js'),
+      `await m.replaceFile(${JSON.stringify(dir)}, 'clients.json', '{"v":2}');`,
     );
     assert.equal(run.status, 0, run.stderr);
     const info = await stat(path);

@@ -1,10 +1,9 @@
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { chmod, chown, mkdir, readdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { unwritableFileReason } from '../../src/lib/writableFile.js';
+import { OTHER_USER_UNAVAILABLE, runAsUser, sourceModule } from '../helpers/otherUser.js';
 import { tempDir } from '../helpers/process.js';
 
 describe('unwritableFileReason', () => {
@@ -32,32 +31,19 @@ describe('unwritableFileReason', () => {
   });
 
   test('a writable file in a directory this user cannot add to is refused (compaction writes there)', {
-    skip:
-      process.getuid?.() !== 0 || spawnSync('setpriv', ['--version']).status !== 0
-        ? 'needs root and setpriv (util-linux) to act as another user'
-        : false,
+    skip: OTHER_USER_UNAVAILABLE,
   }, async (t) => {
     const dir = await tempDir(t, 'portaria-writable-');
     await chmod(dir, 0o755); // root's directory: others may read it, not add to it
     const file = join(dir, 'revocations.log');
     await writeFile(file, '');
     await chown(file, 1002, 1002);
-    const module = fileURLToPath(new URL('../../src/lib/writableFile.js', import.meta.url));
-    const run = spawnSync(
-      'setpriv',
-      [
-        '--reuid',
-        '1002',
-        '--regid',
-        '1002',
-        '--clear-groups',
-        process.execPath,
-        '-e',
-        `import(${JSON.stringify(module)}).then(async (m) => console.log(await m.unwritableFileReason(${JSON.stringify(file)})))`,
-      ],
-      { encoding: 'utf8' },
+    const run = runAsUser(
+      { uid: 1002, gid: 1002, groups: [] },
+      sourceModule('lib/writableFile.js'),
+      `return m.unwritableFileReason(${JSON.stringify(file)});`,
     );
     assert.equal(run.status, 0, run.stderr);
-    assert.equal(run.stdout.trim(), `${dir}: EACCES`);
+    assert.equal(JSON.parse(run.stdout), `${dir}: EACCES`);
   });
 });
