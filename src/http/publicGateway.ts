@@ -24,7 +24,12 @@ import {
   methodClass,
   statusClass,
 } from '../observability/metrics.js';
-import { type Forwarder, type ForwardFailure, upstreamCutOf } from '../proxy/forwarder.js';
+import {
+  type Forwarder,
+  type ForwardFailure,
+  isChunkedOnly,
+  upstreamCutOf,
+} from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
@@ -426,7 +431,7 @@ function traceRefused(): PortariaError {
  * encoded, as if it were the content. RFC 9112 §6.1: answer 501.
  */
 function checkTransferCoding(value: string): void {
-  if (value.length === 7 && value.toLowerCase() === 'chunked') return;
+  if (isChunkedOnly(value)) return;
   throw new PortariaError('not-implemented', 'Only the chunked transfer coding is supported.', {
     reason: 'transfer-coding',
     headers: { connection: 'close' },

@@ -122,7 +122,8 @@ class UpstreamFramingError extends Error {
   readonly code = 'PORTARIA_UPSTREAM_FRAMING';
 }
 
-function isChunkedOnly(value: string | string[]): boolean {
+/** True when a `Transfer-Encoding` value names chunked alone (the only coding Node and undici decode). */
+export function isChunkedOnly(value: string | string[]): boolean {
   return typeof value === 'string' && value.trim().toLowerCase() === 'chunked';
 }
 
