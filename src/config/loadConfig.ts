@@ -12,7 +12,7 @@ import { dirname, resolve } from 'node:path';
 import { isCollection, LineCounter, parseDocument, visit } from 'yaml';
 import { ConfigError } from './configError.js';
 import type { Config } from './types.js';
-import { validateConfig } from './validateConfig.js';
+import { urlPassword, validateConfig } from './validateConfig.js';
 
 export interface LoadOptions {
   /** Config file path; undefined → PORTARIA_CONFIG; both undefined → no file. */
@@ -53,6 +53,14 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
     ]);
   }
   const problems: string[] = [];
+  // A secret in the configuration file is a secret in a ConfigMap, a repository, a
+  // backup: the Redis password comes from redis.passwordFile, or with the URL from the
+  // environment (PORTARIA_REDIS_URL), never from the file.
+  if (redisUrlHasPassword(raw)) {
+    problems.push(
+      'redis.url: must not carry a password in the configuration file (give it in redis.passwordFile, or the whole URL in PORTARIA_REDIS_URL)',
+    );
+  }
   /** [setting path, variable] of every override applied: its problems name the variable. */
   const applied: [string, string][] = [];
   for (const [name, path, kind] of ENV_OVERRIDES) {
@@ -92,6 +100,14 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
   }
   if (problems.length > 0) throw new ConfigError(problems);
   return config;
+}
+
+/** True when the file's `redis.url` names a password (`user:password@` or `?password=`). */
+function redisUrlHasPassword(raw: Record<string, unknown>): boolean {
+  const redis = raw.redis;
+  if (typeof redis !== 'object' || redis === null) return false;
+  const url = (redis as Record<string, unknown>).url;
+  return typeof url === 'string' && urlPassword(url) !== '';
 }
 
 /** The embedded demo: local data directory, one scoped route and a default upstream. */

@@ -194,8 +194,13 @@ function ruleProblems(config: Loose): string[] {
     config.redis === undefined || isMapping(config.redis)
       ? (section(config.redis).url ?? null)
       : undefined;
-  if (typeof redisUrl === 'string')
+  if (typeof redisUrl === 'string') {
     checkUrl(problems, 'redis.url', redisUrl, ['redis:', 'rediss:']);
+    // Two passwords: which one ioredis uses is not something to leave to its option merge.
+    const passwordFile = section(config.redis).passwordFile;
+    if (urlPassword(redisUrl) !== '' && typeof passwordFile === 'string')
+      problems.push('redis.passwordFile: redis.url carries a password too; give it in one place');
+  }
   if (section(config.revocation).store === 'redis' && redisUrl === null) {
     problems.push('revocation.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
   }
@@ -252,6 +257,13 @@ function checkUpstream(problems: string[], at: string, value: string): void {
   if (!url) return;
   if (url.username || url.password) problems.push(`${at}: must not carry credentials`);
   if (url.search || url.hash) problems.push(`${at}: must not have a query or fragment`);
+}
+
+/** The password a Redis URL carries (userinfo or a `password` query parameter), or ''. */
+export function urlPassword(value: string): string {
+  if (!URL.canParse(value)) return '';
+  const url = new URL(value);
+  return url.password || url.searchParams.get('password') || '';
 }
 
 function checkUrl(

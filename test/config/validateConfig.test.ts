@@ -388,6 +388,34 @@ describe('loadConfig', () => {
     ]);
   });
 
+  test('a Redis password in the configuration file is refused, in either URL form', async (t) => {
+    const refusal =
+      'redis.url: must not carry a password in the configuration file (give it in redis.passwordFile, or the whole URL in PORTARIA_REDIS_URL)';
+    for (const url of ['redis://:hunter2@redis:6379/0', 'redis://redis:6379/0?password=hunter2']) {
+      const { load } = await loadText(t, `redis:\n  url: "${url}"\n`);
+      const problems = await problemsOf(load);
+      assert.deepEqual(problems, [refusal], url);
+      assert.ok(!problems.join('\n').includes('hunter2'), 'the password is not echoed');
+    }
+    // A user name alone (Redis ACL) is no secret.
+    const { load } = await loadText(t, 'redis:\n  url: "redis://portaria@redis:6379/0"\n');
+    assert.equal((await load()).redis.url, 'redis://portaria@redis:6379/0');
+  });
+
+  test('a Redis URL with its password may come from the environment, but not with a passwordFile too', async (t) => {
+    const url = 'rediss://portaria:hunter2@redis:6380/0';
+    const { load } = await loadText(t, 'redis:\n  url: "redis://redis:6379/0"\n', {
+      env: { PORTARIA_REDIS_URL: url },
+    });
+    assert.equal((await load()).redis.url, url);
+    const both = await loadText(t, 'redis:\n  passwordFile: /run/secrets/redis\n', {
+      env: { PORTARIA_REDIS_URL: url },
+    });
+    assert.deepEqual(await problemsOf(both.load), [
+      'redis.passwordFile: redis.url carries a password too; give it in one place',
+    ]);
+  });
+
   test('PORTARIA_CONFIG names the file when --config is not given', async (t) => {
     const { file, dir } = await loadText(t, 'audience: from-env-file\n');
     const config = await loadConfig({ env: { PORTARIA_CONFIG: file }, cwd: join(dir, 'cwd') });
