@@ -53,7 +53,8 @@ its tokens until it refetches. Use it for the first key; in production, change k
 "portaria keys rotate". Where a scheduled key is active, the new key only verifies.
 
 Options:
-  --alg ALG          ES256 (P-256, default), EdDSA (Ed25519) or RS256 (RSA 3072)
+  --alg ALG          ES256 (P-256), EdDSA (Ed25519) or RS256 (RSA 3072); default: the
+                     algorithm of the keys already in the directory, ES256 when it has none
 ${DIR_HELP}
 `;
 
@@ -69,7 +70,8 @@ well within the skew. Refused while a rotation is pending. Use the gateway's set
 keys.jwksMaxAgeSeconds, clockSkewSeconds and the longest token lifetime of any client.
 
 Options:
-  --alg ALG               algorithm of the signing key (default ES256)
+  --alg ALG               algorithm of the signing key, the gateway's token.algorithm
+                          (default: the algorithm of the keys in the directory)
   --jwks-max-age SECONDS  Cache-Control max-age of the JWKS, 0 to 86400 (default 300)
   --skew SECONDS          clock skew allowed between replicas, 0 to 600 (default 60)
   --max-lifetime SECONDS  longest access-token lifetime, 1 to 86400 (default 86400)
@@ -84,7 +86,8 @@ published and verifying), retired (left the JWKS). "always": no schedule entry (
 made by "keys generate"); 1970-01-01T00:00:00Z: such a key, scheduled by a rotation.
 
 Options:
-  --alg ALG          the gateway's token.algorithm, which decides the active key (default ES256)
+  --alg ALG          the gateway's token.algorithm, which decides the active key
+                     (default: the algorithm of the keys in the directory)
 ${DIR_HELP}
 `;
 
@@ -106,8 +109,8 @@ async function generate(args: readonly string[], ctx: CliContext): Promise<void>
     'keys-dir': { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
-  const alg = algorithmOption(cmd, parsed);
   const dir = keysDir(parsed, ctx);
+  const alg = await algorithmOption(cmd, parsed, dir);
   const key = await generateSigningKey(alg, ctx.now());
   const path = await writeSigningKey(dir, key);
   ctx.out(`kid:  ${key.kid}\n`);
@@ -127,8 +130,9 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
     now: { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
-  const algorithm = algorithmOption(cmd, parsed);
-  const result = await rotateKeys(keysDir(parsed, ctx), {
+  const dir = keysDir(parsed, ctx);
+  const algorithm = await algorithmOption(cmd, parsed, dir);
+  const result = await rotateKeys(dir, {
     algorithm,
     now: nowOption(cmd, parsed, ctx),
     jwksMaxAgeSeconds: secondsOption(cmd, parsed, 'jwks-max-age', 0, 86_400, 300),
@@ -167,9 +171,10 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
     now: { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
-  const algorithm = algorithmOption(cmd, parsed);
+  const dir = keysDir(parsed, ctx);
+  const algorithm = await algorithmOption(cmd, parsed, dir);
   const now = nowOption(cmd, parsed, ctx).getTime();
-  const { keys, schedule } = await readKeyDirectory(keysDir(parsed, ctx));
+  const { keys, schedule } = await readKeyDirectory(dir);
   const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
   const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
   for (const k of ring.states()) {
@@ -186,12 +191,39 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   ctx.out(table(rows));
 }
 
-function algorithmOption(cmd: string, parsed: ParsedCommand): SigningAlgorithm {
-  const alg = stringValue(parsed, 'alg') ?? 'ES256';
-  if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
-    throw new UsageError(cmd, `--alg must be one of ${SIGNING_ALGORITHMS.join(', ')}`);
+/**
+ * `--alg`, else the one algorithm of the keys in `dir` (a gateway signs with the keys of
+ * its token.algorithm: defaulting to ES256 in a directory of RS256 keys would list no
+ * active key and rotate to a key that never signs), else ES256 for an empty or absent
+ * directory. Keys of several algorithms: the caller must say which one the gateway uses.
+ */
+async function algorithmOption(
+  cmd: string,
+  parsed: ParsedCommand,
+  dir: string,
+): Promise<SigningAlgorithm> {
+  const alg = stringValue(parsed, 'alg');
+  if (alg !== undefined) {
+    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
+      throw new UsageError(cmd, `--alg must be one of ${SIGNING_ALGORITHMS.join(', ')}`);
+    }
+    return alg as SigningAlgorithm;
   }
-  return alg as SigningAlgorithm;
+  let algorithms: SigningAlgorithm[];
+  try {
+    const { keys } = await readKeyDirectory(dir);
+    algorithms = [...new Set(keys.map((k) => k.alg))].sort();
+  } catch {
+    // An unreadable directory is reported by the command's own read (or write).
+    return 'ES256';
+  }
+  const [only, ...others] = algorithms;
+  if (only === undefined) return 'ES256';
+  if (others.length === 0) return only;
+  throw new UsageError(
+    cmd,
+    `${dir} holds ${algorithms.join(' and ')} keys: pass --alg, the gateway's token.algorithm`,
+  );
 }
 
 function keysDir(parsed: ParsedCommand, ctx: CliContext): string {

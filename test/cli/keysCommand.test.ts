@@ -136,12 +136,41 @@ describe('portaria keys rotate', () => {
     );
     const ed = await runCli(['keys', 'generate', '--alg', 'EdDSA', '--keys-dir', dir], { cwd });
     assert.equal(ed.code, 0, ed.stderr);
-    const noEs256 = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    const noEs256 = await rotate(cwd, dir, '2026-01-01T00:00:00Z', '--alg', 'ES256');
     assert.equal(noEs256.code, 1);
     assert.equal(
       noEs256.stderr,
       'portaria: keys rotate: no ES256 key is active now to rotate from (create one with "portaria keys generate --alg ES256")\n',
     );
+  });
+
+  test('without --alg, rotates with the algorithm of the keys in the directory', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const ed = await runCli(['keys', 'generate', '--alg', 'EdDSA', '--keys-dir', dir], { cwd });
+    assert.equal(ed.code, 0, ed.stderr);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /^alg: +EdDSA$/m);
+    const ring = await loadKeyRing(dir, 'EdDSA', new ManualClock(T0 + 3_600_000));
+    assert.equal(ring.states().filter((k) => k.alg === 'EdDSA').length, 2);
+  });
+
+  test('without --alg, a directory with keys of two algorithms is a usage error', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    for (const alg of ['RS256', 'ES256']) {
+      const made = await runCli(['keys', 'generate', '--alg', alg, '--keys-dir', dir], { cwd });
+      assert.equal(made.code, 0, made.stderr);
+    }
+    for (const command of ['rotate', 'list', 'generate']) {
+      const result = await runCli(['keys', command, '--keys-dir', dir], { cwd });
+      assert.equal(result.code, 2, command);
+      assert.equal(
+        result.stderr,
+        `portaria: keys ${command}: ${dir} holds ES256 and RS256 keys: pass --alg, the gateway's token.algorithm (see "portaria keys ${command} --help")\n`,
+      );
+    }
   });
 
   const usage: [string[], string][] = [
@@ -224,6 +253,23 @@ describe('portaria keys list', () => {
     assert.equal(
       result.stdout,
       `KID                        ALG    STATE   PUBLISH  ACTIVATE  RETIRE  REMOVE\n${a}  ES256  active  always   always    never   never\n`,
+    );
+  });
+
+  test('without --alg, lists with the algorithm of the keys in the directory', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const made = await runCli(['keys', 'generate', '--alg', 'EdDSA', '--keys-dir', dir], {
+      cwd,
+    });
+    assert.equal(made.code, 0, made.stderr);
+    const result = await runCli(['keys', 'list', '--keys-dir', dir], { cwd });
+    assert.equal(result.code, 0, result.stderr);
+    assert.deepEqual(
+      cells(result.stdout)
+        .slice(1)
+        .map((row) => row.slice(1, 3)),
+      [['EdDSA', 'active']],
     );
   });
 
