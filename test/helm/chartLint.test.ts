@@ -105,6 +105,21 @@ describe('values.schema.json', () => {
       { redis: { url: 'redis://redis:6379/0?password=secret' } },
       /redis\.url/,
     ],
+    [
+      'a rollout that may take down more than every pod (maxUnavailable 150%)',
+      { updateStrategy: { maxUnavailable: '150%' } },
+      /updateStrategy\.maxUnavailable/,
+    ],
+    [
+      'a disruption budget above 100% (minAvailable 101%)',
+      { podDisruptionBudget: { enabled: true, minAvailable: '101%' } },
+      /podDisruptionBudget\.minAvailable/,
+    ],
+    [
+      'a disruption budget above 100% (maxUnavailable 200%)',
+      { podDisruptionBudget: { enabled: true, maxUnavailable: '200%' } },
+      /podDisruptionBudget\.maxUnavailable/,
+    ],
   ];
   for (const [what, values, message] of refused) {
     test(`refuses ${what}`, async () => {
@@ -114,6 +129,18 @@ describe('values.schema.json', () => {
       assert.match(result.stderr, message);
     });
   }
+
+  test('accepts percentages up to 100% where Kubernetes does, and a surge above it', async () => {
+    for (const values of [
+      { updateStrategy: { maxUnavailable: '100%', maxSurge: '200%' } },
+      { updateStrategy: { maxUnavailable: '25%', maxSurge: '050%' } },
+      { podDisruptionBudget: { enabled: true, minAvailable: '100%' } },
+      { podDisruptionBudget: { enabled: true, minAvailable: null, maxUnavailable: '0%' } },
+    ]) {
+      const result = await template({ values: [values] });
+      assert.equal(result.code, 0, `${JSON.stringify(values)}: ${result.stderr}`);
+    }
+  });
 
   test('accepts Redis URLs without a password (a user name alone is fine)', async () => {
     for (const url of [
