@@ -106,6 +106,16 @@ describe('values.schema.json', () => {
       /redis\.url/,
     ],
     [
+      "an alert's for with its units out of order (Prometheus wants 1h30m)",
+      { prometheusRule: { alerts: { down: { for: '30m1h' } } } },
+      /prometheusRule\.alerts\.down\.for/,
+    ],
+    [
+      "an alert's for with a unit twice",
+      { prometheusRule: { alerts: { down: { for: '5m5m' } } } },
+      /prometheusRule\.alerts\.down\.for/,
+    ],
+    [
       'a rollout that may take down more than every pod (maxUnavailable 150%)',
       { updateStrategy: { maxUnavailable: '150%' } },
       /updateStrategy\.maxUnavailable/,
