@@ -110,7 +110,7 @@ async function generate(args: readonly string[], ctx: CliContext): Promise<void>
   });
   expectPositionals(cmd, parsed, []);
   const dir = keysDir(parsed, ctx);
-  const alg = await algorithmOption(cmd, parsed, dir);
+  const alg = await algorithmOption(cmd, parsed, dir, ctx.now().getTime());
   const key = await generateSigningKey(alg, ctx.now());
   const path = await writeSigningKey(dir, key);
   ctx.out(`kid:  ${key.kid}\n`);
@@ -131,10 +131,11 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
   });
   expectPositionals(cmd, parsed, []);
   const dir = keysDir(parsed, ctx);
-  const algorithm = await algorithmOption(cmd, parsed, dir);
+  const now = nowOption(cmd, parsed, ctx);
+  const algorithm = await algorithmOption(cmd, parsed, dir, now.getTime());
   const result = await rotateKeys(dir, {
     algorithm,
-    now: nowOption(cmd, parsed, ctx),
+    now,
     jwksMaxAgeSeconds: secondsOption(cmd, parsed, 'jwks-max-age', 0, 86_400, 300),
     clockSkewSeconds: secondsOption(cmd, parsed, 'skew', 0, 600, 60),
     maxLifetimeSeconds: secondsOption(cmd, parsed, 'max-lifetime', 1, 86_400, 86_400),
@@ -172,9 +173,9 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   });
   expectPositionals(cmd, parsed, []);
   const dir = keysDir(parsed, ctx);
-  const algorithm = await algorithmOption(cmd, parsed, dir);
   const now = nowOption(cmd, parsed, ctx).getTime();
-  const { keys, schedule } = await readKeyDirectory(dir);
+  const algorithm = await algorithmOption(cmd, parsed, dir, now);
+  const { keys, schedule } = await readKeyDirectory(dir, now);
   const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
   const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
   for (const k of ring.states()) {
@@ -201,6 +202,7 @@ async function algorithmOption(
   cmd: string,
   parsed: ParsedCommand,
   dir: string,
+  now: number,
 ): Promise<SigningAlgorithm> {
   const alg = stringValue(parsed, 'alg');
   if (alg !== undefined) {
@@ -211,7 +213,7 @@ async function algorithmOption(
   }
   let algorithms: SigningAlgorithm[];
   try {
-    const { keys } = await readKeyDirectory(dir);
+    const { keys } = await readKeyDirectory(dir, now);
     algorithms = [...new Set(keys.map((k) => k.alg))].sort();
   } catch {
     // An unreadable directory is reported by the command's own read (or write).

@@ -7,7 +7,9 @@
  * - `<kid>.jwk.json`: a private JWK (RFC 7517) with `alg`; its `kid`, when present,
  *   must equal the file's.
  * `schedule.json` (optional, see `keySchedule.ts`) says when each key is published,
- * signs, retires and leaves the JWKS; an entry for a kid without a key file is refused.
+ * signs, retires and leaves the JWKS. An entry for a kid without a key file is refused
+ * (a rotation cut short between its two writes), unless its key was removed already
+ * (`removeAt` ≤ now): a retired key's file may be deleted.
  * Other files (temporaries, dotfiles, READMEs) are ignored. Every problem is collected
  * and thrown as one `ConfigError`; nothing is half-loaded. `loadKeyRing` also requires a
  * key of the configured algorithm that is active at the clock's now; the ring keeps
@@ -51,7 +53,7 @@ export async function loadKeyRing(
   algorithm: SigningAlgorithm,
   clock: Clock = systemClock,
 ): Promise<KeyRing> {
-  const { keys, schedule, problems } = await scanKeyDirectory(dir);
+  const { keys, schedule, problems } = await scanKeyDirectory(dir, clock.now());
   if (!keys.some((k) => k.alg === algorithm)) {
     problems.push(`token.algorithm: no ${algorithm} key in keys.dir ${dir}`);
   }
@@ -68,15 +70,19 @@ export async function loadKeyRing(
   return ring;
 }
 
-/** The keys and schedule of a directory, without requiring any of them to be active. */
-export async function readKeyDirectory(dir: string): Promise<KeyDirectory> {
-  const { keys, schedule, problems } = await scanKeyDirectory(dir);
+/**
+ * The keys and schedule of a directory at `now` (ms), without requiring any of them to be
+ * active. Entries of removed keys whose files are gone are left out of the schedule.
+ */
+export async function readKeyDirectory(dir: string, now: number): Promise<KeyDirectory> {
+  const { keys, schedule, problems } = await scanKeyDirectory(dir, now);
   if (problems.length > 0) throw new ConfigError(problems, `keys.dir (${dir})`);
   return { keys, schedule };
 }
 
 async function scanKeyDirectory(
   dir: string,
+  now: number,
 ): Promise<{ keys: LoadedKey[]; schedule: Map<string, KeySchedule>; problems: string[] }> {
   let names: string[];
   try {
@@ -116,8 +122,8 @@ async function scanKeyDirectory(
 
   const { schedule, problems: scheduleProblems } = await readKeySchedule(dir);
   problems.push(...scheduleProblems);
-  for (const kid of schedule.keys()) {
-    if (!kids.has(kid)) {
+  for (const [kid, entry] of schedule) {
+    if (!kids.has(kid) && !(entry.removeAt !== null && entry.removeAt <= now)) {
       problems.push(
         `keys.dir (${dir})/schedule.json: keys.${kid}: no key file ${kid}.pem or ${kid}.jwk.json`,
       );

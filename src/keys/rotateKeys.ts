@@ -137,7 +137,7 @@ async function rotateLocked(
   dir: string,
   options: RotationTiming & { readonly algorithm: SigningAlgorithm; readonly now: Date },
 ): Promise<RotationResult> {
-  const { keys, schedule } = await readKeyDirectory(dir);
+  const { keys, schedule } = await readKeyDirectory(dir, options.now.getTime());
   const key = await generateSigningKey(options.algorithm, options.now);
   const plan = planRotation({
     keys,

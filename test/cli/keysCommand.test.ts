@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
@@ -142,6 +142,33 @@ describe('portaria keys rotate', () => {
       noEs256.stderr,
       'portaria: keys rotate: no ES256 key is active now to rotate from (create one with "portaria keys generate --alg ES256")\n',
     );
+  });
+
+  test("deleting a retired key's file, as the README allows, leaves a directory every command takes", async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const first = await rotate(cwd, dir, '2026-01-01T00:00:00Z', '--max-lifetime', '3600');
+    assert.equal(first.code, 0, first.stderr);
+    // a retires at 00:06 and is removed at 01:07; an operator deletes its file after that.
+    await rm(join(dir, `${a}.pem`));
+    const list = await runCli(
+      ['keys', 'list', '--keys-dir', dir, '--now', '2026-01-01T02:00:00Z'],
+      {
+        cwd,
+      },
+    );
+    assert.equal(list.code, 0, list.stderr);
+    assert.ok(!list.stdout.includes(a), list.stdout);
+    const second = await rotate(cwd, dir, '2026-01-01T02:00:00Z');
+    assert.equal(second.code, 0, second.stderr);
+    // The rotation rewrote the schedule without the deleted key's entry.
+    const schedule = JSON.parse(await readFile(join(dir, 'schedule.json'), 'utf8')) as {
+      keys: Record<string, unknown>;
+    };
+    assert.equal(schedule.keys[a], undefined);
+    assert.equal(Object.keys(schedule.keys).length, 2);
+    await loadKeyRing(dir, 'ES256', new ManualClock(Date.UTC(2026, 0, 1, 2)));
   });
 
   test('without --alg, rotates with the algorithm of the keys in the directory', async (t) => {

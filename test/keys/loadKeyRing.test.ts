@@ -217,6 +217,40 @@ describe('loadKeyRing', () => {
     ]);
   });
 
+  test("a removed key's file may be deleted: its schedule entry is then ignored", async (t) => {
+    const dir = await tempDir(t);
+    await writePem(dir, NEWER, newPrivateKey('ES256'));
+    const gone = '20250101T000000Z-deleted0';
+    const removeAt = '2026-01-01T01:00:00Z';
+    await writeFile(
+      join(dir, 'schedule.json'),
+      JSON.stringify({
+        keys: {
+          [NEWER]: { publishAt: '2025-12-31T23:00:00Z', activateAt: '2025-12-31T23:06:00Z' },
+          [gone]: {
+            publishAt: '2025-01-01T00:00:00Z',
+            activateAt: '2025-01-01T00:00:00Z',
+            retireAt: '2025-12-31T23:06:00Z',
+            removeAt,
+          },
+        },
+      }),
+    );
+    // Still published and verifying until removeAt: its file is missing, a problem.
+    const file = `keys.dir (${dir})/schedule.json`;
+    assert.deepEqual(await problemsOf(dir, 'ES256', new ManualClock(T0 + 3_599_999)), [
+      `${file}: keys.${gone}: no key file ${gone}.pem or ${gone}.jwk.json`,
+    ]);
+    // From removeAt on, nothing would use the key: the entry is ignored.
+    const ring = await loadKeyRing(dir, 'ES256', new ManualClock(T0 + 3_600_000));
+    assert.deepEqual(
+      ring.states().map((k) => k.kid),
+      [NEWER],
+    );
+    const { schedule } = await readKeyDirectory(dir, T0 + 3_600_000);
+    assert.deepEqual([...schedule.keys()], [NEWER]);
+  });
+
   test('refuses to start when no key of the algorithm is active now', async (t) => {
     const dir = await tempDir(t);
     await writePem(dir, NEWER, newPrivateKey('ES256'));
@@ -234,7 +268,7 @@ describe('loadKeyRing', () => {
     const ring = await loadKeyRing(dir, 'ES256', new ManualClock(T0 + 6 * 60_000));
     assert.equal(ring.signingKey.kid, NEWER);
     // readKeyDirectory (keys list, keys rotate) does not require an active key.
-    const { keys, schedule } = await readKeyDirectory(dir);
+    const { keys, schedule } = await readKeyDirectory(dir, T0);
     assert.deepEqual(
       keys.map((k) => k.kid),
       [NEWER],
