@@ -40,6 +40,11 @@ import { createForwarder } from './proxy/forwarder.js';
 import { createHeaderPolicy } from './proxy/headers.js';
 import { compileRouteTable } from './proxy/routeTable.js';
 import { createWebSocketProxy, offersWebSocket } from './proxy/webSocketProxy.js';
+import {
+  type ContentFingerprint,
+  contentFingerprint,
+  type EntryFilter,
+} from './reload/contentFingerprint.js';
 import { type ReloadOutcome, type WatchedSource, watchSource } from './reload/watchedSource.js';
 import { LocalRevocationStore } from './revocation/localRevocationStore.js';
 import { MemoryRevocationStore } from './revocation/memoryRevocationStore.js';
@@ -61,7 +66,28 @@ export interface AppOptions {
    * The configuration file and how to read it again, for route reloads. Absent in demo
    * mode (there is no file); the clients file and keys directory reload regardless.
    */
-  readonly configSource?: { readonly file: string; readonly reload: () => Promise<Config> };
+  readonly configSource?: {
+    readonly file: string;
+    readonly reload: () => Promise<Config>;
+    /** `sourceBaseline([file])`, taken before the config was loaded. */
+    readonly since?: Promise<ContentFingerprint>;
+  };
+}
+
+/**
+ * The content fingerprint of a reloadable source, taken BEFORE its first load: the reload
+ * watch compares against it, so a change made while the gateway starts (it may wait
+ * seconds for Redis between loading a file and watching it) is reloaded, not missed.
+ */
+export function sourceBaseline(
+  paths: readonly string[],
+  entries?: EntryFilter,
+): Promise<ContentFingerprint> {
+  const print = contentFingerprint(paths, entries);
+  // Handled here too: a start that fails before the watch is set up must not leave an
+  // unhandled rejection behind.
+  print.catch(() => undefined);
+  return print;
 }
 
 export interface App {
@@ -103,6 +129,13 @@ export async function createApp(options: AppOptions): Promise<App> {
       log: (event, detail) => logger.info({ issuer: issuer.id, ...detail }, event),
     }),
   }));
+  const clientsSince = sourceBaseline([config.clients.file]);
+  const keysSince = sourceBaseline([config.keys.dir], isKeyDirectoryEntry);
+  const issuerFilesSince = new Map(
+    config.issuers.flatMap((issuer) =>
+      issuer.keyFile ? [[issuer.id, sourceBaseline([issuer.keyFile])] as const] : [],
+    ),
+  );
   // Everything start-up reads without side effects, together: every problem in one run.
   const [clients, initialRing, adminToken] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
@@ -374,6 +407,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     watchSource({
       name: 'clients',
       paths: [config.clients.file],
+      since: clientsSince,
       load: () => loadClientRegistry(config.clients.file),
       apply: (registry) => {
         authenticate = createClientAuthenticator(registry, clock);
@@ -388,6 +422,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       // Only the files the loader reads: a clients.json or admin token mounted in the
       // same directory (the chart's Secret) must not reload keys and empty the cache.
       directoryEntries: isKeyDirectoryEntry,
+      since: keysSince,
       load: () => loadKeyRing(config.keys.dir, config.token.algorithm, clock),
       apply: (ring) => {
         keyRing = ring;
@@ -403,6 +438,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         watchSource({
           name: `issuer-keys:${s.config.id}`,
           paths: [s.config.keyFile as string],
+          since: issuerFilesSince.get(s.config.id),
           load: () => (s.keys as StaticKeySet).reload(),
           apply: () => cache.clear(),
           onOutcome,
@@ -416,6 +452,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       watchSource({
         name: 'routes',
         paths: [configSource.file],
+        since: configSource.since,
         load: configSource.reload,
         apply: (next) => {
           routes = compileRouteTable(next);

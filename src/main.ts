@@ -9,7 +9,7 @@
 import { rm } from 'node:fs/promises';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApp } from './app.js';
+import { createApp, sourceBaseline } from './app.js';
 import { ConfigError } from './config/configError.js';
 import { loadConfig } from './config/loadConfig.js';
 import { startDemoUpstream } from './demo/demoUpstream.js';
@@ -22,6 +22,17 @@ const USAGE = `Usage: node dist/main.js --config FILE | --demo
   --demo          try it: local demo data in .portaria-demo/ and a demo upstream
   --help          this text
 `;
+
+/**
+ * SIGHUP from the first moment main runs (Node's default for SIGHUP is to exit): before
+ * the gateway listens it is remembered and the reload runs once started; then it
+ * reloads clients, keys and routes at once.
+ */
+let sighupWhileStarting = false;
+let onSighup: () => void = () => {
+  sighupWhileStarting = true;
+};
+process.on('SIGHUP', () => onSighup());
 
 async function main(): Promise<number> {
   let values: {
@@ -60,6 +71,7 @@ async function main(): Promise<number> {
     const env = { ...process.env };
     const cwd = process.cwd();
     const file = values.config ?? env.PORTARIA_CONFIG;
+    const configSince = file && !demo ? sourceBaseline([resolve(cwd, file)]) : undefined;
     const config = await loadConfig({ file, env, cwd, demo, demoUpstream: demoUpstream?.url });
     const created = demo
       ? await prepareDemoData({
@@ -76,6 +88,7 @@ async function main(): Promise<number> {
             configSource: {
               file: resolve(cwd, file),
               reload: () => loadConfig({ file, env, cwd }),
+              since: configSince,
             },
           }
         : {}),
@@ -102,11 +115,11 @@ async function main(): Promise<number> {
         },
       );
     };
-    // SIGHUP reloads clients, keys and routes now (Node's default for SIGHUP is to exit).
-    process.on('SIGHUP', () => {
+    onSighup = () => {
       app.logger.info({ signal: 'SIGHUP' }, 'signal received: reloading');
       void app.reload();
-    });
+    };
+    if (sighupWhileStarting) onSighup();
     process.once('SIGTERM', stop);
     process.once('SIGINT', stop);
     return -1;

@@ -17,8 +17,10 @@
  * - `trigger()`: 'watch' and 'poll' check; 'signal' (SIGHUP) and 'manual' always reload.
  *
  * A check compares a fingerprint of the watched CONTENTS (see `contentFingerprint.ts`)
- * with the last one, taken when `watchSource()` is called (so call it right after the
- * initial load) and after every reload; it reloads only when they differ and otherwise
+ * with the last one — `since`, taken before the initial load, or else one taken when
+ * `watchSource()` is called — and after every reload; it reloads only when they differ
+ * (a change made while the process started is picked up, not taken as the baseline:
+ * start-up may wait seconds for Redis between the load and the watch) and otherwise
  * answers 'unchanged' without calling `load` or `onOutcome`. A reload runs `load()`:
  * - success: `apply(value)`, outcome 'applied';
  * - failure: the running value stays, outcome 'failed' with every problem
@@ -37,7 +39,11 @@ import { type FSWatcher, watch as fsWatch, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';
 import { setTimeout as delay } from 'node:timers/promises';
 import { ConfigError } from '../config/configError.js';
-import { contentFingerprint, type EntryFilter } from './contentFingerprint.js';
+import {
+  type ContentFingerprint,
+  contentFingerprint,
+  type EntryFilter,
+} from './contentFingerprint.js';
 import { singleFlight } from './singleFlight.js';
 
 export type ReloadOutcome = 'applied' | 'unchanged' | 'failed';
@@ -61,6 +67,11 @@ export interface WatchedSourceOptions<T> {
   readonly fsWatch?: boolean;
   /** Quiet time after the last change event before the check runs. Default 100 ms. */
   readonly debounceMs?: number;
+  /**
+   * The fingerprint of `paths` taken before the running value was loaded (by
+   * `contentFingerprint(paths, directoryEntries)`); default: one taken now.
+   */
+  readonly since?: Promise<ContentFingerprint>;
   /** Called once per reload that ran ('applied' or 'failed'); errors it throws are ignored. */
   readonly onOutcome?: (name: string, outcome: ReloadOutcome, problems: readonly string[]) => void;
 }
@@ -86,7 +97,7 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   const debounceMs = options.debounceMs ?? DEBOUNCE_MS;
   let closed = false;
   let known: string | null = null;
-  const ready = fingerprint().then(
+  const ready = (options.since ?? fingerprint()).then(
     (f) => {
       known ??= f.digest;
     },
