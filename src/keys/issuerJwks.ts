@@ -46,6 +46,21 @@ export interface ImportedKeys {
   readonly skipped: string[];
 }
 
+/** How many skipped keys a log line or problem list names (the count says the rest). */
+export const SKIPPED_LISTED = 20;
+
+/**
+ * One log line's worth of skipped keys: their count and the first `SKIPPED_LISTED`
+ * reasons. A key set is the issuer's (or anyone's, for a hijacked URL) to fill: a
+ * 256 KiB set of 80 000 empty entries must not become 80 000 log lines per fetch.
+ */
+export function skippedSummary(skipped: readonly string[]): {
+  readonly count: number;
+  readonly keys: readonly string[];
+} {
+  return { count: skipped.length, keys: skipped.slice(0, SKIPPED_LISTED) };
+}
+
 /** Imports a JWK Set (RFC 7517 §5) by the rules above; null when it is not one. */
 export async function importJwks(
   document: unknown,

@@ -38,7 +38,7 @@
 import type { IssuerConfig } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
-import { type IssuerKey, importJwks, KID_SYNTAX } from './issuerJwks.js';
+import { type IssuerKey, importJwks, KID_SYNTAX, skippedSummary } from './issuerJwks.js';
 
 export interface IssuerKeySetState {
   /** A key set is held and younger than cacheMaxAge + maxStaleness (readiness). */
@@ -339,8 +339,11 @@ export class RemoteKeySet {
     }
     const imported = await importJwks(document, this.#config.algorithms);
     if (imported === null) throw new FetchFailure('invalid', 'not an object with a "keys" array');
-    for (const skipped of imported.skipped) {
-      this.#log?.('issuer key skipped', { issuer: this.#config.id, key: skipped });
+    if (imported.skipped.length > 0) {
+      this.#log?.('issuer keys skipped', {
+        issuer: this.#config.id,
+        ...skippedSummary(imported.skipped),
+      });
     }
     if (imported.keys.size === 0) throw new FetchFailure('invalid', 'no usable key');
     return imported.keys;

@@ -23,7 +23,7 @@ import { readFile } from 'node:fs/promises';
 import { calculateJwkThumbprint, type JWK } from 'jose';
 import { ConfigError } from '../config/configError.js';
 import type { IssuerConfig } from '../config/types.js';
-import { type IssuerKey, importJwks } from './issuerJwks.js';
+import { type IssuerKey, importJwks, skippedSummary } from './issuerJwks.js';
 import { type IssuerKeySetState, type KeySetLog, keysUnavailable } from './remoteKeySet.js';
 
 export interface StaticKeySetDeps {
@@ -137,9 +137,16 @@ export class StaticKeySet {
     }
     const imported = await importJwks(document, this.#config.algorithms);
     if (imported === null) throw fail(['is not a JSON object with a "keys" array']);
-    if (imported.keys.size === 0) throw fail(['holds no usable key', ...imported.skipped]);
-    for (const skipped of imported.skipped) {
-      this.#log?.('issuer key skipped', { issuer: this.#config.id, key: skipped });
+    if (imported.keys.size === 0) {
+      const { count, keys } = skippedSummary(imported.skipped);
+      const more = count > keys.length ? [`… and ${count - keys.length} more`] : [];
+      throw fail(['holds no usable key', ...keys, ...more]);
+    }
+    if (imported.skipped.length > 0) {
+      this.#log?.('issuer keys skipped', {
+        issuer: this.#config.id,
+        ...skippedSummary(imported.skipped),
+      });
     }
     return imported.keys;
   }

@@ -160,10 +160,23 @@ test('keys that must not verify are skipped and logged; the rest are used', asyn
       assert.equal(h.set.getKey(kid, alg), null, `${kid} ${alg}`);
     }
   }
-  const skipped = h.logs.filter((l) => l.event === 'issuer key skipped').map((l) => l.detail.key);
+  const lines = h.logs.filter((l) => l.event === 'issuer keys skipped');
+  assert.equal(lines.length, 1, 'one line per fetch');
+  assert.equal(lines[0]?.detail.count, Object.keys(cases).length);
+  const skipped = lines[0]?.detail.keys as string[];
   assert.equal(skipped.length, Object.keys(cases).length);
   assert.match(String(skipped[6]), /RSA modulus under 2048 bits/);
   assert.match(String(skipped[11]), /duplicate kid/);
+});
+
+test('a set flooded with unusable entries is logged as one line with a count', async (t) => {
+  const flood = { keys: [A.jwk, ...Array.from({ length: 5000 }, () => ({}))] };
+  const h = await harness(t, serve(flood));
+  assert.equal(h.set.state().keys, 1);
+  const lines = h.logs.filter((l) => l.event === 'issuer keys skipped');
+  assert.equal(lines.length, 1);
+  assert.equal(lines[0]?.detail.count, 5000);
+  assert.equal((lines[0]?.detail.keys as string[]).length, 20);
 });
 
 test('a set with no usable key is invalid and the previous set is kept', async (t) => {

@@ -149,6 +149,20 @@ test('a missing key file is a ConfigError', async (t) => {
   await assertConfigError(set.load(), /cannot read .*issuer-keys \(ENOENT\)/);
 });
 
+test('a file of only unusable keys names the first 20 and counts the rest', async (t) => {
+  const { set } = await keyFile(
+    t,
+    JSON.stringify({ keys: Array.from({ length: 500 }, () => ({})) }),
+  );
+  await assert.rejects(set.load(), (error: unknown) => {
+    assert.ok(error instanceof ConfigError);
+    assert.equal(error.problems.length, 22);
+    assert.match(error.problems[0] ?? '', /holds no usable key/);
+    assert.match(error.problems[21] ?? '', /… and 480 more$/);
+    return true;
+  });
+});
+
 test('reload picks up a rewritten file and keeps the previous keys when the new file is bad', async (t) => {
   const { set, rewrite, logs } = await keyFile(t, JSON.stringify(jwksOf(A)));
   await set.load();
@@ -157,7 +171,7 @@ test('reload picks up a rewritten file and keeps the previous keys when the new 
   assert.ok(set.getKey('key-b', 'ES256'));
   assert.equal(set.getKey('key-a', 'ES256'), null);
   assert.ok(
-    logs.some((l) => l.event === 'issuer key skipped'),
+    logs.some((l) => l.event === 'issuer keys skipped' && l.detail.count === 1),
     'a skipped key is logged',
   );
 
