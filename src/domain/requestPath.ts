@@ -25,10 +25,17 @@
  *   are not UTF-8 (RFC 3629): an overlong form such as `%C0%AE` is a `.` to a lenient
  *   decoder (the classic traversal past a prefix check), and a surrogate or a stray
  *   continuation byte means something different to every decoder. Valid UTF-8
- *   (`%C3%A9`) passes.
+ *   (`%C3%A9`) passes, unless it encodes a character that some upstream stack would fold
+ *   into another (Unicode NFKC changes it: a full-width `／`, a ligature, a decomposed
+ *   accent), a space other than U+0020 or an invisible format character (U+00A0,
+ *   U+200B): `/v1%EF%BC%8Freports` is `/v1/reports` after normalisation;
+ * - a segment ending in `.` or in an encoded space (`/v1/reports.`, `/v1/reports%20`):
+ *   Windows and IIS drop them, so the upstream would serve `/v1/reports` to a path the
+ *   route table saw as another.
  *
  * The query is passed through as is; only raw control characters are refused there.
- * Paths are case-sensitive: `/V1/...` is simply a different path. Only the exact
+ * The path keeps its case (it is forwarded as sent); route prefixes compare ignoring
+ * ASCII case (`proxy/routeTable.ts`), the open paths exactly. Only the exact
  * `TOKEN_PATH` is the token operation: `/v1/authentication/accesstoken/` is a protected
  * path like any other.
  */
@@ -117,6 +124,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
       if (isDotSegment(rawUrl, segmentStart, paramAt === -1 ? i : paramAt)) {
         refuse('The request path must not contain "." or ".." segments.', 'dot-segment');
       }
+      checkSegmentEnd(rawUrl, i);
       segmentStart = i + 1;
       paramAt = -1;
     } else if (code === SEMICOLON) {
@@ -160,10 +168,9 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   if (isDotSegment(rawUrl, segmentStart, paramAt === -1 ? i : paramAt)) {
     refuse('The request path must not contain "." or ".." segments.', 'dot-segment');
   }
+  if (i > segmentStart) checkSegmentEnd(rawUrl, i);
   if (sawParameter) refuse('The request path must not contain ";" parameters.', 'path-parameter');
-  if (sawHighByte && !isUtf8Encoded(rawUrl.slice(0, i))) {
-    refuse('The request path has percent-encoded bytes that are not UTF-8.', 'not-utf8');
-  }
+  if (sawHighByte) checkEncodedText(rawUrl.slice(0, i));
   if (i === length) return { path: rawUrl, search: '' };
 
   for (let q = i + 1; q < length; q++) {
@@ -175,16 +182,43 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   return { path: rawUrl.slice(0, i), search: rawUrl.slice(i) };
 }
 
+/** The segment ending before `end` (not empty, not a dot segment) must not end in `.` or `%20`. */
+function checkSegmentEnd(path: string, end: number): void {
+  if (path.charCodeAt(end - 1) === DOT) {
+    refuse('A request path segment must not end in ".".', 'trailing-dot');
+  }
+  if (
+    end >= 3 &&
+    path.charCodeAt(end - 3) === PERCENT &&
+    path.charCodeAt(end - 2) === 0x32 &&
+    path.charCodeAt(end - 1) === 0x30
+  ) {
+    refuse('A request path segment must not end in a space.', 'trailing-space');
+  }
+}
+
+/** Spaces other than U+0020, and invisible format characters (zero-width, bidi controls). */
+const UNUSUAL_SPACE_OR_FORMAT = /[\p{White_Space}\p{Cf}]/u;
+
 /**
- * True when the path's percent-encoded bytes form UTF-8 (RFC 3629: shortest form, no
- * surrogates, at most U+10FFFF). The caller checked every `%XX` is well-formed, so
- * `decodeURIComponent` fails only on such sequences (ECMA-262 Decode).
+ * The path's percent-encoded bytes must form UTF-8 (RFC 3629: shortest form, no
+ * surrogates, at most U+10FFFF; the caller checked every `%XX` is well-formed, so
+ * `decodeURIComponent` fails only on such sequences, ECMA-262 Decode), and the text must
+ * not change under NFKC nor hold unusual spaces or format characters. Only paths with
+ * encoded non-ASCII bytes get here (ASCII controls and spaces are refused before).
  */
-function isUtf8Encoded(path: string): boolean {
+function checkEncodedText(path: string): void {
+  let text: string;
   try {
-    decodeURIComponent(path);
-    return true;
+    text = decodeURIComponent(path);
   } catch {
-    return false;
+    refuse('The request path has percent-encoded bytes that are not UTF-8.', 'not-utf8');
+  }
+  // An encoded U+0020 inside a segment is a plain space: only the others count here.
+  if (UNUSUAL_SPACE_OR_FORMAT.test(text.replaceAll(' ', '')) || text.normalize('NFKC') !== text) {
+    refuse(
+      'The request path must not contain characters that normalise to others, unusual spaces or invisible characters.',
+      'ambiguous-unicode',
+    );
   }
 }

@@ -2,8 +2,8 @@
  * The route table, compiled once from the frozen config.
  *
  * A route matches a canonical path (see `domain/requestPath.ts`; the query is not part of
- * it) when its prefix equals the path or is followed in it by `/`: `/v1/orders` matches
- * `/v1/orders` and `/v1/orders/1`, never `/v1/ordersX`. The prefix `/` matches every
+ * it) when its prefix equals the path or is followed in it by `/` or `.`: `/v1/orders`
+ * matches `/v1/orders`, `/v1/orders/1` and `/v1/orders.json`, never `/v1/ordersX`. The prefix `/` matches every
  * path. Prefixes compare ASCII case-insensitively: `/V1/Orders/1` takes the `/v1/orders`
  * route and its scopes, so an upstream that ignores case can never be reached around a
  * route's scopes through the default route (the path is forwarded unchanged). The longest matching prefix wins; routes are sorted by prefix length once, so a
@@ -71,6 +71,9 @@ function startsWithFolded(path: string, lowerPrefix: string): boolean {
 function matches(prefix: string, path: string): boolean {
   if (!startsWithFolded(path, prefix)) return false;
   // A prefix ending in `/` (including `/` itself) already ends on a boundary.
+  // `.` counts as one too: upstreams that match `/reports.json` or `/reports.` as
+  // `/reports` (Spring's suffix patterns, Windows dropping trailing dots) must not be
+  // reachable around the route's scopes through a less specific route.
   // `;` also ends a segment (RFC 3986 §3.3 parameters); request paths with `;` are refused
   // before routing, so this is defence in depth.
   const next = path.charCodeAt(prefix.length);
@@ -78,6 +81,7 @@ function matches(prefix: string, path: string): boolean {
     path.length === prefix.length ||
     prefix.charCodeAt(prefix.length - 1) === 0x2f ||
     next === 0x2f ||
+    next === 0x2e ||
     next === 0x3b
   );
 }

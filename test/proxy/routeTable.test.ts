@@ -28,6 +28,10 @@ describe('compileRouteTable', () => {
     ['/v1/orders/items/7', 'order-items'],
     ['/v1/orders/itemsX', 'orders'],
     ['/v1/ordersX', 'v1'],
+    // `.` ends a prefix too: suffix patterns (/orders.json) keep the route's scopes.
+    ['/v1/orders.json', 'orders'],
+    ['/v1/orders/items.csv', 'order-items'],
+    ['/v1.2/orders', 'v1'],
     ['/v1', 'v1'],
     ['/v1/', 'v1'],
     ['/v10', null],

@@ -232,6 +232,19 @@ describe('a route-scoped prefix cannot be bypassed', () => {
     ['/V1/reports', 403, 'insufficient-scope', 'insufficient-scope'],
     ['/v1/REPORTS/1', 403, 'insufficient-scope', 'insufficient-scope'],
     ['/V1/Reports?x=1', 403, 'insufficient-scope', 'insufficient-scope'],
+    // Suffix patterns (Spring up to 5.2 serves /reports.json as /reports) and trailing
+    // dots and spaces (dropped by Windows/IIS) keep the route and its scopes.
+    ['/v1/reports.json', 403, 'insufficient-scope', 'insufficient-scope'],
+    ['/v1/reports.', 400, 'invalid-path', 'trailing-dot'],
+    ['/v1/reports..', 400, 'invalid-path', 'trailing-dot'],
+    ['/v1./reports', 400, 'invalid-path', 'trailing-dot'],
+    ['/v1/reports%20', 400, 'invalid-path', 'trailing-space'],
+    ['/v1%20/reports', 400, 'invalid-path', 'trailing-space'],
+    // Characters a Unicode-normalising upstream folds: a full-width solidus, a no-break
+    // space, a zero-width space.
+    ['/v1%EF%BC%8Freports', 400, 'invalid-path', 'ambiguous-unicode'],
+    ['/v1/reports%C2%A0', 400, 'invalid-path', 'ambiguous-unicode'],
+    ['/v1/reports%E2%80%8B', 400, 'invalid-path', 'ambiguous-unicode'],
   ];
   for (const [target, status, code, reason] of cases) {
     test(`${target} with an orders-only token → ${status} ${code}, nothing forwarded`, async (t) => {
