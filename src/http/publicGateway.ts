@@ -101,6 +101,18 @@ export class PublicGateway {
 
   /** `request` listener. */
   readonly handleRequest = (req: IncomingMessage, res: GatewayResponse): void => {
+    // A request pipelined behind a response still being sent has no socket yet: it is
+    // handled once that response is done and Node hands the socket on. If that response
+    // closes the connection (a refusal with `Connection: close`), it never is: nothing of
+    // it is forwarded, as RFC 9112 §9.6 wants of requests after a close.
+    if (res.socket === null) {
+      res.once('socket', () => this.#handle(req, res));
+      return;
+    }
+    this.#handle(req, res);
+  };
+
+  #handle(req: IncomingMessage, res: GatewayResponse): void {
     const scope = res.scope;
     scope.start = performance.now();
     scope.method = req.method ?? '';
@@ -117,7 +129,7 @@ export class PublicGateway {
     } catch (error) {
       this.#fail(req, res, error);
     }
-  };
+  }
 
   /**
    * `checkContinue` listener: a request with `Expect: 100-continue` is handled like any
@@ -186,7 +198,7 @@ export class PublicGateway {
   #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     const authorizationLines = checkSingletonFields(req);
     const transferEncoding = req.headers['transfer-encoding'];
-    if (transferEncoding !== undefined) checkTransferCoding(transferEncoding);
+    if (transferEncoding !== undefined) checkTransferCoding(req, transferEncoding);
     const target = parseRequestTarget(req.url ?? '');
     switch (target.path) {
       case TOKEN_PATH:
@@ -430,7 +442,17 @@ function traceRefused(): PortariaError {
  * another coding (`gzip, chunked`) would reach the upstream or the token operation still
  * encoded, as if it were the content. RFC 9112 §6.1: answer 501.
  */
-function checkTransferCoding(value: string): void {
+function checkTransferCoding(req: IncomingMessage, value: string): void {
+  // RFC 9112 §6.1: an HTTP/1.0 message with Transfer-Encoding has faulty framing, and
+  // the connection must close after it (a 1.0 sender cannot know chunked; whatever
+  // follows on the connection is not to be trusted as the next request).
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) {
+    throw new PortariaError(
+      'invalid-request',
+      'An HTTP/1.0 request must not use Transfer-Encoding.',
+      { reason: 'http10-transfer-encoding', headers: { connection: 'close' } },
+    );
+  }
   if (isChunkedOnly(value)) return;
   throw new PortariaError('not-implemented', 'Only the chunked transfer coding is supported.', {
     reason: 'transfer-coding',

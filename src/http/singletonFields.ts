@@ -8,13 +8,20 @@
  *   keeps the last could each see another host; Node's own answer to a missing `Host` is a
  *   bare 400 (`requireHostHeader` is off so that this check answers both with problem
  *   details). The connection is closed after the answer.
+ *   Its value must be a host with an optional port (RFC 9110 §7.2): a DNS name or IPv4
+ *   address, or an IPv6 literal in brackets. RFC 9112 §3.2 requires a 400 for an invalid
+ *   one, and `X-Forwarded-Host` is made from it: `a, evil.example` is two hosts to a
+ *   framework that splits the field, `evil.example@a` or `a/../b` worse.
  * - `Authorization`: the number of lines is returned for the bearer check, which refuses
  *   more than one (`bearerToken`).
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
 
-/** Refuses a missing or repeated `Host`; returns how many `Authorization` lines came. */
+/** host [":" port]: a reg-name of unreserved characters, or an IPv6 literal (no zone). */
+const HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{0,5})?$/;
+
+/** Refuses a missing, repeated or malformed `Host`; returns how many `Authorization` lines came. */
 export function checkSingletonFields(req: IncomingMessage): number {
   const raw = req.rawHeaders;
   let count = 0;
@@ -33,6 +40,13 @@ export function checkSingletonFields(req: IncomingMessage): number {
   if (count === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
     throw new PortariaError('invalid-request', 'An HTTP/1.1 request must carry a Host header.', {
       reason: 'missing-host',
+      headers: { connection: 'close' },
+    });
+  }
+  const host = req.headers.host;
+  if (host !== undefined && !HOST.test(host)) {
+    throw new PortariaError('invalid-request', 'The Host header is not a valid host and port.', {
+      reason: 'invalid-host',
       headers: { connection: 'close' },
     });
   }

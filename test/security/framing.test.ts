@@ -200,6 +200,63 @@ describe('request line and header limits', () => {
     await assertStillServing(gw, token);
   });
 
+  test('a Host that is not a host and port → 400 invalid-request, connection closed, nothing forwarded', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    for (const host of [
+      'a, evil.example',
+      'a b',
+      'evil.example@a',
+      'x/../y',
+      '[::1',
+      'a:80:80',
+      '',
+    ]) {
+      const raw = await rawRequest(
+        gw.url,
+        `GET /v1/orders/1 HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      );
+      const res = onlyResponse(raw);
+      assert.equal(res.status, 400, JSON.stringify(host));
+      assert.equal(headerOf(res, 'connection'), 'close');
+      assert.equal(rawProblemOf(res).detalhe, 'The Host header is not a valid host and port.');
+    }
+    assert.equal(gw.upstream.received.length, 0);
+    for (const host of [
+      'api.example.com',
+      'api.example.com:8443',
+      '127.0.0.1:80',
+      '[::1]:8080',
+      'x',
+    ]) {
+      const res = onlyResponse(
+        await rawRequest(
+          gw.url,
+          `GET /v1/orders/1 HTTP/1.1\r\nHost: ${host}\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+        ),
+      );
+      assert.equal(res.status, 200, host);
+    }
+    assert.deepEqual(
+      gw.upstream.received.map((r) => r.headers['x-forwarded-host']),
+      ['api.example.com', 'api.example.com:8443', '127.0.0.1:80', '[::1]:8080', 'x'],
+    );
+  });
+
+  test('an HTTP/1.0 request with Transfer-Encoding → 400 and the connection closes (RFC 9112 §6.1)', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `POST /v1/orders HTTP/1.0\r\nHost: x\r\nConnection: keep-alive\r\nTransfer-Encoding: chunked\r\nAuthorization: Bearer ${token}\r\n\r\n0\r\n\r\n` +
+        `GET /v1/orders/2 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+    );
+    const res = onlyResponse(raw);
+    assert.equal(res.status, 400);
+    assert.equal(headerOf(res, 'connection'), 'close');
+    assert.equal(rawProblemOf(res).detalhe, 'An HTTP/1.0 request must not use Transfer-Encoding.');
+    assert.equal(gw.upstream.received.length, 0);
+    await assertStillServing(gw, token);
+  });
+
   test('an HTTP/1.1 request without Host → 400 invalid-request problem details; HTTP/1.0 needs none', async (t) => {
     const { gw, token } = await framingGateway(t);
     const raw = await rawRequest(
@@ -417,6 +474,47 @@ describe('refusals and what follows them on the connection', () => {
     assert.deepEqual(
       gw.upstream.received.map((r) => [r.url, r.headers['x-client-id']]),
       [['/v1/orders/second', 'acme']],
+    );
+  });
+
+  test('pipelined requests are forwarded one after the other and answered in order', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      ['first', 'second', 'third']
+        .map(
+          (name, i) =>
+            `GET /v1/orders/${name} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${i === 2 ? 'Connection: close\r\n' : ''}\r\n`,
+        )
+        .join(''),
+      3000,
+    );
+    // (The upstream answers chunked: count the status lines.)
+    assert.equal(raw.match(/^HTTP\/1\.1 200 OK\r$/gm)?.length, 3, raw);
+    assert.deepEqual(
+      gw.upstream.received.map((r) => r.url),
+      ['/v1/orders/first', '/v1/orders/second', '/v1/orders/third'],
+    );
+  });
+
+  test('a request pipelined after a refusal that closes the connection is never forwarded', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders/1 HTTP/1.1\r\nHost: a, evil.example\r\nAuthorization: Bearer ${token}\r\n\r\n` +
+        `DELETE /v1/orders/2 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`,
+      3000,
+    );
+    const responses = parseResponses(raw);
+    assert.deepEqual(
+      responses.map((r) => r.status),
+      [400],
+    );
+    assert.equal(headerOf(responses[0] as RawResponse, 'connection'), 'close');
+    await assertStillServing(gw, token);
+    assert.deepEqual(
+      gw.upstream.received.map((r) => r.url),
+      ['/v1/orders/after'],
     );
   });
 
