@@ -5,7 +5,8 @@
  *   - more than one Authorization header, `Bearer` with no or several tokens, an
  *     over-long token → token-invalid;
  *   - an `access_token` query parameter (§2.3, which we do not support) → token-invalid,
- *     even when a header is present too (a client must use one method only).
+ *     even when a header is present too (a client must use one method only); also in the
+ *     spellings frameworks read as that name (`Access_Token`, `access.token`, `;`-separated);
  * Node keeps only the first of duplicate Authorization headers in `headers`, so the raw
  * header list is counted.
  *
@@ -21,6 +22,22 @@ export const MAX_TOKEN_LENGTH = 8192;
 /** Three base64url segments: a compact JWS (RFC 7515 §7.1). */
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
+const MAY_NAME_ACCESS = /access/i;
+
+/**
+ * True when a query parameter is `access_token` to some framework behind us: any case,
+ * `;` as a separator (older Java and Perl stacks), and PHP's renaming of `.`, ` ` and `[`
+ * in names to `_` (`access.token` arrives as `access_token`).
+ */
+function namesAccessToken(search: string): boolean {
+  for (const name of new URLSearchParams(search.replaceAll(';', '&')).keys()) {
+    if (name.length === 12 && name.replace(/[. []/g, '_').toLowerCase() === 'access_token') {
+      return true;
+    }
+  }
+  return false;
+}
+
 export const WWW_AUTHENTICATE_MISSING = 'Bearer realm="portaria"';
 export const WWW_AUTHENTICATE_INVALID = 'Bearer realm="portaria", error="invalid_token"';
 
@@ -30,10 +47,10 @@ export function bearerToken(
   authorizationLines: number,
   search: string,
 ): string {
-  // The parse runs only when the raw query could name access_token: literally, or with
-  // any character percent-encoded (`%61ccess_token` decodes to it too).
-  if (search.length > 0 && (search.includes('access_token') || search.includes('%'))) {
-    if (new URLSearchParams(search).has('access_token')) {
+  // The parse runs only when the raw query could name access_token: literally, in any
+  // case, or with any character percent-encoded (`%61ccess_token` decodes to it too).
+  if (search.length > 0 && (MAY_NAME_ACCESS.test(search) || search.includes('%'))) {
+    if (namesAccessToken(search)) {
       throw invalid('token-in-query', 'Access tokens are not accepted in the query string.');
     }
   }

@@ -113,18 +113,36 @@ describe('bearer verification at the edge', () => {
       INVALID,
     );
     // Percent-encoded, the parameter name is still access_token to every query parser.
-    for (const name of [
-      '%61ccess_token',
-      'access%5Ftoken',
-      '%61%63%63%65%73%73%5f%74%6f%6b%65%6e',
+    // So are the spellings frameworks read as that name: any case, PHP's `.`/` `/`[` to
+    // `_`, and `;` as a parameter separator.
+    for (const query of [
+      '%61ccess_token=',
+      'access%5Ftoken=',
+      '%61%63%63%65%73%73%5f%74%6f%6b%65%6e=',
+      'Access_Token=',
+      'access.token=',
+      'access+token=',
+      'access%20token=',
+      'access[token=',
+      'x=1;access_token=',
     ]) {
       await expectRefused(
-        await call(gw, token, `/v1/orders?${name}=${token}`),
+        await call(gw, token, `/v1/orders?${query}${token}`),
         'token-invalid',
         INVALID,
       );
     }
     assert.equal(gw.upstream.received.length, 0);
+  });
+
+  test('query parameters merely resembling access_token are forwarded', async (t) => {
+    const gw = await startGateway(t);
+    const token = await gw.token();
+    for (const query of ['access=1', 'access_tokens=1', 'my_access_token=1', 'q=access_token']) {
+      const res = await call(gw, token, `/v1/orders?${query}`);
+      assert.equal(res.status, 200, query);
+      await res.arrayBuffer();
+    }
   });
 
   test('alg "none" → 401', async (t) => {
