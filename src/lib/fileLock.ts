@@ -11,8 +11,10 @@
  * once it is older than any command takes; a lock from another host is only waited for.
  *
  * Advisory: it serialises Portaria's own commands, not an editor writing the file.
+ * The pieces below the lock itself (creating, reading, describing a lock file) are shared
+ * with `heldFileLock`, the lock a running gateway holds on its revocation files.
  */
-import { open, readFile, rm, stat } from 'node:fs/promises';
+import { type FileHandle, open, readFile, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { basename, dirname, join } from 'node:path';
 
@@ -28,10 +30,16 @@ export class FileLockTimeout extends Error {
   override readonly name = 'FileLockTimeout';
 }
 
-interface LockOwner {
+/** What a lock file holds. */
+export interface LockOwner {
   readonly pid: number;
   readonly host: string;
+  /** When the lock was taken (ISO 8601). */
   readonly since: string;
+  /** Linux, held locks only: the boot id, the pid namespace and the holder's start tick. */
+  readonly boot?: string;
+  readonly pidns?: string;
+  readonly start?: string;
 }
 
 export function lockPathFor(file: string): string {
@@ -66,57 +74,74 @@ async function acquire(lockPath: string, timeoutMs: number, pollMs: number): Pro
   const me: LockOwner = { pid: process.pid, host: hostname(), since: new Date().toISOString() };
   for (;;) {
     try {
-      const handle = await open(lockPath, 'wx', 0o600);
-      let written = false;
-      try {
-        await handle.writeFile(`${JSON.stringify(me)}\n`, 'utf8');
-        written = true;
-      } finally {
+      const handle = await createLockFile(lockPath, me);
+      if (handle !== null) {
         await handle.close();
-        // Never left behind unwritten (others would wait for it), e.g. on a full disk.
-        if (!written) await rm(lockPath, { force: true });
+        return true;
       }
-      return true;
     } catch (err) {
-      const code = (err as NodeJS.ErrnoException).code;
-      if (code === 'ENOENT') return false;
-      if (code !== 'EEXIST') throw err;
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return false;
+      throw err;
     }
-    const held = await readOwner(lockPath);
+    const held = await readLock(lockPath);
     if (held !== null && isAbandoned(held)) {
       await removeIfSame(lockPath, held.ino);
       continue;
     }
     if (Date.now() >= deadline) {
-      const owner = held?.owner ?? null;
-      const who =
-        owner === null
-          ? 'another process'
-          : `pid ${owner.pid} on ${owner.host} since ${owner.since}`;
       throw new FileLockTimeout(
-        `another portaria command is changing this file (lock ${lockPath} held by ${who}); try again when it has finished, or remove the lock if no portaria command is running`,
+        `another portaria command is changing this file (lock ${lockPath} held by ${describeHolder(held?.owner ?? null)}); try again when it has finished, or remove the lock if no portaria command is running`,
       );
     }
     await new Promise((resolve) => setTimeout(resolve, pollMs));
   }
 }
 
-/** An unwritten lock older than this was left by a creator that died before writing it. */
-const UNWRITTEN_LOCK_MAX_AGE_MS = 30_000;
+/**
+ * Creates the lock file with O_EXCL (0600) and writes `owner` into it: its handle, still
+ * open, once the lock is ours; null when a lock file exists. Other failures (ENOENT: no
+ * directory) are thrown, and never leave an unwritten lock behind.
+ */
+export async function createLockFile(
+  lockPath: string,
+  owner: LockOwner,
+): Promise<FileHandle | null> {
+  let handle: FileHandle;
+  try {
+    handle = await open(lockPath, 'wx', 0o600);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EEXIST') return null;
+    throw err;
+  }
+  try {
+    await handle.writeFile(`${JSON.stringify(owner)}\n`, 'utf8');
+    return handle;
+  } catch (err) {
+    // Never left behind unwritten (others would wait for it), e.g. on a full disk.
+    await handle.close().catch(() => {});
+    await rm(lockPath, { force: true });
+    throw err;
+  }
+}
 
-interface HeldLock {
+/** An unwritten lock older than this was left by a creator that died before writing it. */
+export const UNWRITTEN_LOCK_MAX_AGE_MS = 30_000;
+
+export interface HeldLock {
   /** Null while the holder has not written it yet (or it is not one of ours). */
   readonly owner: LockOwner | null;
+  readonly dev: number;
   readonly ino: number;
+  /** Since its last change (creation, or a holder's refresh). */
   readonly ageMs: number;
 }
 
 /** The lock as it is now; null when it vanished meanwhile. */
-async function readOwner(lockPath: string): Promise<HeldLock | null> {
+export async function readLock(lockPath: string): Promise<HeldLock | null> {
   try {
-    const { ino, mtimeMs } = await stat(lockPath);
+    const { dev, ino, mtimeMs } = await stat(lockPath);
     const text = await readFile(lockPath, 'utf8');
-    return { owner: parseOwner(text), ino, ageMs: Date.now() - mtimeMs };
+    return { owner: parseOwner(text), dev, ino, ageMs: Date.now() - mtimeMs };
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return null;
     throw err;
@@ -139,17 +164,28 @@ function parseOwner(text: string): LockOwner | null {
   return null;
 }
 
+/** `pid 42 on host-a since 2026-…`, for messages. */
+export function describeHolder(owner: LockOwner | null): string {
+  return owner === null
+    ? 'another process'
+    : `pid ${owner.pid} on ${owner.host} since ${owner.since}`;
+}
+
+/** True only when no process has this pid (EPERM: it exists, another user's). */
+export function processIsGone(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return false;
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ESRCH';
+  }
+}
+
 /** Left by a process of this host that is no longer running, or never written. */
 function isAbandoned({ owner, ageMs }: HeldLock): boolean {
   if (owner === null) return ageMs > UNWRITTEN_LOCK_MAX_AGE_MS;
   if (owner.host !== hostname() || owner.pid === process.pid) return false;
-  try {
-    process.kill(owner.pid, 0);
-    return false;
-  } catch (err) {
-    // EPERM: the process exists (another user's); only ESRCH means it is gone.
-    return (err as NodeJS.ErrnoException).code === 'ESRCH';
-  }
+  return processIsGone(owner.pid);
 }
 
 /** Removes the abandoned lock unless another run already replaced it (another inode). */

@@ -24,6 +24,13 @@
  * `sweep()`, which the app runs every minute. An entry is live while
  * `expiresAt >= now` (seconds).
  *
+ * One process at a time: the store holds `heldFileLock`'s lock on the file from before it
+ * reads it until `close()` (or the process exits). Another process opening the same file
+ * is refused with a `ConfigError` naming the holder: it would append to a file this one
+ * replaces at compaction, and lose what it acknowledged. If the lock is found removed or
+ * taken over while open ('revocation log lock lost'), every later write is refused (the
+ * revocation stays enforced in memory): another process may be writing the file now.
+ *
  * Not here: sharing between replicas (the Redis store does that).
  */
 import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
@@ -31,6 +38,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import { replaceFile } from '../lib/atomicWrite.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
+import { FileInUse, type HeldFileLock, holdFileLock } from '../lib/heldFileLock.js';
 import { MemoryRevocationStore } from './memoryRevocationStore.js';
 import {
   assertRevocationRecord,
@@ -41,7 +49,7 @@ import {
 import type { RevocationEntries, RevocationStore } from './revocationStore.js';
 
 export interface LocalRevocationStoreOptions {
-  /** Receives 'revocation log tail corrupt', 'revocation log line corrupt', 'revocation log compacted', 'revocation log compaction failed'. */
+  /** Receives 'revocation log tail corrupt', 'revocation log line corrupt', 'revocation log compacted', 'revocation log compaction failed', 'revocation log lock lost'. */
   log?: (event: string, detail: Record<string, unknown>) => void;
   /** Compact when the file holds more than this many lines per live entry (default 2). */
   compactRatio?: number;
@@ -58,6 +66,10 @@ export class LocalRevocationStore implements RevocationStore {
   /** The list itself; this class makes it durable. */
   readonly #memory: MemoryRevocationStore;
   #handle: FileHandle | undefined;
+  /** Held from before the file is read until close. */
+  #lock: HeldFileLock | undefined;
+  /** Set once the lock was found removed or taken over: no write may touch the file again. */
+  #lockLost = false;
   /** Lines in the file (valid records, expired or not). */
   #lines = 0;
   /** Set when the file may end in a torn line: the next write rewrites it whole. */
@@ -84,6 +96,13 @@ export class LocalRevocationStore implements RevocationStore {
     try {
       await store.#load();
     } catch (error) {
+      await store.#handle?.close().catch(() => {});
+      await store.#lock?.release();
+      if (error instanceof FileInUse) {
+        throw new ConfigError([
+          `revocation.file: ${store.#file} is in use by ${error.holder} (lock ${error.lockPath}): two gateways must not share one revocation file; stop the other one or give each its own file`,
+        ]);
+      }
       const code = (error as NodeJS.ErrnoException).code;
       if (code === undefined) throw error;
       throw new ConfigError([`revocation.file: cannot open ${store.#file} (${code})`]);
@@ -130,8 +149,12 @@ export class LocalRevocationStore implements RevocationStore {
     if (this.#closed) return;
     this.#closed = true;
     await this.#queue;
-    await this.#handle?.close();
-    this.#handle = undefined;
+    try {
+      await this.#handle?.close();
+    } finally {
+      this.#handle = undefined;
+      await this.#lock?.release();
+    }
   }
 
   async #revoke(record: RevocationRecord): Promise<void> {
@@ -141,8 +164,14 @@ export class LocalRevocationStore implements RevocationStore {
     await this.#enqueue(() => this.#append(record));
   }
 
+  /** Runs `task` after the writes before it, only while the lock is ours before and after. */
   #enqueue(task: () => Promise<void>): Promise<void> {
-    const run = this.#queue.then(task);
+    const run = this.#queue.then(async () => {
+      await this.#assertLockHeld();
+      await task();
+      // After the fsync, before the caller is told: a takeover after this point reads the line.
+      await this.#assertLockHeld();
+    });
     this.#queue = run.catch(() => {});
     return run;
   }
@@ -160,8 +189,24 @@ export class LocalRevocationStore implements RevocationStore {
     }
   }
 
+  async #assertLockHeld(): Promise<void> {
+    if (!this.#lockLost && (await this.#lock?.check()) !== false) return;
+    this.#lockLost = true;
+    throw new Error(
+      `revocation log ${this.#file}: its lock ${this.#lock?.path} was removed or taken over by another process; revocations are not written until restart`,
+    );
+  }
+
+  #onLockLost(): void {
+    if (this.#lockLost) return;
+    this.#lockLost = true;
+    this.#log('revocation log lock lost', { file: this.#file, lock: this.#lock?.path });
+  }
+
   async #load(): Promise<void> {
     await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
+    // Before reading: another process's compaction must not replace the file under us.
+    this.#lock = await holdFileLock(this.#file, { onLost: () => this.#onLockLost() });
     let text: string;
     try {
       text = await readFile(this.#file, 'utf8');

@@ -9,17 +9,26 @@
  * Dropping everything truncates the file in place; dropping part rewrites it
  * atomically with the rest.
  *
- * The file (directory 0700, file 0600) is created on the first append only: a store
- * that never queues never writes to the disk. Opening reads every valid line; a bad
- * line is reported through `log` ('revocation queue line corrupt') and skipped — a torn
- * last line is a record whose fsync never completed, so it was never acknowledged.
+ * The file (0600) is created on the first append only: a store that never queues never
+ * writes it. Opening reads every valid line; a bad line is reported through `log`
+ * ('revocation queue line corrupt') and skipped — a torn last line is a record whose
+ * fsync never completed, so it was never acknowledged.
+ *
+ * One process at a time: opening creates the directory (0700) if it can and takes
+ * `heldFileLock`'s lock beside the file before reading it, held until `close()`. Another
+ * process on the same file is refused with a `ConfigError` (a partial drop renames a new
+ * file over the one the other appends to). When the lock cannot be taken at open (a
+ * read-only directory, with `whileRedisDown: refuse`), it is taken before the first
+ * write, which fails if it cannot. If it is found removed or taken over, every later
+ * write rejects ('revocation queue lock lost').
  *
  * Operations run one at a time through a promise chain.
  */
-import { type FileHandle, open, readFile } from 'node:fs/promises';
+import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import { replaceFile } from '../lib/atomicWrite.js';
+import { FileInUse, type HeldFileLock, holdFileLock } from '../lib/heldFileLock.js';
 import {
   decodeRevocationLine,
   encodeRevocationRecord,
@@ -28,6 +37,10 @@ import {
 
 export class RevocationQueue {
   readonly #file: string;
+  readonly #log: (event: string, detail: Record<string, unknown>) => void;
+  /** Taken at open when possible, else before the first write; held until close. */
+  #lock: HeldFileLock | undefined;
+  #lockLost = false;
   #records: RevocationRecord[] = [];
   #handle: FileHandle | undefined;
   /** Set when the file may not match `#records` (a failed write): the next write rewrites it. */
@@ -35,8 +48,9 @@ export class RevocationQueue {
   #chain: Promise<unknown> = Promise.resolve();
   #closed = false;
 
-  private constructor(file: string) {
+  private constructor(file: string, log: (event: string, detail: Record<string, unknown>) => void) {
     this.#file = file;
+    this.#log = log;
   }
 
   /** Reads the queue left by an earlier run (none: empty). */
@@ -44,13 +58,24 @@ export class RevocationQueue {
     file: string,
     log: (event: string, detail: Record<string, unknown>) => void = () => {},
   ): Promise<RevocationQueue> {
-    const queue = new RevocationQueue(resolve(file));
+    const queue = new RevocationQueue(resolve(file), log);
+    try {
+      await queue.#takeLock();
+    } catch (error) {
+      if (error instanceof FileInUse) {
+        throw new ConfigError([
+          `revocation.queueFile: ${queue.#file} is in use by ${error.holder} (lock ${error.lockPath}): each gateway needs its own queue file`,
+        ]);
+      }
+      // Not writable now (EROFS, EACCES, ENOTDIR): the first write takes it, or fails.
+    }
     let text = '';
     try {
       text = await readFile(queue.#file, 'utf8');
     } catch (error) {
       const code = (error as NodeJS.ErrnoException).code;
       if (code !== 'ENOENT') {
+        await queue.#lock?.release();
         throw new ConfigError([`revocation.queueFile: cannot read ${queue.#file} (${code})`]);
       }
     }
@@ -89,21 +114,23 @@ export class RevocationQueue {
   /** Appends one record; resolves once it is fsynced. */
   append(record: RevocationRecord): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('revocation queue is closed'));
-    return this.#enqueue(async () => {
-      if (this.#needsRewrite || this.#handle === undefined) {
-        await this.#rewrite([...this.#records, record]);
+    return this.#enqueue(() =>
+      this.#write(async () => {
+        if (this.#needsRewrite || this.#handle === undefined) {
+          await this.#rewrite([...this.#records, record]);
+          this.#records.push(record);
+          return;
+        }
+        try {
+          await this.#handle.appendFile(encodeRevocationRecord(record), 'utf8');
+          await this.#handle.sync();
+        } catch (error) {
+          this.#needsRewrite = true;
+          throw error;
+        }
         this.#records.push(record);
-        return;
-      }
-      try {
-        await this.#handle.appendFile(encodeRevocationRecord(record), 'utf8');
-        await this.#handle.sync();
-      } catch (error) {
-        this.#needsRewrite = true;
-        throw error;
-      }
-      this.#records.push(record);
-    });
+      }),
+    );
   }
 
   /** Removes the `count` oldest records (those a replay has written to Redis). */
@@ -111,12 +138,14 @@ export class RevocationQueue {
     return this.#enqueue(async () => {
       const rest = this.#records.slice(count);
       if (rest.length === this.#records.length && !this.#needsRewrite) return;
-      if (rest.length === 0 && this.#handle !== undefined && !this.#needsRewrite) {
-        await this.#handle.truncate(0);
-        await this.#handle.sync();
-      } else {
-        await this.#rewrite(rest);
-      }
+      await this.#write(async () => {
+        if (rest.length === 0 && this.#handle !== undefined && !this.#needsRewrite) {
+          await this.#handle.truncate(0);
+          await this.#handle.sync();
+        } else {
+          await this.#rewrite(rest);
+        }
+      });
       this.#records = rest;
     });
   }
@@ -128,6 +157,35 @@ export class RevocationQueue {
     await this.#chain;
     await this.#handle?.close().catch(() => {});
     this.#handle = undefined;
+    await this.#lock?.release();
+  }
+
+  /** Runs a write while the lock is ours, before and after (after: before the caller is told). */
+  async #write(task: () => Promise<void>): Promise<void> {
+    await this.#assertLockHeld();
+    await task();
+    await this.#assertLockHeld();
+  }
+
+  async #takeLock(): Promise<void> {
+    await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
+    this.#lock = await holdFileLock(this.#file, { onLost: () => this.#onLockLost() });
+  }
+
+  /** Takes the lock if open could not; throws once it is lost (another process may write). */
+  async #assertLockHeld(): Promise<void> {
+    if (this.#lock === undefined && !this.#lockLost) await this.#takeLock();
+    if (!this.#lockLost && (await this.#lock?.check()) === true) return;
+    this.#lockLost = true;
+    throw new Error(
+      `revocation queue ${this.#file}: its lock ${this.#lock?.path} was removed or taken over by another process; nothing is queued until restart`,
+    );
+  }
+
+  #onLockLost(): void {
+    if (this.#lockLost) return;
+    this.#lockLost = true;
+    this.#log('revocation queue lock lost', { file: this.#file, lock: this.#lock?.path });
   }
 
   #enqueue(task: () => Promise<void>): Promise<void> {

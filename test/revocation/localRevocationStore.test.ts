@@ -1,11 +1,12 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtemp, readFile, rm, stat, writeFile } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
+import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { epochSeconds, ManualClock } from '../../src/lib/clock.js';
+import { lockPathFor } from '../../src/lib/fileLock.js';
 import { LocalRevocationStore } from '../../src/revocation/localRevocationStore.js';
 import { decodeRevocationLine } from '../../src/revocation/revocationLogRecord.js';
 
@@ -338,4 +339,121 @@ test('an unusable log path fails open() with a ConfigError naming revocation.fil
     name: 'ConfigError',
     message: /revocation\.file: cannot open/,
   });
+});
+
+/**
+ * Starts `revokeAndWait.js` (a store in another process): resolves once it acknowledged
+ * `tokenId`, with the child (killed in `t.after`) and its exit signal.
+ */
+async function storeInAnotherProcess(t: TestContext, file: string, tokenId: string, exp: number) {
+  const script = join(dirname(fileURLToPath(import.meta.url)), 'revokeAndWait.js');
+  const child = spawn(process.execPath, [script, file, tokenId, String(exp)], {
+    stdio: ['ignore', 'pipe', 'inherit'],
+  });
+  const exited = new Promise<NodeJS.Signals | null>((resolve) =>
+    child.on('exit', (_code, signal) => resolve(signal)),
+  );
+  t.after(() => child.kill('SIGKILL'));
+  await new Promise<void>((resolve, reject) => {
+    let out = '';
+    const timer = setTimeout(() => reject(new Error(`no ack within 10 s: ${out}`)), 10_000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      out += chunk.toString('utf8');
+      if (out.includes('acked')) {
+        clearTimeout(timer);
+        resolve();
+      }
+    });
+    child.on('exit', () => reject(new Error(`child exited before acking: ${out}`)));
+  });
+  return { child, exited };
+}
+
+test('a second store on the same file is refused naming the file and the holder; the first keeps every acknowledged revocation', async (t) => {
+  // The reviewer's sequence: the second open used to compact the file under the first,
+  // whose later acknowledged revocations went to the replaced file and were lost.
+  const file = await logFile(t);
+  const clock = new ManualClock();
+  const exp = epochSeconds(clock) + HOUR;
+  const options = { compactMinLines: 1, compactRatio: 1 };
+  const first = await LocalRevocationStore.open(file, clock, options);
+  await first.revokeToken('x', exp);
+  await first.revokeToken('x', exp); // a duplicate line: the file is due for compaction
+  await assert.rejects(LocalRevocationStore.open(file, clock, options), {
+    name: 'ConfigError',
+    message:
+      `invalid configuration:\n  - revocation.file: ${file} is in use by this process ` +
+      `(pid ${process.pid}) (lock ${lockPathFor(file)}): two gateways must not share one ` +
+      'revocation file; stop the other one or give each its own file',
+  });
+  await first.revokeToken('y', exp);
+  await first.close();
+  assert.deepEqual(await readdir(dirname(file)), ['revocations.log'], 'close removed the lock');
+
+  const { store } = await openStore(t, file, clock, options);
+  assert.equal(store.isRevoked(token('x')), true);
+  assert.equal(store.isRevoked(token('y')), true);
+});
+
+test('a store open in another process refuses this one naming its pid; once that process is SIGKILLed the file opens with its revocation', async (t) => {
+  const file = await logFile(t);
+  const clock = new ManualClock();
+  const { child, exited } = await storeInAnotherProcess(
+    t,
+    file,
+    'jti-other',
+    epochSeconds(clock) + HOUR,
+  );
+  await assert.rejects(LocalRevocationStore.open(file, clock), (error: Error) => {
+    assert.equal(error.name, 'ConfigError');
+    assert.match(
+      error.message,
+      new RegExp(
+        `revocation\\.file: ${file} is in use by pid ${child.pid} on ${hostname()} since `,
+      ),
+    );
+    return true;
+  });
+  child.kill('SIGKILL');
+  assert.equal(await exited, 'SIGKILL');
+  const { store } = await openStore(t, file, clock);
+  assert.equal(store.isRevoked(token('jti-other')), true);
+});
+
+test('a lock left by a process that is no longer running does not block the next open', async (t) => {
+  const file = await logFile(t);
+  const clock = new ManualClock();
+  await LocalRevocationStore.open(file, clock).then((s) => s.close());
+  const gone = spawn(process.execPath, ['-e', ''], { stdio: 'ignore' });
+  await new Promise((resolve) => gone.once('exit', resolve));
+  const owner = { pid: gone.pid, host: hostname(), since: '2026-01-01T00:00:00.000Z' };
+  await writeFile(lockPathFor(file), `${JSON.stringify(owner)}\n`);
+  const { store } = await openStore(t, file, clock);
+  await store.revokeToken('after', epochSeconds(clock) + HOUR);
+  assert.equal(
+    (JSON.parse(await readFile(lockPathFor(file), 'utf8')) as { pid: number }).pid,
+    process.pid,
+  );
+});
+
+test('a lock taken over while the store is open: later revocations are refused (still enforced here), reported once, and the file is left alone', async (t) => {
+  const file = await logFile(t);
+  const clock = new ManualClock();
+  const exp = epochSeconds(clock) + HOUR;
+  const { store, logged } = await openStore(t, file, clock);
+  await store.revokeToken('before', exp);
+  const other = { pid: 1, host: 'other-node.example', since: '2026-01-01T00:00:00.000Z' };
+  await rm(lockPathFor(file));
+  await writeFile(lockPathFor(file), `${JSON.stringify(other)}\n`);
+  const contents = await readFile(file, 'utf8');
+
+  await assert.rejects(store.revokeToken('after', exp), /taken over by another process/);
+  await assert.rejects(store.revokeClient('acme', 1, exp), /taken over by another process/);
+  assert.equal(store.isRevoked(token('after')), true, 'enforced in memory');
+  assert.equal(await readFile(file, 'utf8'), contents);
+  assert.deepEqual(logged, [
+    { event: 'revocation log lock lost', detail: { file, lock: lockPathFor(file) } },
+  ]);
+  await store.close();
+  assert.match(await readFile(lockPathFor(file), 'utf8'), /other-node/, "the other's lock stays");
 });
