@@ -596,7 +596,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     revoke(tokenId, expiresAt) {
       return revocation.revokeToken(
         tokenId,
-        expiresAt ?? epochSeconds(clock) + horizon.maxLifetimeSeconds,
+        // As the admin API's default: the latest any token issued so far is accepted.
+        expiresAt ??
+          epochSeconds(clock) + horizon.maxLifetimeSeconds + 2 * horizon.clockSkewSeconds,
       );
     },
     shutdown() {

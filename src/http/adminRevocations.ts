@@ -13,13 +13,15 @@
  * POST body (`Content-Type: application/json`, at most 16 KiB, a JSON object, no
  * duplicate keys, no other property), exactly one of:
  *   { "jti": "…", "expiresAt"?: <epoch seconds> }
- *       `expiresAt` is the token's `exp`: an integer in the future, at most now +
- *       maxLifetimeSeconds. The entry is kept until expiresAt + clock skew (a verifier
+ *       `expiresAt` is the token's `exp`: an integer in the future, at most now + clock
+ *       skew + maxLifetimeSeconds (an issuer whose clock runs ahead by the skew stamps
+ *       `iat` that much later). The entry is kept until expiresAt + skew (a verifier
  *       accepts a token up to `exp` + skew); without it, until now + maxLifetimeSeconds
- *       + skew (the latest any token issued so far can expire).
+ *       + 2 × skew (the latest any token issued so far is still accepted).
  *   { "clientId": "…", "issuedBefore"?: "<RFC 3339 date-time>" | <epoch seconds> }
  *       revokes every token of the client whose `iat` is at or before the cut-off
- *       (default: now, which also covers tokens issued earlier in the current second).
+ *       (default: now + clock skew, which also covers tokens stamped by an issuer whose
+ *       clock runs ahead).
  *       The cut-off may not be later than now + clock skew. The entry is kept until
  *       issuedBefore + maxLifetimeSeconds + skew.
  * Answers 201 `{ kind: "token", jti, expiresAt }` or
@@ -225,17 +227,17 @@ export function parseRevocation(
       );
     }
     if (!Object.hasOwn(record, 'expiresAt')) {
-      return { kind: 'token', jti, expiresAt: now + lifetime + skew };
+      return { kind: 'token', jti, expiresAt: now + skew + lifetime + skew };
     }
     const exp = record.expiresAt;
     if (typeof exp !== 'number' || !Number.isSafeInteger(exp)) {
       throw invalidRequest('wrong-type', 'expiresAt must be an integer (seconds since the epoch).');
     }
     if (exp <= now) throw invalidRequest('expires-in-past', 'expiresAt must be in the future.');
-    if (exp > now + lifetime) {
+    if (exp > now + skew + lifetime) {
       throw invalidRequest(
         'expires-too-late',
-        'expiresAt must not exceed now plus the maximum token lifetime.',
+        'expiresAt must not exceed now plus the clock skew and the maximum token lifetime.',
       );
     }
     return { kind: 'token', jti, expiresAt: exp + skew };

@@ -203,7 +203,7 @@ describe('admin revocation API: authentication', () => {
 });
 
 describe('admin revocation API: POST', () => {
-  test('{jti} → 201 once stored; the token is revoked until now + lifetime + skew', async (t) => {
+  test('{jti} → 201 once stored; the token is revoked until now + lifetime + 2 × skew', async (t) => {
     const server = await startAdminServer(t);
     const res = await post(server, { jti: 'j1' });
     assert.equal(res.status, 201);
@@ -212,7 +212,9 @@ describe('admin revocation API: POST', () => {
     assert.deepEqual(await res.json(), {
       kind: 'token',
       jti: 'j1',
-      expiresAt: NOW + LIFETIME + SKEW,
+      // A token stamped by an issuer whose clock runs ahead by the skew expires at
+      // now + skew + lifetime and is accepted a skew longer.
+      expiresAt: NOW + LIFETIME + 2 * SKEW,
     });
     assert.equal(server.store.isRevoked(token('j1')), true);
     assert.equal(server.store.isRevoked(token('j2')), false);
@@ -227,6 +229,17 @@ describe('admin revocation API: POST', () => {
     assert.deepEqual(server.store.entries().tokens, [
       { tokenId: 'j1', expiresAt: NOW + 60 + SKEW },
     ]);
+  });
+
+  test('{jti, expiresAt} takes the exp of a token stamped by a clock ahead by the skew', async (t) => {
+    const server = await startAdminServer(t);
+    const exp = NOW + SKEW + LIFETIME;
+    const res = await post(server, { jti: 'ahead', expiresAt: exp });
+    assert.equal(res.status, 201);
+    assert.deepEqual(await res.json(), { kind: 'token', jti: 'ahead', expiresAt: exp + SKEW });
+    const late = await post(server, { jti: 'late', expiresAt: exp + 1 });
+    assert.equal(late.status, 400);
+    await late.arrayBuffer();
   });
 
   test('{clientId, issuedBefore} applies the cut-off (RFC 3339 and epoch seconds)', async (t) => {
@@ -281,8 +294,8 @@ describe('admin revocation API: POST', () => {
     ['expiresAt now', { jti: 'j', expiresAt: NOW }, 'expiresAt must be in the future.'],
     [
       'expiresAt beyond the longest lifetime',
-      { jti: 'j', expiresAt: NOW + LIFETIME + 1 },
-      'expiresAt must not exceed now plus the maximum token lifetime.',
+      { jti: 'j', expiresAt: NOW + SKEW + LIFETIME + 1 },
+      'expiresAt must not exceed now plus the clock skew and the maximum token lifetime.',
     ],
     [
       'a fractional expiresAt',

@@ -162,10 +162,18 @@ test('external issuers: maxLifetimeSeconds bounds their tokens and the life of r
   assert.equal(await call(await partnerToken('six-days', 6 * DAY)), 200);
   assert.equal(await call(await partnerToken('eight-days', 8 * DAY)), 401, 'over its maximum');
 
-  // An entry of unknown expiry outlives the issuer's longest token and largest skew.
+  // An entry of unknown expiry outlives the issuer's longest token and largest skew, also
+  // for a token stamped by its clock running ahead by the skew (iat = now + 300).
   const byJti = await revoke({ jti: 'six-days' });
   assert.equal(byJti.status, 201);
-  assert.equal(byJti.body.expiresAt, now + 7 * DAY + 300);
+  assert.equal(byJti.body.expiresAt, now + 7 * DAY + 2 * 300);
+  const aheadWeek = await partnerToken('ahead-week', 7 * DAY, now + 300);
+  assert.equal(await call(aheadWeek), 200);
+  assert.equal((await revoke({ jti: 'ahead-week' })).status, 201);
+  const start = clock.now();
+  clock.advance((7 * DAY + 2 * 300 - 1) * 1000);
+  assert.equal(await call(aheadWeek), 401, 'still revoked in the last second it is accepted');
+  clock.set(start);
   // The token's real exp is accepted (was refused as beyond our own 24 h).
   const withExp = await revoke({ jti: 'six-days-b', expiresAt: now + 6 * DAY });
   assert.equal(withExp.status, 201);
