@@ -30,7 +30,7 @@ import {
   isChunkedOnly,
   upstreamCutOf,
 } from '../proxy/forwarder.js';
-import type { RouteTable } from '../proxy/routeTable.js';
+import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
@@ -209,7 +209,7 @@ export class PublicGateway {
       case OPENAPI_PATH:
         return this.#document(req, res, 'openapi', this.#d.openapi);
     }
-    if (req.method === 'TRACE') throw traceRefused();
+    if (!isForwardedMethod(req.method)) throw methodRefused(req.method);
     const principal = this.#authenticate(req, target.search, authorizationLines);
     if (principal instanceof Promise) {
       return principal.then((p) => this.#forward(req, res, target, p));
@@ -227,8 +227,10 @@ export class PublicGateway {
     const scope = res.scope;
     scope.clientId = principal.clientId;
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
-    const route = this.#authorize(target.path, principal);
+    const route = this.#matchRoute(target.path);
+    // Before the scope check: a 403 is logged and counted under the route it was for.
     scope.routeId = route.id;
+    checkScopes(route, principal);
     continueBody(res);
     this.#d.forwarder.dispatch(
       req,
@@ -258,7 +260,8 @@ export class PublicGateway {
     }
     const principal = await this.#authenticate(req, target.search, authorizationLines);
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
-    const route = this.#authorize(target.path, principal);
+    const route = this.#matchRoute(target.path);
+    checkScopes(route, principal);
     this.#d.accessLogger.logger.info(
       {
         reqId: requestId,
@@ -298,23 +301,10 @@ export class PublicGateway {
   }
 
   /** Route lookup after authentication (the route table is not revealed to strangers). */
-  #authorize(path: string, principal: Principal) {
+  #matchRoute(path: string): CompiledRoute {
     const route = this.#d.routes().match(path);
     if (route === null) {
       throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
-    }
-    if (!hasScopes(principal.scopes, route.scopes)) {
-      const needed = route.scopes.join(' ');
-      throw new PortariaError(
-        'insufficient-scope',
-        'The access token lacks a scope this route requires.',
-        {
-          reason: 'insufficient-scope',
-          headers: {
-            'www-authenticate': `Bearer realm="portaria", error="insufficient_scope", scope="${needed}"`,
-          },
-        },
-      );
     }
     return route;
   }
@@ -415,6 +405,22 @@ export class PublicGateway {
   }
 }
 
+/** The token must carry every scope the route requires: else 403 insufficient_scope. */
+function checkScopes(route: CompiledRoute, principal: Principal): void {
+  if (hasScopes(principal.scopes, route.scopes)) return;
+  const needed = route.scopes.join(' ');
+  throw new PortariaError(
+    'insufficient-scope',
+    'The access token lacks a scope this route requires.',
+    {
+      reason: 'insufficient-scope',
+      headers: {
+        'www-authenticate': `Bearer realm="portaria", error="insufficient_scope", scope="${needed}"`,
+      },
+    },
+  );
+}
+
 function pathOnly(url: string | undefined): string {
   if (url === undefined) return '';
   const q = url.indexOf('?');
@@ -426,15 +432,37 @@ function ignoreSocketError(): void {}
 /** The methods the gateway forwards (the `Allow` of its 405s for CONNECT and TRACE). */
 const FORWARDED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
 
+function isForwardedMethod(method: string | undefined): boolean {
+  switch (method) {
+    case 'GET':
+    case 'POST':
+    case 'PUT':
+    case 'PATCH':
+    case 'DELETE':
+    case 'HEAD':
+    case 'OPTIONS':
+      return true;
+    default:
+      return false;
+  }
+}
+
 /**
- * TRACE is answered here, never forwarded: the upstream would echo the request it
- * received — with the identity headers the gateway set — and no API needs it.
+ * Other methods are answered here, never forwarded. TRACE: the upstream would echo the
+ * request it received — with the identity headers the gateway set — and no API needs it.
+ * WebDAV (PROPFIND, MKCOL, LOCK…), PURGE and the rest of what Node's parser knows: an
+ * API behind the gateway has no use for them, and a cache or file server that does must
+ * not be reachable with them through it.
  */
-function traceRefused(): PortariaError {
-  return new PortariaError('method-not-allowed', 'TRACE is not supported.', {
-    reason: 'trace',
-    headers: { allow: FORWARDED_METHODS },
-  });
+function methodRefused(method: string | undefined): PortariaError {
+  return new PortariaError(
+    'method-not-allowed',
+    method === 'TRACE' ? 'TRACE is not supported.' : 'This method is not supported.',
+    {
+      reason: method === 'TRACE' ? 'trace' : 'method',
+      headers: { allow: FORWARDED_METHODS },
+    },
+  );
 }
 
 /**

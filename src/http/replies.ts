@@ -46,6 +46,8 @@ export function sendProblem(
   res.setHeader('content-type', 'application/problem+json');
   res.setHeader('content-length', Buffer.byteLength(body));
   res.setHeader('cache-control', 'no-store');
+  // The body echoes request paths and property names: never to be sniffed as HTML.
+  res.setHeader('x-content-type-options', 'nosniff');
   if (error.headers)
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   if (closeConnection) res.setHeader('connection', 'close');

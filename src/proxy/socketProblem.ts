@@ -57,6 +57,7 @@ export function writeSocketProblem(
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\n` +
     'content-type: application/problem+json\r\n' +
     'cache-control: no-store\r\n' +
+    'x-content-type-options: nosniff\r\n' +
     `content-length: ${Buffer.byteLength(body)}\r\n` +
     'connection: close\r\n';
   if (error.headers !== undefined) {

@@ -279,20 +279,22 @@ describe('framing between client, gateway and upstream', () => {
     assert.equal(second?.status, 200, 'a second request on the same connection');
   });
 
-  test('TRACE is answered 405 by the gateway, never forwarded', async (t) => {
-    const { gw, upstream } = await framedGateway(t);
-    const token = await gw.token();
-    const raw = onlyResponse(
-      await rawRequest(
-        gw.url,
-        get(gw, token, '/v1/orders')
-          .replace('GET', 'TRACE')
-          .replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'),
-        3000,
-      ),
-    );
-    assert.equal(raw.status, 405);
-    assert.equal(headerOf(raw, 'allow'), 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
-    assert.equal(upstream.heads.length, 0);
-  });
+  for (const method of ['TRACE', 'PROPFIND', 'MKCOL', 'LOCK', 'PURGE', 'SEARCH']) {
+    test(`${method} is answered 405 by the gateway, never forwarded`, async (t) => {
+      const { gw, upstream } = await framedGateway(t);
+      const token = await gw.token();
+      const raw = onlyResponse(
+        await rawRequest(
+          gw.url,
+          get(gw, token, '/v1/orders')
+            .replace('GET', method)
+            .replace('\r\n\r\n', '\r\nConnection: close\r\n\r\n'),
+          3000,
+        ),
+      );
+      assert.equal(raw.status, 405);
+      assert.equal(headerOf(raw, 'allow'), 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS');
+      assert.equal(upstream.heads.length, 0);
+    });
+  }
 });

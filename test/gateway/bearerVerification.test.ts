@@ -14,6 +14,7 @@ import {
   unsecuredToken,
   validClaims,
 } from '../helpers/tokens.js';
+import { accessLineOf } from '../helpers/wait.js';
 
 function call(gw: Gateway, token: string | null, path = '/v1/orders/1') {
   return fetch(
@@ -330,6 +331,11 @@ describe('bearer verification at the edge', () => {
     );
     assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:insufficient-scope');
     assert.equal(gw.upstream.received.length, 0);
+    assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
+    // Logged and counted under the route it was refused for, not as unmatched.
+    const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
+    assert.equal(line.route, 'reports');
+    assert.equal(line.status, 403);
   });
 
   test('no route and no default upstream → 404 after authentication, 401 before', async (t) => {

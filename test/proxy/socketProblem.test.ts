@@ -46,6 +46,7 @@ describe('writeSocketProblem', () => {
       'HTTP/1.1 401 Unauthorized\r\n' +
         'content-type: application/problem+json\r\n' +
         'cache-control: no-store\r\n' +
+        'x-content-type-options: nosniff\r\n' +
         `content-length: ${Buffer.byteLength(body)}\r\n` +
         'connection: close\r\n' +
         'WWW-Authenticate: Bearer realm="portaria"\r\n' +

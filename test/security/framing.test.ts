@@ -311,6 +311,7 @@ describe('request line and header limits', () => {
     assert.equal(res.status, 405);
     assert.equal(headerOf(res, 'connection'), 'close');
     assert.ok(headerOf(res, 'allow'));
+    assert.equal(headerOf(res, 'x-content-type-options'), 'nosniff');
     assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:method-not-allowed');
     await assertStillServing(gw, token);
   });
