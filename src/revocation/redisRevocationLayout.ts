@@ -6,9 +6,7 @@
  *   <prefix>revocation:clients   sorted set: member clientId, score = entry expiry (s)
  *   <prefix>revocation:cutoffs   sorted set: member clientId, score = iat cut-off (s)
  *   <prefix>revocation:events    pub/sub channel: one message per revocation
- *   <prefix>revocation:marker    string, no TTL: written at every full sync; its absence
- *                                tells a synchronised replica that Redis lost the list
- *                                (FLUSHALL, FLUSHDB, eviction) and must be written back
+ *   <prefix>revocation:marker    string, no TTL: the list's generation, a random id
  *
  * Why sorted sets and not one key per entry: a full load is a `ZSCAN` of the list itself,
  * O(entries), whatever else lives in the database (the token limits' keys share it); a
@@ -20,6 +18,23 @@
  * `ZREMRANGEBYSCORE` each minute; a load skips expired members anyway), and each set
  * carries a key TTL (`EXPIREAT`) at its latest entry's expiry, so the whole list
  * disappears by itself once nothing in it can matter — even with no gateway left.
+ *
+ * Losing data: the TTLs make the sets evictable under every `maxmemory-policy` but
+ * `noeviction` (`volatile-*` evicts the sets and keeps the marker), and `FLUSHALL` or a
+ * restart without persistence drops everything. The generation is how every replica that
+ * still knows entries finds out, whoever rewrote what since:
+ * - a full sync reads it, or creates it when absent (`MARKER_SCRIPT`), before loading;
+ *   the replica keeps the id it synchronised against;
+ * - the heartbeat (`HEARTBEAT_SCRIPT`) returns it, and deletes it when a set the replica
+ *   holds live entries for is missing: every replica sees a missing or different id and
+ *   synchronises in full, writing back what it knows;
+ * - a write that creates a set deletes it too (unless it is the id the writer's own sync
+ *   just created): the set was evicted and is being recreated, or every entry in it had
+ *   expired — a write after an eviction must not hide the loss from the replicas that
+ *   still know the evicted entries (the cost, in the harmless case, is one full sync per
+ *   replica).
+ * The marker has no TTL, so `volatile-*` policies never evict it; `allkeys-*` may, which
+ * reads as a missing marker.
  *
  * The write script stores and announces in one step: a replica that sees the message
  * finds the entry stored, and an entry is never stored or made stricter unannounced. The
@@ -46,26 +61,67 @@ export function revocationKeys(prefix: string): RevocationKeys {
 }
 
 /**
- * KEYS: tokens, clients, cutoffs. ARGV: kind, id, expiresAt, issuedBefore (or ''),
- * channel, message. Returns 1 when the entry was new or made stricter (and announced),
- * 0 when Redis already held it as strict: then every synchronised replica has it too, so
- * replays and write-backs by many replicas cost no messages.
+ * KEYS: tokens, clients, cutoffs, marker. ARGV: kind, id, expiresAt, issuedBefore (or
+ * ''), channel, message, fresh (the generation the writer's running sync created, or '').
+ * Returns 1 when the entry was new or made stricter (and announced), 0 when Redis already
+ * held it as strict: then every synchronised replica has it too, so replays and
+ * write-backs by many replicas cost no messages. When the write creates a set, the marker
+ * is deleted (unless it is `fresh`): see the header.
  */
 export const WRITE_SCRIPT = `
 local set = KEYS[1]
 local changed = 0
+local created = false
 if ARGV[1] == 'client' then
   set = KEYS[2]
+  created = redis.call('EXISTS', KEYS[3]) == 0
   changed = redis.call('ZADD', KEYS[3], 'GT', 'CH', ARGV[4], ARGV[2])
 end
+if redis.call('EXISTS', set) == 0 then created = true end
 changed = changed + redis.call('ZADD', set, 'GT', 'CH', ARGV[3], ARGV[2])
 if changed == 0 then return 0 end
+if created then
+  local marker = redis.call('GET', KEYS[4])
+  if marker and marker ~= ARGV[7] then redis.call('DEL', KEYS[4]) end
+end
 local last = redis.call('ZRANGE', set, -1, -1, 'WITHSCORES')
 local at = math.ceil(tonumber(last[2]))
 redis.call('EXPIREAT', set, at)
 if ARGV[1] == 'client' then redis.call('EXPIREAT', KEYS[3], at) end
 redis.call('PUBLISH', ARGV[5], ARGV[6])
 return 1
+`;
+
+/**
+ * KEYS: marker. ARGV: a new random id. Returns the generation: the marker's value, or the
+ * new id after storing it when the marker was absent (the caller created it when the
+ * value returned is its own id).
+ */
+export const MARKER_SCRIPT = `
+local id = redis.call('GET', KEYS[1])
+if id then return id end
+redis.call('SET', KEYS[1], ARGV[1])
+return ARGV[1]
+`;
+
+/**
+ * KEYS: marker, tokens, clients, cutoffs. ARGV: the latest expiry (s) of the caller's
+ * token entries, of its client entries (0 when none), a margin (s). A set is expected
+ * while the caller holds an entry for it expiring more than the margin after Redis's
+ * clock (`TIME`, the clock that expires the sets: the caller's may differ). When an
+ * expected set is missing, deletes the marker (so that every replica synchronises in
+ * full, not only the caller) and returns [nil, 1]; else returns [marker or nil, 0]. Reads
+ * nothing else, so a heartbeat stays one short command whatever the list's size (EXISTS
+ * does not touch a key's LRU clock).
+ */
+export const HEARTBEAT_SCRIPT = `
+local after = tonumber(redis.call('TIME')[1]) + tonumber(ARGV[3])
+if (tonumber(ARGV[1]) > after and redis.call('EXISTS', KEYS[2]) == 0)
+  or (tonumber(ARGV[2]) > after and redis.call('EXISTS', KEYS[3], KEYS[4]) < 2) then
+  redis.call('DEL', KEYS[1])
+  return {false, 1}
+end
+return {redis.call('GET', KEYS[1]), 0}
 `;
 
 /**
@@ -83,14 +139,18 @@ end
 return removed + #gone
 `;
 
-/** The arguments of `WRITE_SCRIPT` after the three keys, for one record. */
+/**
+ * The arguments of `WRITE_SCRIPT` after the four keys, for one record; `fresh` is the
+ * generation the writer's running sync created ('' for every other write).
+ */
 export function writeArguments(
   record: RevocationRecord,
   channel: string,
   message: string,
+  fresh = '',
 ): string[] {
   if (record.kind === 'token') {
-    return ['token', record.tokenId, String(record.expiresAt), '', channel, message];
+    return ['token', record.tokenId, String(record.expiresAt), '', channel, message, fresh];
   }
   return [
     'client',
@@ -99,5 +159,6 @@ export function writeArguments(
     String(record.issuedBefore),
     channel,
     message,
+    fresh,
   ];
 }

@@ -12,16 +12,28 @@
  * without persistence, queued revocations), so nothing acknowledged is lost while any
  * replica still knows it.
  *
+ * Data lost by Redis with the connections up (FLUSHALL, FLUSHDB, eviction of the sets
+ * under a `volatile-*` or `allkeys-*` policy, a proxy that reconnected to an empty Redis)
+ * is noticed by every replica that still knows entries, whoever rewrote what since. A
+ * full sync reads the list's generation (a random id in the marker key, created by
+ * whoever finds it absent) before loading; each heartbeat checks, in one script, that the
+ * marker still holds that id and that every set this replica holds live entries for
+ * (expiring more than `EXPECT_MARGIN_S` from now, by its clock and by Redis's: a set
+ * about to expire is no loss) still exists. A missing or different id, or a missing set, starts a full sync at
+ * once, which writes back every entry this replica knows. A heartbeat that finds a set
+ * missing, and a write that creates a set, delete the marker: every other replica still
+ * holding entries then sees a missing id, even once the set exists again
+ * (`redisRevocationLayout.ts`). Not detected: entries lost while their set survives (a
+ * failover to a Redis replica that lagged behind).
+ *
  * Freshness: the list counts as synchronised at the start of the last full load that
- * succeeded, and again each time a PING on the subscriber connection is answered while
- * subscribed (a reply proves every message published before the PING was delivered) and
- * the marker key a full sync writes is still in Redis: a Redis that lost its data with
- * the connections up (FLUSHALL, FLUSHDB, eviction) is noticed at the next heartbeat, and
- * the replica synchronises in full again — writing back every entry it knows.
- * The heartbeat runs every `heartbeatMs` (default: a quarter of `maxSyncLagSeconds`, at
- * most 1 s); a closed connection marks the list unsynchronised until a full load
- * succeeds again. `isStale()` (one clock read, no allocation) is true once the last
- * synchronisation is older than `maxSyncLagSeconds` — and before the first load.
+ * succeeded, and again each time a heartbeat finds the list whole (above) and a PING on
+ * the subscriber connection is answered while subscribed (a reply proves every message
+ * published before the PING was delivered). The heartbeat runs every `heartbeatMs`
+ * (default: a quarter of `maxSyncLagSeconds`, at most 1 s); a closed connection marks
+ * the list unsynchronised until a full load succeeds again. `isStale()` (one clock read,
+ * no allocation) is true once the last synchronisation is older than
+ * `maxSyncLagSeconds` — and before the first load.
  *
  * Revocations: applied to the copy at once (enforced here even if storing fails), then
  * written to Redis; the promise resolves once Redis has it. When Redis is unreachable or
@@ -35,11 +47,14 @@
  * Timers are unref'd; `close` ends both connections without waiting on a dead Redis.
  * Logs never carry the Redis URL or password (ioredis messages name host:port at most).
  */
+import { randomUUID } from 'node:crypto';
 import type { RedisConfig } from '../config/types.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import { createRedisClient, type RedisClient } from '../redis/redisClient.js';
 import { MemoryRevocationStore } from './memoryRevocationStore.js';
 import {
+  HEARTBEAT_SCRIPT,
+  MARKER_SCRIPT,
   type RevocationKeys,
   revocationKeys,
   SWEEP_SCRIPT,
@@ -97,6 +112,16 @@ export class RevocationNotStored extends Error {
 
 const SCAN_COUNT = 1000;
 const WRITE_BATCH = 500;
+/**
+ * A replica expects a set in Redis only while it holds an entry of that kind expiring
+ * more than this many seconds from now, by its own clock and by Redis's (which expires
+ * the sets): a set's TTL is rounded up to the second, and a replica whose clock runs a
+ * little ahead sweeps entries early, so a set about to expire is no evidence of loss.
+ */
+const EXPECT_MARGIN_S = 5;
+
+/** Why a heartbeat found the list in Redis no longer the one this replica synchronised. */
+type LossReason = 'marker-missing' | 'marker-replaced' | 'set-missing';
 
 /** What a full load found in Redis (live entries only). */
 interface Held {
@@ -120,6 +145,12 @@ export class RedisRevocationStore implements RevocationStore {
   };
   #timer: NodeJS.Timeout | undefined;
   #lastSyncMs = Number.NEGATIVE_INFINITY;
+  /** The generation (marker value) of the last full sync that succeeded. */
+  #generation: string | null = null;
+  /** Why a heartbeat asked for the full sync still to succeed (its write-back is a loss). */
+  #lost: LossReason | undefined;
+  /** Latest expiry (s) of the token and of the client entries ever held: sets expected. */
+  #latest = { token: 0, client: 0 };
   #loaded = false;
   #synced = false;
   /** Bumped on every connection close: a sync begun before it proves nothing. */
@@ -306,21 +337,31 @@ export class RedisRevocationStore implements RevocationStore {
       });
   }
 
-  /** Subscribe, load in full, write back what Redis lacks, drop the replayed queue. */
+  /**
+   * Subscribe, read (or create) the generation, load in full, write back what Redis lacks,
+   * drop the replayed queue. The generation is read before the load: whatever Redis loses
+   * after that changes it, so the next heartbeat notices.
+   */
   async #sync(): Promise<void> {
     const epoch = this.#epoch;
     const started = this.#clock.now();
     const queued = this.#queue.size;
     try {
       await this.#subscriber.subscribe(this.#keys.channel);
+      const proposed = randomUUID();
+      const generation = String(
+        await this.#command.eval(MARKER_SCRIPT, 1, this.#keys.marker, proposed),
+      );
       const held = await this.#load();
       const missing = this.#missingFrom(held);
-      await this.#writeAll(missing);
-      await this.#command.set(this.#keys.marker, '1');
+      // Sets this write-back creates need not reset a generation created just now: every
+      // other replica sees a new id anyway.
+      await this.#writeAll(missing, generation === proposed ? proposed : '');
       await this.#queue.drop(queued);
       if (this.#epoch !== epoch || this.#closed)
         throw new Error('redis connection lost during sync');
       this.#synced = true;
+      this.#generation = generation;
       // Steps run one at a time, so `started` is the latest; assigned, not max()ed, so a
       // wall clock that stepped back does not leave the last sync in the future.
       this.#lastSyncMs = started;
@@ -333,6 +374,13 @@ export class RedisRevocationStore implements RevocationStore {
         replayed: queued,
         ms: Math.round(this.#clock.now() - started),
       });
+      if (this.#lost !== undefined && missing.length > 0) {
+        this.#log('warn', 'revocation entries missing from redis: written back', {
+          reason: this.#lost,
+          written: missing.length,
+        });
+      }
+      this.#lost = undefined;
       if (!this.#loaded) {
         this.#loaded = true;
         this.#onFirstLoad();
@@ -350,23 +398,65 @@ export class RedisRevocationStore implements RevocationStore {
     this.#log('info', 'revocation queue replayed', { replayed: records.length });
   }
 
+  /**
+   * PING the subscriber and, in the same round trip, check the list in Redis is still the
+   * one synchronised against (`HEARTBEAT_SCRIPT`); if not, synchronise in full at once.
+   * The sets expected are those this replica held live entries for when the script was
+   * sent (by its clock and by Redis's): each was in Redis by then (loaded, announced after
+   * storing, or written earlier on this same connection — commands on one connection
+   * run in order).
+   */
   async #heartbeat(): Promise<void> {
     const epoch = this.#epoch;
     const sent = this.#clock.now();
-    const [present] = await Promise.all([
-      this.#command.exists(this.#keys.marker),
+    const k = this.#keys;
+    const [reply] = await Promise.all([
+      this.#command.eval(
+        HEARTBEAT_SCRIPT,
+        4,
+        k.marker,
+        k.tokens,
+        k.clients,
+        k.cutoffs,
+        this.#expected('token'),
+        this.#expected('client'),
+        EXPECT_MARGIN_S,
+      ),
       this.#subscriber.ping(),
     ]);
     if (!this.#synced || this.#epoch !== epoch) return;
-    if (present === 0) {
-      // Redis lost the list (flushed, evicted) while connected: sync in full, writing back.
-      this.#synced = false;
-      this.#log('warn', 'revocation list missing from redis: writing it back', {
-        entries: this.#memory.size(),
-      });
+    const [marker, setMissing] = reply as [string | null, number];
+    const lost: LossReason | undefined =
+      setMissing === 1
+        ? 'set-missing'
+        : marker === null
+          ? 'marker-missing'
+          : marker !== this.#generation
+            ? 'marker-replaced'
+            : undefined;
+    if (lost === undefined) {
+      this.#lastSyncMs = sent;
       return;
     }
-    this.#lastSyncMs = sent;
+    // Flushed, evicted, or rebuilt by another replica: the list in memory is still
+    // current (pub/sub kept flowing), so it stays synced while the full sync writes back.
+    this.#lost = lost;
+    this.#log('info', 'revocation list in redis changed: synchronising in full', {
+      reason: lost,
+      entries: this.#memory.size(),
+    });
+    await this.#sync();
+  }
+
+  /**
+   * The latest expiry of this kind's entries when one is live beyond the margin by this
+   * replica's clock, else 0 (the script then checks it against Redis's clock). A replica
+   * whose clock runs ahead counts (and sweeps) its entries expired before Redis does, and
+   * would have nothing to write back.
+   */
+  #expected(kind: RevocationRecord['kind']): number {
+    const latest = this.#latest[kind];
+    return latest > epochSeconds(this.#clock) + EXPECT_MARGIN_S ? latest : 0;
   }
 
   /** Every live entry in Redis, merged into the in-memory copy on the way. */
@@ -376,7 +466,7 @@ export class RedisRevocationStore implements RevocationStore {
     for await (const [tokenId, expiresAt] of this.#scan(this.#keys.tokens)) {
       if (expiresAt < now) continue;
       tokens.set(tokenId, expiresAt);
-      void this.#memory.revokeToken(tokenId, expiresAt);
+      this.#apply({ kind: 'token', tokenId, expiresAt });
     }
     const clients = new Map<string, { issuedBefore: number; expiresAt: number }>();
     const page: [string, number][] = [];
@@ -388,7 +478,7 @@ export class RedisRevocationStore implements RevocationStore {
         if (cut === null || cut === undefined) return;
         const issuedBefore = Number(cut);
         clients.set(clientId, { issuedBefore, expiresAt });
-        void this.#memory.revokeClient(clientId, issuedBefore, expiresAt);
+        this.#apply({ kind: 'client', clientId, issuedBefore, expiresAt });
       });
       page.length = 0;
     };
@@ -461,26 +551,28 @@ export class RedisRevocationStore implements RevocationStore {
 
   /**
    * Writes and announces records, pipelined in batches (each command's timeout runs from
-   * when it is sent, so one huge pipeline could time out); rejects if any failed.
+   * when it is sent, so one huge pipeline could time out); rejects if any failed. `fresh`:
+   * the generation the running sync created (`WRITE_SCRIPT`), '' for every other write.
    */
-  async #writeAll(records: readonly RevocationRecord[]): Promise<void> {
+  async #writeAll(records: readonly RevocationRecord[], fresh = ''): Promise<void> {
     for (let i = 0; i < records.length; i += WRITE_BATCH) {
-      await this.#writeBatch(records.slice(i, i + WRITE_BATCH));
+      await this.#writeBatch(records.slice(i, i + WRITE_BATCH), fresh);
     }
   }
 
-  async #writeBatch(records: readonly RevocationRecord[]): Promise<void> {
+  async #writeBatch(records: readonly RevocationRecord[], fresh: string): Promise<void> {
     const k = this.#keys;
     const pipeline = this.#command.pipeline();
     for (const record of records) {
       const message = encodeRevocationRecord(record).slice(0, -1);
       pipeline.eval(
         WRITE_SCRIPT,
-        3,
+        4,
         k.tokens,
         k.clients,
         k.cutoffs,
-        ...writeArguments(record, k.channel, message),
+        k.marker,
+        ...writeArguments(record, k.channel, message, fresh),
       );
     }
     const results = (await pipeline.exec()) ?? [];
@@ -491,8 +583,8 @@ export class RedisRevocationStore implements RevocationStore {
   }
 
   #apply(record: RevocationRecord): void {
-    if (record.kind === 'token') void this.#memory.revokeToken(record.tokenId, record.expiresAt);
-    else void this.#memory.revokeClient(record.clientId, record.issuedBefore, record.expiresAt);
+    this.#memory.apply(record);
+    if (record.expiresAt > this.#latest[record.kind]) this.#latest[record.kind] = record.expiresAt;
   }
 
   /** QUIT when connected (bounded by the command timeout), then drop the socket regardless. */
