@@ -201,6 +201,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     defaultLifetimeSeconds: config.token.lifetimeSeconds,
     responseFields: config.token.responseFields,
     clock,
+    clientCutoff: (clientId) => revocation.clientCutoff(clientId),
   });
   const verifier = new TokenVerifier({
     issuers: buildIssuerTable(config, () => keyRing, issuerSets),

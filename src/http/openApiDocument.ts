@@ -79,7 +79,7 @@ export const openApiDocument = {
             'The body is sent in a transfer coding other than chunked (e.g. `Transfer-Encoding: gzip, chunked`), which the gateway does not decode.',
           ),
           '503': problem(
-            'No signing key is active (the key schedule leaves none): no token can be issued now. The request was not processed; retry later.',
+            "No token can be issued now: no signing key is active (the key schedule leaves none), or the client's tokens are being revoked up to a moment still ahead (`Retry-After` gives the seconds until it has passed). The request was not processed; retry later.",
           ),
         },
       },

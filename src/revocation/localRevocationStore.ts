@@ -114,6 +114,10 @@ export class LocalRevocationStore implements RevocationStore {
     return this.#memory.isRevoked(token);
   }
 
+  clientCutoff(clientId: string): number | undefined {
+    return this.#memory.clientCutoff(clientId);
+  }
+
   revokeToken(tokenId: string, expiresAt: number): Promise<void> {
     return this.#revoke({ kind: 'token', tokenId, expiresAt });
   }

@@ -28,6 +28,10 @@ export class MemoryRevocationStore implements RevocationStore {
     return cut !== undefined && token.issuedAt <= cut.issuedBefore;
   }
 
+  clientCutoff(clientId: string): number | undefined {
+    return this.#clients.size === 0 ? undefined : this.#clients.get(clientId)?.issuedBefore;
+  }
+
   async revokeToken(tokenId: string, expiresAt: number): Promise<void> {
     this.apply({ kind: 'token', tokenId, expiresAt });
   }

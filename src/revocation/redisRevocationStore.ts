@@ -198,6 +198,10 @@ export class RedisRevocationStore implements RevocationStore {
     return this.#memory.isRevoked(token);
   }
 
+  clientCutoff(clientId: string): number | undefined {
+    return this.#memory.clientCutoff(clientId);
+  }
+
   /**
    * True while the last synchronisation is older than `maxSyncLagSeconds` (or none yet),
    * and while it lies ahead of the clock (the wall clock stepped back): until the next

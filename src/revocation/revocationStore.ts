@@ -13,6 +13,11 @@ export interface RevocationStore {
     readonly clientId: string;
     readonly issuedAt: number;
   }): boolean;
+  /**
+   * The client's revocation cut-off (seconds: its tokens issued at or before it are
+   * revoked), or undefined when none is held.
+   */
+  clientCutoff(clientId: string): number | undefined;
   /** Revokes one token; `expiresAt` (seconds) is when the entry may be forgotten. */
   revokeToken(tokenId: string, expiresAt: number): Promise<void>;
   /** Revokes every token of `clientId` issued at or before `issuedBefore` (seconds). */

@@ -9,7 +9,7 @@
  */
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
-import type { Clock } from '../lib/clock.js';
+import { type Clock, epochSeconds } from '../lib/clock.js';
 import { type IssuedToken, issueAccessToken, type SigningKey } from './issueAccessToken.js';
 import type { TokenRequest } from './parseTokenRequest.js';
 import { shapeTokenResult } from './shapeTokenResult.js';
@@ -38,6 +38,8 @@ export interface TokenServiceOptions {
   readonly defaultLifetimeSeconds: number;
   readonly responseFields: ResponseFieldSet;
   readonly clock: Clock;
+  /** The client's revocation cut-off (epoch seconds), if any (`RevocationStore.clientCutoff`). */
+  readonly clientCutoff?: (clientId: string) => number | undefined;
 }
 
 export interface TokenExchange {
@@ -62,6 +64,7 @@ export class TokenService {
       });
     }
     const { client } = result;
+    this.#refuseWhileRevoking(client.id);
     const issued = await issueAccessToken(
       this.#o.signingKey(),
       { issuer: this.#o.issuer, audience: this.#o.audience, clock: this.#o.clock },
@@ -72,5 +75,25 @@ export class TokenService {
       },
     );
     return { clientId: client.id, issued, body: shapeTokenResult(this.#o.responseFields, issued) };
+  }
+
+  /**
+   * A client revoked with a cut-off that still lies ahead (the admin API's default is now
+   * + clock skew, to cover tokens stamped by clocks running ahead) would get a token that
+   * is refused on first use: answer 503 with Retry-After until the cut-off has passed.
+   */
+  #refuseWhileRevoking(clientId: string): void {
+    const cutoff = this.#o.clientCutoff?.(clientId);
+    if (cutoff === undefined) return;
+    const now = epochSeconds(this.#o.clock);
+    if (cutoff < now) return;
+    throw new PortariaError(
+      'service-unavailable',
+      "This client's tokens are being revoked; retry after the seconds given in Retry-After.",
+      {
+        reason: 'client-revocation-pending',
+        headers: { 'retry-after': String(cutoff - now + 1) },
+      },
+    );
   }
 }

@@ -7,7 +7,7 @@ import { decodeJwt } from 'jose';
 import { createApp } from '../../src/app.js';
 import { ConfigError } from '../../src/config/configError.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { startGateway } from '../helpers/fixture.js';
+import { CLIENT_SECRET, startGateway } from '../helpers/fixture.js';
 import { signWith } from '../helpers/tokens.js';
 import { ecKey, jwksOf } from '../issuers/jwksServer.js';
 
@@ -193,4 +193,54 @@ test('external issuers: maxLifetimeSeconds bounds their tokens and the life of r
     ((await refused.json()) as { tipo: string }).tipo,
     'urn:portaria:problem:token-revoked',
   );
+});
+
+test('while a client revocation cut-off lies ahead, the token operation answers 503 with Retry-After, not a dead token', async (t) => {
+  const file = await tokenFile(t, `${ADMIN_TOKEN}\n`);
+  const clock = new ManualClock(Date.UTC(2026, 2, 1));
+  const gw = await startGateway(t, {
+    clock,
+    settings: () => ({ admin: { host: '127.0.0.1', port: 0, tokenFile: file } }),
+  });
+  const before = await gw.token();
+  const revoked = await fetch(`${gw.adminUrl}/admin/v1/revocations`, {
+    method: 'POST',
+    headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+    body: JSON.stringify({ clientId: 'acme' }),
+  });
+  assert.equal(revoked.status, 201);
+  // The default cut-off is now + the clock skew (60 s).
+  const now = Math.floor(clock.now() / 1000);
+  assert.equal(((await revoked.json()) as { issuedBefore: number }).issuedBefore, now + 60);
+  const requestToken = () =>
+    fetch(`${gw.url}/v1/authentication/accesstoken`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ clientId: 'acme', clientSecret: CLIENT_SECRET }),
+    });
+  const pending = await requestToken();
+  assert.equal(pending.status, 503);
+  assert.equal(pending.headers.get('retry-after'), '61');
+  assert.equal(
+    ((await pending.json()) as { tipo: string }).tipo,
+    'urn:portaria:problem:service-unavailable',
+  );
+  clock.advance(30_000);
+  const later = await requestToken();
+  assert.equal(later.headers.get('retry-after'), '31');
+  await later.arrayBuffer();
+  // Once the cut-off has passed, new tokens are issued and accepted; older ones stay revoked.
+  clock.advance(31_000);
+  const fresh = await gw.token();
+  const call = async (bearer: string) => {
+    const res = await fetch(`${gw.url}/v1/orders/1`, {
+      headers: { authorization: `Bearer ${bearer}` },
+    });
+    await res.arrayBuffer();
+    return res.status;
+  };
+  assert.equal(await call(fresh), 200);
+  assert.equal(await call(before), 401);
+  const metrics = await (await fetch(`${gw.adminUrl}/metrics`)).text();
+  assert.match(metrics, /portaria_token_requests_total\{outcome="unavailable"\} 2/);
 });
