@@ -16,6 +16,7 @@ import { generateSigningKey, writeSigningKey } from '../keys/generateKey.js';
 import { KeyRing } from '../keys/keyRing.js';
 import { formatInstant, parseInstant } from '../keys/keySchedule.js';
 import { readKeyDirectory } from '../keys/loadKeyRing.js';
+import { removeKey } from '../keys/removeKey.js';
 import { rotateKeys } from '../keys/rotateKeys.js';
 import {
   type CliContext,
@@ -39,6 +40,7 @@ Manage the gateway's token-signing keys.
 Commands:
   rotate [--alg ES256|EdDSA|RS256]     add a key and schedule a zero-downtime switch to it
   list                                 show every key's state and schedule
+  remove <kid>                         take a key out at once (compromised, or retired early)
   generate [--alg ES256|EdDSA|RS256]   create a key that is active at once (first key, tests)
 
 Run "portaria keys <command> --help" for a command's options.
@@ -91,6 +93,22 @@ Options:
 ${DIR_HELP}
 `;
 
+const REMOVE_HELP = `Usage: portaria keys remove <kid>
+
+Deletes the key's file and its schedule entry: gateways stop publishing the key and
+stop accepting its tokens at their next reload (at once with file watching, or SIGHUP).
+The key that signs now is kept unless another key takes over at once. A compromised
+signing key:
+  portaria keys rotate --jwks-max-age 0 --skew 0   (the new key signs at once)
+  portaria keys remove <old kid>                   (its tokens are refused from now on)
+Third parties that cached the JWKS keep the old key until their cache expires, and may
+refuse the new key's tokens until they fetch the JWKS again.
+
+Options:
+  --now TIME         the moment that decides which key signs (default: now)
+${DIR_HELP}
+`;
+
 export async function runKeysCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   const [command, ...rest] = args;
   if (command === undefined) throw new UsageError('keys', 'missing command');
@@ -98,6 +116,7 @@ export async function runKeysCommand(args: readonly string[], ctx: CliContext): 
   if (command === 'generate') return generate(rest, ctx);
   if (command === 'rotate') return rotate(rest, ctx);
   if (command === 'list') return list(rest, ctx);
+  if (command === 'remove') return remove(rest, ctx);
   throw new UsageError('keys', `unknown command ${JSON.stringify(command)}`);
 }
 
@@ -190,6 +209,22 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
     ]);
   }
   ctx.out(table(rows));
+}
+
+async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(REMOVE_HELP);
+  const cmd = 'keys remove';
+  const parsed = parseCommandArgs(cmd, args, {
+    'keys-dir': { type: 'string' },
+    now: { type: 'string' },
+  });
+  const [kid] = expectPositionals(cmd, parsed, ['kid']);
+  const removed = await removeKey(keysDir(parsed, ctx), kid as string, nowOption(cmd, parsed, ctx));
+  ctx.out(`removed:    ${removed.kid}${removed.alg === null ? '' : ` (${removed.alg})`}\n`);
+  ctx.out(`files:      ${removed.files.join(', ')}\n`);
+  ctx.out(
+    'Gateways stop publishing the key and refuse its tokens at their next reload (file watching, or SIGHUP).\n',
+  );
 }
 
 /**

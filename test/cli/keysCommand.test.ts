@@ -346,3 +346,88 @@ describe('portaria keys help', () => {
     assert.match(generate.stdout, /portaria keys rotate/);
   });
 });
+
+describe('portaria keys remove', () => {
+  const removeKid = (cwd: string, dir: string, kid: string, now: string) =>
+    runCli(['keys', 'remove', kid, '--keys-dir', dir, '--now', now], { cwd });
+  const ringAt = (dir: string, iso: string) =>
+    loadKeyRing(dir, 'ES256', new ManualClock(Date.parse(iso)));
+
+  test('removes a retiring key: its file and schedule entry go, the ring no longer has it', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    // At 00:10 the new key signs and a retires (still published until its removeAt).
+    assert.ok((await ringAt(dir, '2026-01-01T00:10:00Z')).states().some((k) => k.kid === a));
+    const result = await removeKid(cwd, dir, a, '2026-01-01T00:10:00Z');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, new RegExp(`^removed: +${a} \\(ES256\\)$`, 'm'));
+    assert.ok(!(await readdir(dir)).includes(`${a}.pem`));
+    const schedule = JSON.parse(await readFile(join(dir, 'schedule.json'), 'utf8')) as {
+      keys: Record<string, unknown>;
+    };
+    assert.equal(schedule.keys[a], undefined);
+    const ring = await ringAt(dir, '2026-01-01T00:10:00Z');
+    assert.ok(!ring.states().some((k) => k.kid === a));
+  });
+
+  test('refuses to remove the key that signs now when no other key would take over', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const before = await readdir(dir);
+    const result = await removeKid(cwd, dir, a, '2026-01-01T00:00:00Z');
+    assert.equal(result.code, 1);
+    assert.match(result.stderr, /is the ES256 key that signs now and no other key would take over/);
+    assert.deepEqual(await readdir(dir), before);
+  });
+
+  test('a compromised signing key: rotate at once, then remove it', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const now = '2026-01-01T00:00:00Z';
+    const rotated = await rotate(cwd, dir, now, '--jwks-max-age', '0', '--skew', '0');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    const result = await removeKid(cwd, dir, a, now);
+    assert.equal(result.code, 0, result.stderr);
+    const ring = await ringAt(dir, now);
+    assert.equal(ring.signingKey.kid, b);
+    assert.deepEqual(
+      ring.states().map((k) => k.kid),
+      [b],
+    );
+  });
+
+  test('finishes a removal cut short: an entry whose file is gone is removed too', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    assert.equal((await rotate(cwd, dir, '2026-01-01T00:00:00Z')).code, 0);
+    await rm(join(dir, `${a}.pem`));
+    // Still due to be published: the loader refuses the entry without a file.
+    await assert.rejects(ringAt(dir, '2026-01-01T00:10:00Z'), /no key file/);
+    const result = await removeKid(cwd, dir, a, '2026-01-01T00:10:00Z');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, /^files: +schedule\.json$/m);
+    await ringAt(dir, '2026-01-01T00:10:00Z');
+  });
+
+  test('an unknown kid, or no kid, is an error', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    await generated(cwd, dir);
+    const unknown = await removeKid(cwd, dir, 'nope', '2026-01-01T00:00:00Z');
+    assert.equal(unknown.code, 1);
+    assert.match(unknown.stderr, /no key nope in /);
+    const missing = await runCli(['keys', 'remove', '--keys-dir', dir], { cwd });
+    assert.equal(missing.code, 2);
+    assert.match(missing.stderr, /missing <kid>/);
+    const bad = await removeKid(cwd, dir, '../x', '2026-01-01T00:00:00Z');
+    assert.equal(bad.code, 1);
+    assert.match(bad.stderr, /is not a kid/);
+  });
+});
