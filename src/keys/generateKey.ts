@@ -12,6 +12,7 @@ import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
 import type { SigningAlgorithm } from '../config/types.js';
 import { writeNewFile } from '../lib/atomicWrite.js';
+import { keyFileModel } from './keyFileModel.js';
 import { KID_PATTERN } from './loadKeyRing.js';
 
 export interface GeneratedKey {
@@ -43,8 +44,11 @@ export function newKid(now: Date): string {
   return `${stamp}Z-${randomBytes(4).toString('hex')}`;
 }
 
-/** Writes `<dir>/<kid>.pem` (0600) and returns its path; fails if the file exists. */
+/**
+ * Writes `<dir>/<kid>.pem` (0600, or the owner and permissions of the keys already there)
+ * and returns its path; fails if the file exists.
+ */
 export async function writeSigningKey(dir: string, key: GeneratedKey): Promise<string> {
   if (!KID_PATTERN.test(key.kid)) throw new Error(`invalid kid ${JSON.stringify(key.kid)}`);
-  return writeNewFile(dir, `${key.kid}.pem`, key.pem);
+  return writeNewFile(dir, `${key.kid}.pem`, key.pem, await keyFileModel(dir));
 }

@@ -26,6 +26,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { SigningAlgorithm } from '../config/types.js';
 import { replaceFile } from '../lib/atomicWrite.js';
+import { keyFileModel } from './keyFileModel.js';
 
 export const SCHEDULE_FILE = 'schedule.json';
 
@@ -201,9 +202,12 @@ export function orderProblems(s: KeySchedule): string[] {
   return problems;
 }
 
-/** Writes the whole schedule atomically (temporary file 0600, fsync, rename). */
+/**
+ * Writes the whole schedule atomically (temporary file, fsync, rename), with the owner and
+ * permissions of the schedule it replaces, or of the keys beside it for a first one.
+ */
 export async function writeKeySchedule(dir: string, schedule: KeySchedules): Promise<string> {
-  return replaceFile(dir, SCHEDULE_FILE, serializeKeySchedule(schedule));
+  return replaceFile(dir, SCHEDULE_FILE, serializeKeySchedule(schedule), await keyFileModel(dir));
 }
 
 export function serializeKeySchedule(schedule: KeySchedules): string {

@@ -10,35 +10,55 @@
  *   clients file), keeping the replaced file's owner and its user and group permissions
  *   (never those for others) — an operator who made the clients file group-readable for
  *   the gateway keeps it so after a `clients add`.
+ * Both take an optional `like`: a file whose owner and permissions a file that did not
+ * exist before takes (a new key file takes those of the keys already in the directory,
+ * which the gateway can read), instead of this user's and 0600.
  */
 import { randomBytes } from 'node:crypto';
 import { chmod, chown, link, mkdir, open, rename, rm, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 
-export async function writeNewFile(dir: string, name: string, data: string): Promise<string> {
-  return write(dir, name, data, (temp, path) => link(temp, path));
+export async function writeNewFile(
+  dir: string,
+  name: string,
+  data: string,
+  like?: string,
+): Promise<string> {
+  return write(dir, name, data, async (temp, path) => {
+    if (like !== undefined) await keepModeAndOwner([like], temp);
+    await link(temp, path);
+  });
 }
 
-export async function replaceFile(dir: string, name: string, data: string): Promise<string> {
+export async function replaceFile(
+  dir: string,
+  name: string,
+  data: string,
+  like?: string,
+): Promise<string> {
   return write(dir, name, data, async (temp, path) => {
-    await keepModeAndOwner(path, temp);
+    await keepModeAndOwner(like === undefined ? [path] : [path, like], temp);
     await rename(temp, path);
   });
 }
 
 /**
- * Gives `temp` the owner and the user and group permissions of `path` when `path` exists
- * (owner: where permitted). Permissions for others are never kept: these files hold
- * secret hashes and key schedules, and a file first made with a loose umask must not stay
- * world-readable once it holds them.
+ * Gives `temp` the owner and the user and group permissions of the first of `models` that
+ * exists (owner: where permitted). Permissions for others are never kept: these files
+ * hold secret hashes and key schedules, and a file first made with a loose umask must not
+ * stay world-readable once it holds them.
  */
-async function keepModeAndOwner(path: string, temp: string): Promise<void> {
-  let current: Awaited<ReturnType<typeof stat>>;
-  try {
-    current = await stat(path);
-  } catch {
-    return; // a first write: the 0600 default
+async function keepModeAndOwner(models: readonly string[], temp: string): Promise<void> {
+  let current: { mode: number; uid: number; gid: number } | undefined;
+  for (const model of models) {
+    try {
+      current = await stat(model);
+      break;
+    } catch {
+      // next model
+    }
   }
+  if (current === undefined) return; // a first write: the 0600 default
   await chmod(temp, current.mode & 0o770);
   try {
     await chown(temp, current.uid, current.gid);

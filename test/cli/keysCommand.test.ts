@@ -1,9 +1,10 @@
 import assert from 'node:assert/strict';
-import { readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { chmod, chown, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { OTHER_USER_UNAVAILABLE, runAsUser, sourceModule } from '../helpers/otherUser.js';
 import { runCli, tempDir } from './runCli.js';
 
 const T0 = Date.UTC(2026, 0, 1);
@@ -429,5 +430,34 @@ describe('portaria keys remove', () => {
     const bad = await removeKid(cwd, dir, '../x', '2026-01-01T00:00:00Z');
     assert.equal(bad.code, 1);
     assert.match(bad.stderr, /is not a kid/);
+  });
+});
+
+describe('key files written by the CLI', () => {
+  test('take the owner and permissions of the keys already in the directory', {
+    skip: OTHER_USER_UNAVAILABLE,
+  }, async (t) => {
+    // The gateway (uid 10001) reads the keys through group 2000; root runs the CLI.
+    const cwd = await tempDir(t);
+    await chmod(cwd, 0o755);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    await chown(dir, 10001, 2000);
+    await chmod(dir, 0o750);
+    await chown(join(dir, `${a}.pem`), 10001, 2000);
+    await chmod(join(dir, `${a}.pem`), 0o640);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    for (const name of await readdir(dir)) {
+      const info = await stat(join(dir, name));
+      assert.deepEqual([info.uid, info.gid, info.mode & 0o777], [10001, 2000, 0o640], name);
+    }
+    const load = runAsUser(
+      { uid: 10002, gid: 10002, groups: [2000] },
+      sourceModule('keys/loadKeyRing.js'),
+      `const d = await m.readKeyDirectory(${JSON.stringify(dir)}, ${Date.UTC(2026, 0, 1)}); return d.keys.length;`,
+    );
+    assert.equal(load.status, 0, load.stderr);
+    assert.equal(load.stdout.trim(), '2');
   });
 });
