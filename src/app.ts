@@ -21,6 +21,7 @@ import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
 import { reparseWithoutUpgrade } from './http/upgradeOffers.js';
 import { createIssuerKeySet } from './keys/issuerKeySet.js';
+import { latePublications } from './keys/latePublication.js';
 import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
@@ -426,6 +427,17 @@ export async function createApp(options: AppOptions): Promise<App> {
       since: keysSince,
       load: () => loadKeyRing(config.keys.dir, config.token.algorithm, clock),
       apply: (ring) => {
+        const maxAgeMs = config.keys.jwksMaxAgeSeconds * 1000;
+        for (const key of latePublications(keyRing, ring, clock.now(), maxAgeMs)) {
+          logger.warn(
+            {
+              kid: key.kid,
+              activateAt: key.activateAt === null ? null : new Date(key.activateAt).toISOString(),
+              jwksMaxAgeSeconds: config.keys.jwksMaxAgeSeconds,
+            },
+            'signing key published late: verifiers caching the JWKS, and replicas that have not loaded it, may refuse its tokens until they have it',
+          );
+        }
         keyRing = ring;
         // A key that left the ring must not keep verifying through the cache.
         cache.clear();

@@ -180,6 +180,11 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
   ctx.out(
     `Rotation scheduled: ${kid} is published now and signs from ${formatInstant(schedule.activateAt)}${instead}${removal}.\n`,
   );
+  // The plan holds only if every replica publishes the key a JWKS max-age before it signs.
+  const jwksMaxAge = secondsOption(cmd, parsed, 'jwks-max-age', 0, 86_400, 300);
+  ctx.out(
+    `Every gateway must have loaded this directory by ${formatInstant(schedule.activateAt - jwksMaxAge * 1000)} (a gateway that loads it later logs "signing key published late").\n`,
+  );
 }
 
 async function list(args: readonly string[], ctx: CliContext): Promise<void> {

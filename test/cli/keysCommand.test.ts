@@ -65,6 +65,7 @@ describe('portaria keys rotate', () => {
         'activateAt: 2026-01-01T00:06:00Z',
         `retiring:   ${a} retireAt 2026-01-01T00:06:00Z removeAt 2026-01-01T01:07:00Z`,
         `Rotation scheduled: ${b} is published now and signs from 2026-01-01T00:06:00Z in place of ${a}; ${a} leaves the JWKS at 2026-01-01T01:07:00Z.`,
+        'Every gateway must have loaded this directory by 2026-01-01T00:01:00Z (a gateway that loads it later logs "signing key published late").',
         '',
       ].join('\n'),
     );

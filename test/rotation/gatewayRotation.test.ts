@@ -209,3 +209,40 @@ describe('signing-key rotation at the running gateway', () => {
     assert.equal(await activeAge(gw), 10);
   });
 });
+
+describe('a rotation that reaches the gateway late', () => {
+  const late = 'signing key published late';
+  const rotateAtT0 = (gw: Gateway) =>
+    rotateKeys(`${gw.dir}/keys`, {
+      algorithm: 'ES256',
+      now: new Date(T0),
+      jwksMaxAgeSeconds: MAX_AGE_S,
+      clockSkewSeconds: SKEW_S,
+      maxLifetimeSeconds: LIFETIME_S,
+    });
+
+  test('loaded when rotated: no warning', async (t) => {
+    const clock = new ManualClock(T0);
+    const gw = await rotationGateway(t, clock);
+    await rotateAtT0(gw);
+    await gw.app.reload();
+    assert.ok(!gw.logs.some((line) => line.includes(late)));
+  });
+
+  test('loaded with less than the JWKS max-age left before it signs: a warning names the key', async (t) => {
+    const clock = new ManualClock(T0);
+    const gw = await rotationGateway(t, clock);
+    const { added } = await rotateAtT0(gw);
+    // It activates at T0 + 360 s; loaded at T0 + 200 s, a JWKS cached just before is
+    // kept until T0 + 500 s.
+    clock.set(T0 + 200 * SECOND);
+    await gw.app.reload();
+    const line = gw.logs
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg?.toString().startsWith(late));
+    assert.ok(line, gw.logs.join('\n'));
+    assert.equal(line.level, 'warn');
+    assert.equal(line.kid, added.kid);
+    assert.equal(line.activateAt, new Date(T0 + 360 * SECOND).toISOString());
+  });
+});
