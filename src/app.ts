@@ -537,7 +537,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     draining = true;
     logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
     clearInterval(sweep);
-    clearInterval(everySecond);
+    // `everySecond` keeps running while tunnels drain: a token revoked (or expired) during
+    // the grace period still closes its tunnel within a second.
     for (const source of sources) source.close();
     for (const set of issuerSets) set.keys.close();
     const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
@@ -556,9 +557,16 @@ export async function createApp(options: AppOptions): Promise<App> {
     }
     clearInterval(idleSweep);
     webSockets.close();
+    clearInterval(everySecond);
     await forwarder.close();
-    await new Promise<void>((resolve) => adminServer.close(() => resolve()));
-    adminServer.closeAllConnections();
+    // A closed server no longer enforces its header and request timeouts: an admin
+    // connection that never completes a request (a stalled client, a port scanner) would
+    // keep close() waiting forever. Idle ones go at once, the rest after a second.
+    const adminClosed = new Promise<void>((resolve) => adminServer.close(() => resolve()));
+    adminServer.closeIdleConnections();
+    const adminGrace = setTimeout(() => adminServer.closeAllConnections(), 1000);
+    await adminClosed;
+    clearTimeout(adminGrace);
     const queued = redisRevocations?.state().queued ?? 0;
     if (queued > 0) {
       // Acknowledged revocations Redis has not received yet: they survive only in the

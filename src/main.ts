@@ -120,8 +120,10 @@ async function main(): Promise<number> {
       void app.reload();
     };
     if (sighupWhileStarting) onSighup();
-    process.once('SIGTERM', stop);
-    process.once('SIGINT', stop);
+    // Every stop signal, the second too, waits for the one drain (app.shutdown() is
+    // idempotent); `once` would leave the second to Node's default: exit at once.
+    process.on('SIGTERM', stop);
+    process.on('SIGINT', stop);
     return -1;
   } catch (error) {
     demoUpstream?.server.close();

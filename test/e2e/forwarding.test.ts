@@ -459,6 +459,22 @@ describe('WebSocket upgrades through the gateway', () => {
     assert.match(text, /portaria_websocket_closed_total\{reason="token_expired"\} 0/);
   });
 
+  test('during the shutdown drain, revoking a token still closes its tunnel within about a second', async (t) => {
+    const { gw, wsBase } = await wsGateway(t, undefined, { server: { shutdownGraceMs: 8000 } });
+    const token = await gw.token();
+    const socket = connect(t, `${wsBase}/v1/live/feed`, { authorization: `Bearer ${token}` });
+    await once(socket, 'open');
+    const stopping = gw.app.shutdown();
+    await waitFor('the drain', () =>
+      parsedLogs(gw.logs).some((l) => String(l.msg).startsWith('shutting down')) ? true : undefined,
+    );
+    const revokedAt = performance.now();
+    await gw.app.revoke(decodeJwt(token).jti as string);
+    await once(socket, 'close', { signal: AbortSignal.timeout(5000) });
+    assert.ok(performance.now() - revokedAt < 2500, 'closed long before the 8 s grace ended');
+    await stopping;
+  });
+
   test('a tunnel is closed once its token is past exp + skew, unless closeWebSocketsAtTokenExpiry is off', async (t) => {
     const clock = new ManualClock();
     const { gw, upstream, wsBase } = await wsGateway(t, undefined, { clock });

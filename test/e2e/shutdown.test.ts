@@ -167,24 +167,60 @@ describe('shutdown of the real process', () => {
     assert.equal(messages.at(-1), 'stopped', 'every access line is written before "stopped"');
   });
 
-  test('a second stop signal during the drain waits for the same drain (no early exit)', async (t) => {
-    const upstream = await slowUpstream(t, 10_000);
-    const { proc, files, token } = await startProcess(t, upstream.url, 5000);
-    const inFlight = fetch(`${files.publicUrl}/v1/orders/held`, {
-      headers: { authorization: `Bearer ${token}` },
-    }).then((res) => res.status);
-    await waitFor('the request at the upstream', () =>
-      upstream.arrivals.length === 1 ? true : undefined,
-    );
+  for (const [first, second] of [
+    ['SIGTERM', 'SIGINT'],
+    ['SIGTERM', 'SIGTERM'],
+    ['SIGINT', 'SIGINT'],
+  ] as const) {
+    test(`a second stop signal during the drain waits for the same drain (${first}, then ${second})`, async (t) => {
+      const upstream = await slowUpstream(t, 10_000);
+      const { proc, files, token } = await startProcess(t, upstream.url, 5000);
+      const inFlight = fetch(`${files.publicUrl}/v1/orders/held`, {
+        headers: { authorization: `Bearer ${token}` },
+      }).then((res) => res.status);
+      await waitFor('the request at the upstream', () =>
+        upstream.arrivals.length === 1 ? true : undefined,
+      );
+      proc.child.kill(first);
+      await proc.waitForOutput('stdout', /shutting down: draining/);
+      proc.child.kill(second);
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      assert.equal(proc.child.exitCode, null, 'still draining after the second signal');
+      assert.equal(proc.child.signalCode, null, 'not killed by the second signal');
+      upstream.release();
+      assert.equal(await inFlight, 200);
+      const { code } = await proc.exited;
+      assert.equal(code, 0);
+      assert.equal(logMessages(proc.stdout()).at(-1), 'stopped');
+    });
+  }
+
+  test('admin connections that never complete a request do not hold up the stop', async (t) => {
+    const upstream = await slowUpstream(t, 10);
+    const graceMs = 500;
+    const { proc, files } = await startProcess(t, upstream.url, graceMs);
+    const adminPort = Number(new URL(files.adminUrl).port);
+    const stalled: Socket[] = [];
+    for (const bytes of ['', 'GET /metrics HTTP/1.1\r\nHo']) {
+      const socket = connect({ host: '127.0.0.1', port: adminPort });
+      socket.on('error', () => undefined);
+      await once(socket, 'connect');
+      if (bytes !== '') socket.write(bytes);
+      stalled.push(socket);
+    }
+    t.after(() => {
+      for (const socket of stalled) socket.destroy();
+    });
+    const signalledAt = performance.now();
     proc.child.kill('SIGTERM');
-    await proc.waitForOutput('stdout', /shutting down: draining/);
-    proc.child.kill('SIGINT');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(proc.child.exitCode, null, 'still draining after the second signal');
-    upstream.release();
-    assert.equal(await inFlight, 200);
-    const { code } = await proc.exited;
-    assert.equal(code, 0);
+    const timeout = new Promise<'hung'>((resolve) =>
+      setTimeout(() => resolve('hung'), graceMs + 5000).unref(),
+    );
+    const result = await Promise.race([proc.exited, timeout]);
+    assert.notEqual(result, 'hung', `still running: ${proc.stdout()}`);
+    assert.deepEqual(result, { code: 0, signal: null });
+    const exitMs = performance.now() - signalledAt;
+    assert.ok(exitMs < graceMs + 2500, `exited after ${exitMs} ms`);
     assert.equal(logMessages(proc.stdout()).at(-1), 'stopped');
   });
 
