@@ -355,6 +355,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         ...horizon,
         now: () => clock.now(),
         onRevoked: (kind) => metrics.revoked(kind),
+        audit: (level, event, detail) => logger[level](detail, event),
       },
       problemTypeBase: config.problemTypeBase,
       ready: () => readiness(),

@@ -34,7 +34,9 @@
  * GET answers 200 `{ tokens: [{ jti, expiresAt }], clients: [{ clientId, issuedBefore,
  * expiresAt }] }`.
  *
- * Nothing here logs: neither the admin token nor a request body is ever written anywhere.
+ * Audit (`audit`, the app's logger): every stored revocation (what was revoked, never the
+ * request body as sent), every refused admin token (the caller's address and the private
+ * reason) and every revocation that could not be stored. The admin token never appears.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
@@ -86,6 +88,12 @@ export interface RevocationAdminDeps {
   readonly now: () => number;
   /** Called after a revocation is stored (metrics). */
   readonly onRevoked?: (kind: 'token' | 'client') => void;
+  /** The audit trail (see the header); detail values are never secrets. */
+  readonly audit?: (
+    level: 'info' | 'warn' | 'error',
+    event: string,
+    detail: Record<string, unknown>,
+  ) => void;
 }
 
 type Revocation =
@@ -132,13 +140,26 @@ export async function handleRevocations(
     }
     const text = await readBoundedBody(req, ADMIN_BODY_LIMIT_BYTES);
     const revocation = parseRevocation(text, deps);
-    await store(revocation, deps);
+    try {
+      await store(revocation, deps);
+    } catch (error) {
+      deps.audit?.('error', 'revocation not stored', { ...revocation, from: addressOf(req) });
+      throw error;
+    }
     deps.onRevoked?.(revocation.kind);
+    deps.audit?.('info', 'revocation stored', { ...revocation, from: addressOf(req) });
     sendJson(res, 201, JSON.stringify(revocation), NO_STORE);
   } catch (error) {
     if (!(error instanceof PortariaError)) throw error;
+    if (error.status === 401) {
+      deps?.audit?.('warn', 'admin token refused', { reason: error.reason, from: addressOf(req) });
+    }
     sendProblem(res, error, problemTypeBase, instance, error instanceof BodyTooLarge);
   }
+}
+
+function addressOf(req: IncomingMessage): string {
+  return req.socket.remoteAddress ?? '';
 }
 
 function authenticate(req: IncomingMessage, adminToken: string): void {

@@ -75,6 +75,17 @@ test('a token revoked through the admin API is refused on the public port, liste
     false,
     'the admin token is never logged',
   );
+  // The audit trail: the refused caller and the stored revocation, never a token.
+  const lines = gw.logs.map((line) => JSON.parse(line) as Record<string, unknown>);
+  const refusedLine = lines.find((l) => l.msg === 'admin token refused');
+  assert.equal(refusedLine?.level, 'warn');
+  assert.equal(refusedLine?.reason, 'admin-token-invalid');
+  assert.equal(refusedLine?.from, '127.0.0.1');
+  const stored = lines.find((l) => l.msg === 'revocation stored');
+  assert.equal(stored?.kind, 'token');
+  assert.equal(stored?.jti, jti);
+  assert.equal(typeof stored?.expiresAt, 'number');
+  assert.ok(!gw.logs.some((line) => line.includes('wrong-token-0123456789')));
 
   // Not reachable through the public port.
   const viaPublic = await fetch(`${gw.url}/admin/v1/revocations`, {
