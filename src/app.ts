@@ -598,8 +598,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     config,
     logger,
     async listen() {
-      await listenOn(publicServer, config.server.host, config.server.port);
-      await listenOn(adminServer, config.admin.host, config.admin.port);
+      await listenOn(publicServer, config.server.host, config.server.port, 'server');
+      try {
+        await listenOn(adminServer, config.admin.host, config.admin.port, 'admin');
+      } catch (error) {
+        publicServer.close();
+        throw error;
+      }
       const publicUrl = urlOf(publicServer);
       const adminUrl = urlOf(adminServer);
       logger.info(
@@ -738,15 +743,40 @@ async function allOrEveryProblem<T extends readonly unknown[]>(
   throw reasons[0];
 }
 
-function listenOn(server: Server, host: string, port: number): Promise<void> {
+/**
+ * Listens on `host:port`; an address in use, not allowed or not on this machine is a
+ * start-up problem naming the setting (`server` or `admin`) and its variable.
+ */
+function listenOn(
+  server: Server,
+  host: string,
+  port: number,
+  setting: 'server' | 'admin',
+): Promise<void> {
   return new Promise((resolve, reject) => {
-    server.once('error', reject);
+    const fail = (error: NodeJS.ErrnoException) => {
+      const why = LISTEN_ERRORS[error.code ?? ''];
+      if (why === undefined) return reject(error);
+      const variable = setting === 'server' ? 'PORTARIA_PORT' : 'PORTARIA_ADMIN_PORT';
+      reject(
+        new ConfigError([
+          `${setting}.host/${setting}.port: cannot listen on ${host}:${port}: ${why} (${error.code}); change ${setting}.port (${variable}) or ${setting}.host`,
+        ]),
+      );
+    };
+    server.once('error', fail);
     server.listen(port, host, () => {
-      server.off('error', reject);
+      server.off('error', fail);
       resolve();
     });
   });
 }
+
+const LISTEN_ERRORS: Readonly<Record<string, string>> = {
+  EADDRINUSE: 'the address is already in use (another process, or another Portaria)',
+  EACCES: 'not permitted (ports below 1024 need privileges)',
+  EADDRNOTAVAIL: 'no such address on this machine',
+};
 
 function urlOf(server: Server): string {
   const address = server.address();

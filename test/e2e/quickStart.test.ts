@@ -143,7 +143,13 @@ test('a first run that cannot listen (port in use) leaves no unseen demo secret 
   });
   const { code } = await failed.exited;
   assert.equal(code, 1);
-  assert.match(failed.stderr(), /EADDRINUSE/);
+  assert.match(
+    failed.stderr(),
+    new RegExp(
+      `server\\.host/server\\.port: cannot listen on 127\\.0\\.0\\.1:${busyPort}: the address is already in use .*\\(EADDRINUSE\\); change server\\.port \\(PORTARIA_PORT\\)`,
+    ),
+  );
+  assert.doesNotMatch(failed.stderr(), /failed to start|\n\s+at /, 'no stack trace');
   assert.doesNotMatch(failed.stderr(), /clientSecret:/, 'nothing printed');
 
   // The next start creates the demo client afresh and shows its secret.
