@@ -105,6 +105,7 @@ export const configSchema = {
           id: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' },
           issuer: { type: 'string', minLength: 1 },
           jwksUri: { type: 'string', minLength: 1 },
+          allowPlainHttp: { type: 'boolean', default: false },
           keyFile: { type: 'string', minLength: 1 },
           audiences: {
             type: 'array',

@@ -87,6 +87,8 @@ export interface IssuerConfig {
   readonly issuer: string;
   /** Remote JWKS (exactly one of jwksUri and keyFile). */
   readonly jwksUri: string | null;
+  /** An `http:` jwksUri on a host other than loopback is accepted only with this set. */
+  readonly allowPlainHttp: boolean;
   /** Local JWKS or PEM public key file. */
   readonly keyFile: string | null;
   /** Accepted `aud` values (a token must carry one of them). */

@@ -186,7 +186,21 @@ function ruleProblems(config: Loose): string[] {
       (entry.keyFile !== undefined && entry.keyFile !== null ? 1 : 0);
     const jwksUri = text(entry.jwksUri);
     if (sources !== 1) problems.push(`${at}: set exactly one of jwksUri and keyFile`);
-    if (jwksUri) checkUpstream(problems, `${at}.jwksUri`, jwksUri);
+    if (jwksUri) {
+      checkUpstream(problems, `${at}.jwksUri`, jwksUri);
+      // These keys decide whom the gateway trusts: fetched in the clear, anyone on the path
+      // can hand it their own. Loopback (a sidecar, tests) is not on a network path.
+      if (
+        URL.canParse(jwksUri) &&
+        new URL(jwksUri).protocol === 'http:' &&
+        !isLoopbackHost(new URL(jwksUri).hostname) &&
+        entry.allowPlainHttp !== true
+      ) {
+        problems.push(
+          `${at}.jwksUri: must use https (the key set decides whom the gateway trusts); for a network you trust set ${at}.allowPlainHttp: true`,
+        );
+      }
+    }
   }
 
   // A `redis` section that is not a mapping is the schema's problem: no URL rule then.
@@ -257,6 +271,13 @@ function checkUpstream(problems: string[], at: string, value: string): void {
   if (!url) return;
   if (url.username || url.password) problems.push(`${at}: must not carry credentials`);
   if (url.search || url.hash) problems.push(`${at}: must not have a query or fragment`);
+}
+
+/** localhost, 127.0.0.0/8 or [::1]: a host no network path leads to. */
+function isLoopbackHost(hostname: string): boolean {
+  return (
+    hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+  );
 }
 
 /** The password a Redis URL carries (userinfo or a `password` query parameter), or ''. */

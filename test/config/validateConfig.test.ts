@@ -112,6 +112,33 @@ describe('validateConfig', () => {
     ]);
   });
 
+  test('an issuer key set fetched over plain http is refused unless on loopback or allowed', async () => {
+    const issuer = (id: string, jwksUri: string, extra: Record<string, unknown> = {}) => ({
+      id,
+      issuer: `https://${id}.example`,
+      audiences: ['api'],
+      jwksUri,
+      ...extra,
+    });
+    const problems = await problemsOf(() =>
+      validate({
+        issuers: [
+          issuer('a', 'http://idp.example/jwks'),
+          issuer('b', 'http://10.0.0.7:8080/jwks'),
+          issuer('c', 'http://idp.internal/jwks', { allowPlainHttp: true }),
+          issuer('d', 'http://127.0.0.1:9000/jwks'),
+          issuer('e', 'http://[::1]:9000/jwks'),
+          issuer('f', 'http://localhost/jwks'),
+          issuer('g', 'https://idp.example/jwks'),
+        ],
+      }),
+    );
+    assert.deepEqual(problems, [
+      'issuers[0].jwksUri: must use https (the key set decides whom the gateway trusts); for a network you trust set issuers[0].allowPlainHttp: true',
+      'issuers[1].jwksUri: must use https (the key set decides whom the gateway trusts); for a network you trust set issuers[1].allowPlainHttp: true',
+    ]);
+  });
+
   test('schema and rule problems are reported together, in one run', async () => {
     const problems = await problemsOf(() =>
       validate({

@@ -139,6 +139,7 @@ export function issuerConfig(overrides: Partial<IssuerConfig> = {}): IssuerConfi
     id: 'partner',
     issuer: 'https://idp.partner.test',
     jwksUri: null,
+    allowPlainHttp: false,
     keyFile: null,
     audiences: ['partner-api'],
     algorithms: ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'],
