@@ -276,7 +276,9 @@ function checkUpstream(problems: string[], at: string, value: string): void {
 /** localhost, 127.0.0.0/8 or [::1]: a host no network path leads to. */
 function isLoopbackHost(hostname: string): boolean {
   return (
-    hostname === 'localhost' || hostname === '[::1]' || /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
+    hostname === 'localhost' ||
+    hostname === '[::1]' ||
+    /^127\.\d{1,3}\.\d{1,3}\.\d{1,3}$/.test(hostname)
   );
 }
 
