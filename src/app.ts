@@ -346,7 +346,15 @@ export async function createApp(options: AppOptions): Promise<App> {
     ),
   );
   const horizon = revocationHorizon(config);
+  // The public listener's time limits apply here too (Node's defaults would let a client
+  // trickle one request for 300 s, holding a socket of the port probes depend on).
   const adminServer = createServer(
+    {
+      headersTimeout: config.server.headersTimeoutMs,
+      requestTimeout: config.server.requestTimeoutMs,
+      maxHeaderSize: config.server.maxHeaderBytes,
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(config.server.headersTimeoutMs / 2)),
+    },
     createAdminHandler({
       metricsText: () => metrics.exposition(),
       revocations: {

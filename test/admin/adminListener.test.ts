@@ -1,4 +1,6 @@
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import { connect } from 'node:net';
 import { describe, test } from 'node:test';
 import { Registry } from 'prom-client';
 import { problemOf, startGateway } from '../helpers/fixture.js';
@@ -162,4 +164,26 @@ describe('admin listener', () => {
     assert.equal(first, 'stopped', 'the idle keep-alive connection held the drain open');
     await stopped;
   });
+});
+
+test('an admin client that stops halfway through its headers is cut after server.headersTimeoutMs', async (t) => {
+  const gw = await startGateway(t, {
+    settings: () => ({
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, headersTimeoutMs: 500 },
+    }),
+  });
+  const { port } = new URL(gw.adminUrl);
+  const socket = connect({ host: '127.0.0.1', port: Number(port) });
+  t.after(() => socket.destroy());
+  socket.on('error', () => undefined);
+  await once(socket, 'connect');
+  const sentAt = performance.now();
+  socket.write('GET /metrics HTTP/1.1\r\nHost: x\r\nX-Slow: ');
+  let received = '';
+  socket.setEncoding('utf8').on('data', (chunk: string) => {
+    received += chunk;
+  });
+  await once(socket, 'close', { signal: AbortSignal.timeout(5000) });
+  assert.ok(performance.now() - sentAt < 2500, 'cut within headersTimeoutMs + the check interval');
+  assert.match(received, /^HTTP\/1\.1 408 /);
 });
