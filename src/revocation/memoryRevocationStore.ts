@@ -25,7 +25,10 @@ export class MemoryRevocationStore implements RevocationStore {
     if (this.#tokens.size > 0 && this.#tokens.has(token.tokenId)) return true;
     if (this.#clients.size === 0) return false;
     const cut = this.#clients.get(token.clientId);
-    return cut !== undefined && token.issuedAt <= cut.issuedBefore;
+    // Cut-offs are whole seconds (an RFC 3339 cut-off is rounded down); a partner's `iat`
+    // may carry a fraction: compared by its second, so `iat` 20.5 falls under a cut-off
+    // given as …:20.9 (stricter by under a second, never laxer).
+    return cut !== undefined && Math.floor(token.issuedAt) <= cut.issuedBefore;
   }
 
   clientCutoff(clientId: string): number | undefined {

@@ -280,6 +280,9 @@ describe('admin revocation API: POST', () => {
     const res2 = await post(server, { clientId: 'b', issuedBefore: '2025-12-31T23:00:00.5-01:00' });
     assert.equal(res2.status, 201);
     assert.equal(((await res2.json()) as { issuedBefore: number }).issuedBefore, NOW);
+    // A partner token's fractional iat within the cut-off's second is covered.
+    assert.equal(server.store.isRevoked(token('d', 'b', NOW + 0.4)), true);
+    assert.equal(server.store.isRevoked(token('e', 'b', NOW + 1)), false);
   });
 
   for (const [name, body, detail] of [
