@@ -22,3 +22,17 @@ export interface Principal {
   /** All verified claims, for the identity-header mapping. */
   readonly claims: Readonly<Record<string, unknown>>;
 }
+
+/**
+ * The longest `jti` and client id a revocation can name (admin API, revocation log):
+ * the verifier refuses a token whose ids it could not revoke.
+ */
+export const MAX_TOKEN_ID_LENGTH = 512;
+export const MAX_CLIENT_ID_LENGTH = 256;
+
+/** 1 to `max` characters, no control characters: an id a revocation can name. */
+export function isRevocableId(value: string, max: number): boolean {
+  return value.length > 0 && value.length <= max && !CONTROL.test(value);
+}
+
+const CONTROL = /\p{Cc}/u;

@@ -39,6 +39,7 @@
  * reason) and every revocation that could not be stored. The admin token never appears.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { isRevocableId, MAX_CLIENT_ID_LENGTH, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
 import { PortariaError } from '../errors.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
@@ -52,8 +53,6 @@ export const WWW_AUTHENTICATE_ADMIN = 'Bearer realm="portaria-admin"';
 
 const ALLOW = 'GET, HEAD, POST';
 const NO_STORE = { 'cache-control': 'no-store' } as const;
-const MAX_JTI_LENGTH = 512;
-const CLIENT_ID = /^[\x21-\x7E]{1,128}$/;
 /** RFC 3339 §5.6 date-time (`T`/`t`, `Z`/`z` or a numeric offset, optional fraction). */
 const RFC3339 =
   /^(\d{4})-(\d{2})-(\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})$/;
@@ -241,10 +240,10 @@ export function parseRevocation(
     }
     const jti = record.jti;
     if (typeof jti !== 'string') throw invalidRequest('wrong-type', 'jti must be a string.');
-    if (jti.length === 0 || jti.length > MAX_JTI_LENGTH || /\p{Cc}/u.test(jti)) {
+    if (!isRevocableId(jti, MAX_TOKEN_ID_LENGTH)) {
       throw invalidRequest(
         'bad-jti',
-        `jti must be 1 to ${MAX_JTI_LENGTH} characters without control characters.`,
+        `jti must be 1 to ${MAX_TOKEN_ID_LENGTH} characters without control characters.`,
       );
     }
     if (!Object.hasOwn(record, 'expiresAt')) {
@@ -270,10 +269,10 @@ export function parseRevocation(
   const clientId = record.clientId;
   if (typeof clientId !== 'string')
     throw invalidRequest('wrong-type', 'clientId must be a string.');
-  if (!CLIENT_ID.test(clientId)) {
+  if (!isRevocableId(clientId, MAX_CLIENT_ID_LENGTH)) {
     throw invalidRequest(
       'bad-client-id',
-      'clientId must be 1 to 128 printable ASCII characters without spaces.',
+      `clientId must be 1 to ${MAX_CLIENT_ID_LENGTH} characters without control characters.`,
     );
   }
   // Default cut-off: now plus the skew, so that a token issued just before the revocation by

@@ -17,7 +17,12 @@
  */
 import type { KeyObject, webcrypto } from 'node:crypto';
 import { errors, jwtVerify } from 'jose';
-import type { Principal } from '../domain/principal.js';
+import {
+  isRevocableId,
+  MAX_CLIENT_ID_LENGTH,
+  MAX_TOKEN_ID_LENGTH,
+  type Principal,
+} from '../domain/principal.js';
 import { parseScope } from '../domain/scope.js';
 import { PortariaError } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
@@ -189,6 +194,13 @@ export class TokenVerifier {
       throw invalid('bad-claims', 'The access token claims are malformed.');
     }
     const clientId = typeof payload.client_id === 'string' ? payload.client_id : sub;
+    // Every token accepted must be revocable, by jti and by client.
+    if (
+      !isRevocableId(jti, MAX_TOKEN_ID_LENGTH) ||
+      !isRevocableId(clientId, MAX_CLIENT_ID_LENGTH)
+    ) {
+      throw invalid('unrevocable-ids', 'The access token claims are malformed.');
+    }
     const scopeText = scope ?? '';
     return Object.freeze({
       subject: sub,

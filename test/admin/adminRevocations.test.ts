@@ -280,6 +280,11 @@ describe('admin revocation API: POST', () => {
     const res2 = await post(server, { clientId: 'b', issuedBefore: '2025-12-31T23:00:00.5-01:00' });
     assert.equal(res2.status, 201);
     assert.equal(((await res2.json()) as { issuedBefore: number }).issuedBefore, NOW);
+    // A partner's client id may hold spaces and any script: every accepted token is revocable.
+    const spaced = await post(server, { clientId: 'Service Account ü' });
+    assert.equal(spaced.status, 201);
+    await spaced.arrayBuffer();
+    assert.equal(server.store.isRevoked(token('s', 'Service Account ü', NOW)), true);
     // A partner token's fractional iat within the cut-off's second is covered.
     assert.equal(server.store.isRevoked(token('d', 'b', NOW + 0.4)), true);
     assert.equal(server.store.isRevoked(token('e', 'b', NOW + 1)), false);
@@ -318,9 +323,14 @@ describe('admin revocation API: POST', () => {
     ['a numeric jti', { jti: 42 }, 'jti must be a string.'],
     ['an empty jti', { jti: '' }, 'jti must be 1 to 512 characters without control characters.'],
     [
-      'a clientId with a space',
-      { clientId: 'a b' },
-      'clientId must be 1 to 128 printable ASCII characters without spaces.',
+      'a clientId with a control character',
+      { clientId: 'a\u0007b' },
+      'clientId must be 1 to 256 characters without control characters.',
+    ],
+    [
+      'a clientId over 256 characters',
+      { clientId: 'c'.repeat(257) },
+      'clientId must be 1 to 256 characters without control characters.',
     ],
     [
       'a date that does not exist',

@@ -238,6 +238,10 @@ describe('bearer verification at the edge', () => {
     ['no jti', { jti: undefined }, {}, 'token-invalid'],
     ['no exp', { exp: undefined }, {}, 'token-invalid'],
     ['a non-string scope', { scope: ['orders:read'] }, {}, 'token-invalid'],
+    // Ids no revocation could name: such a token could never be revoked.
+    ['a jti over 512 characters', { jti: 'j'.repeat(513) }, {}, 'token-invalid'],
+    ['a jti with a control character', { jti: 'a\u0000b' }, {}, 'token-invalid'],
+    ['a client_id over 256 characters', { client_id: 'c'.repeat(257) }, {}, 'token-invalid'],
     [
       'a lifetime over 24 h (exp − iat), signed with our own key',
       { iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 86_401 },
@@ -252,6 +256,12 @@ describe('bearer verification at the edge', () => {
       await expectRefused(await call(gw, token), tipo, INVALID);
     });
   }
+
+  test('ids at the revocable limits are accepted', async (t) => {
+    const gw = await startGateway(t);
+    const token = await signWithGatewayKey(gw, validClaims(gw, { jti: 'j'.repeat(512) }));
+    assert.equal((await call(gw, token)).status, 200);
+  });
 
   test('time claims within the configured skew are accepted', async (t) => {
     const gw = await startGateway(t);
