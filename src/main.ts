@@ -131,7 +131,12 @@ async function main(): Promise<number> {
     // that client, so the next start creates one and shows its secret.
     if (createdClientsFile !== null) await rm(createdClientsFile, { force: true });
     if (error instanceof ConfigError) {
-      process.stderr.write(`portaria: ${error.message}\n`);
+      // The demo's files are ours: a damaged one is fixed by starting afresh.
+      const hint =
+        demo && error.message.includes('.portaria-demo')
+          ? '\n(demo mode: delete the .portaria-demo directory to start with fresh demo data)'
+          : '';
+      process.stderr.write(`portaria: ${error.message}${hint}\n`);
       return 1;
     }
     throw error;

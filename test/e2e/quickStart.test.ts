@@ -5,7 +5,7 @@
  * a refusal for a missing scope — and a second run that keeps the data and the secret.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -158,4 +158,28 @@ test('a first run that cannot listen (port in use) leaves no unseen demo secret 
   assert.ok(secret, demo.stderr);
   assert.equal((await tokenFor(demo.publicUrl, secret)).status, 200);
   await stop(demo.proc);
+});
+
+test('damaged demo data is reported with the way out: delete .portaria-demo', async (t) => {
+  const cwd = await mkdtemp(join(tmpdir(), 'portaria-quickstart-damaged-'));
+  t.after(() => rm(cwd, { recursive: true, force: true }));
+  const first = await startDemo(t, cwd);
+  await stop(first.proc);
+  await writeFile(join(cwd, '.portaria-demo', 'clients.json'), '{"clients": [');
+  const damaged = runGateway(t, ['--demo'], {
+    cwd,
+    env: { PORTARIA_PORT: String(await freePort()), PORTARIA_ADMIN_PORT: String(await freePort()) },
+  });
+  const { code } = await damaged.exited;
+  assert.equal(code, 1);
+  assert.match(damaged.stderr(), /clients\.json/);
+  assert.match(
+    damaged.stderr(),
+    /delete the \.portaria-demo directory to start with fresh demo data/,
+  );
+  // And that is the way out.
+  await rm(join(cwd, '.portaria-demo'), { recursive: true });
+  const fresh = await startDemo(t, cwd);
+  assert.match(fresh.stderr, /clientSecret: \S+/);
+  await stop(fresh.proc);
 });
