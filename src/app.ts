@@ -619,6 +619,12 @@ export async function createApp(options: AppOptions): Promise<App> {
         { publicUrl, adminUrl, kid: keyRing.signingKey.kid, clients: clientCount },
         'listening',
       );
+      if (config.revocation.store === 'memory') {
+        logger.warn(
+          { setting: 'revocation.store' },
+          'revocations are kept in memory only: a restart forgets them and other replicas never see them (use local or redis outside tests)',
+        );
+      }
       return { publicUrl, adminUrl };
     },
     async reload() {

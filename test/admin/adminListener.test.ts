@@ -187,3 +187,13 @@ test('an admin client that stops halfway through its headers is cut after server
   assert.ok(performance.now() - sentAt < 2500, 'cut within headersTimeoutMs + the check interval');
   assert.match(received, /^HTTP\/1\.1 408 /);
 });
+
+test('revocation.store: memory is announced as a warning at start', async (t) => {
+  const gw = await startGateway(t, { settings: () => ({ revocation: { store: 'memory' } }) });
+  const warning = gw.logs
+    .map((line) => JSON.parse(line) as Record<string, unknown>)
+    .find((l) => l.setting === 'revocation.store');
+  assert.equal(warning?.level, 'warn');
+  const local = await startGateway(t);
+  assert.ok(!local.logs.some((line) => line.includes('"setting":"revocation.store"')));
+});
