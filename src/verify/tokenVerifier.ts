@@ -30,6 +30,13 @@ import type { RevocationStore } from '../revocation/revocationStore.js';
 import { assertCompactJws, invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
 import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
+/**
+ * One public detail for every failure before the signature is proven (unknown issuer,
+ * no or unknown kid, algorithm mismatch, bad signature): distinct messages would let
+ * anyone probe which issuers the gateway trusts. The private reason is in the access line.
+ */
+const UNVERIFIABLE = 'The access token signature could not be verified.';
+
 export interface IssuerKey {
   readonly alg: string;
   readonly key: KeyObject | webcrypto.CryptoKey;
@@ -145,7 +152,7 @@ export class TokenVerifier {
     const iss = decodeSegment(token, 1, 'payload').iss;
     const issuer = typeof iss === 'string' ? o.issuers.get(iss) : undefined;
     if (issuer === undefined)
-      throw invalid('unknown-issuer', 'The access token issuer is not trusted.');
+      throw invalid('unknown-issuer', UNVERIFIABLE);
     seen.issuerId = issuer.id;
     if (!issuer.algorithms.has(alg)) {
       throw invalid(
@@ -154,13 +161,13 @@ export class TokenVerifier {
       );
     }
     const kid = header.kid;
-    if (typeof kid !== 'string') throw invalid('no-kid', 'The access token names no key.');
+    if (typeof kid !== 'string') throw invalid('no-kid', UNVERIFIABLE);
     const key = await issuer.key(kid, alg);
     if (key === undefined || key === null) {
-      throw invalid('unknown-kid', 'The access token was signed by an unknown key.');
+      throw invalid('unknown-kid', UNVERIFIABLE);
     }
     if (key.alg !== alg)
-      throw invalid('alg-mismatch', 'The access token algorithm does not match its key.');
+      throw invalid('alg-mismatch', UNVERIFIABLE);
 
     let payload: Record<string, unknown>;
     try {
@@ -251,7 +258,7 @@ function mapJoseError(error: unknown): PortariaError {
     return invalid(reason, 'The access token is not valid for this service.');
   }
   if (error instanceof errors.JWSSignatureVerificationFailed) {
-    return invalid('bad-signature', 'The access token signature is invalid.');
+    return invalid('bad-signature', UNVERIFIABLE);
   }
   if (error instanceof errors.JOSENotSupported) {
     return invalid('unsupported', 'The access token uses an unsupported feature.');

@@ -174,6 +174,24 @@ describe('bearer verification at the edge', () => {
     await expectRefused(await call(gw, tampered), 'token-invalid', INVALID);
   });
 
+  test('failures before the signature is proven share one detail: no probing which issuers are trusted', async (t) => {
+    const gw = await startGateway(t);
+    const [h, , s] = (await gw.token()).split('.');
+    const forged = (claims: Record<string, unknown>) =>
+      `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${s}`;
+    const details = new Set<unknown>();
+    for (const token of [
+      forged(validClaims(gw)), // bad signature, trusted issuer
+      forged(validClaims(gw, { iss: 'https://idp.probe.example' })), // unknown issuer
+      await signWithGatewayKey(gw, validClaims(gw), { kid: 'no-such-kid' }),
+    ]) {
+      const res = await call(gw, token);
+      assert.equal(res.status, 401);
+      details.add((await problemOf(res)).detalhe);
+    }
+    assert.deepEqual([...details], ['The access token signature could not be verified.']);
+  });
+
   test('a truncated signature → 401', async (t) => {
     const gw = await startGateway(t);
     const token = await gw.token();
