@@ -151,8 +151,7 @@ export class TokenVerifier {
     }
     const iss = decodeSegment(token, 1, 'payload').iss;
     const issuer = typeof iss === 'string' ? o.issuers.get(iss) : undefined;
-    if (issuer === undefined)
-      throw invalid('unknown-issuer', UNVERIFIABLE);
+    if (issuer === undefined) throw invalid('unknown-issuer', UNVERIFIABLE);
     seen.issuerId = issuer.id;
     if (!issuer.algorithms.has(alg)) {
       throw invalid(
@@ -166,8 +165,7 @@ export class TokenVerifier {
     if (key === undefined || key === null) {
       throw invalid('unknown-kid', UNVERIFIABLE);
     }
-    if (key.alg !== alg)
-      throw invalid('alg-mismatch', UNVERIFIABLE);
+    if (key.alg !== alg) throw invalid('alg-mismatch', UNVERIFIABLE);
 
     let payload: Record<string, unknown>;
     try {
