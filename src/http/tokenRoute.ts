@@ -5,13 +5,17 @@
  * Credentials are read from the JSON body only; this path is never forwarded upstream.
  *
  * With token limits on, the body is parsed first for its `clientId`, then: failed-secret
- * back-off for (client, address) → per-client limit → authentication → the outcome is
- * recorded (a failure counts towards the back-off, a success resets it). A refusal is 429
- * `too-many-requests` with `Retry-After` at once; the request is never held. A pair that
- * is backing off is refused before its secret is looked at, right or wrong, and so is a
- * second concurrent check of a pair whose last check failed (`PairAttempts`). Unknown
- * clients go through the same steps as known ones, and failure and success each cost one
- * recording step, so neither the limiter nor its timing tells them apart.
+ * back-off for (client, address), which also tells whether the pair is known (got a token
+ * lately) → per-client limit, from the bucket of the client's known pairs or the one of
+ * its other addresses → authentication → the outcome is recorded (a failure counts
+ * towards the back-off, a success resets it and makes the pair known). Wrong secrets from
+ * addresses the client never used thus cannot drain the bucket its own addresses use
+ * (`tokenLimiter.ts`). A refusal is 429 `too-many-requests` with `Retry-After` at once;
+ * the request is never held. A pair that is backing off is refused before its secret is
+ * looked at, right or wrong, and so is a second concurrent check of a pair whose last
+ * check failed (`PairAttempts`). Unknown clients go through the same steps as known
+ * ones, and failure and success each cost one recording step, so neither the limiter
+ * nor its timing tells them apart.
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
@@ -85,12 +89,13 @@ async function limitedExchange(
   refuseIfWaiting(await limiter.takeAddress(address), 'address', deps);
   const request = parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes, beforeBody));
   const { clientId } = request;
-  refuseIfWaiting(await limiter.backoffWait(clientId, address), 'backoff', deps);
+  const { waitMs, known } = await limiter.checkPair(clientId, address);
+  refuseIfWaiting(waitMs, 'backoff', deps);
   const pair = pairKey(clientId, address);
   if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
   let outcome: AttemptOutcome = 'unchecked';
   try {
-    refuseIfWaiting(await limiter.takeClient(clientId), 'client', deps);
+    refuseIfWaiting(await limiter.takeClient(clientId, known), 'client', deps);
     let exchange: TokenExchange;
     try {
       exchange = await deps.tokens.exchange(request);

@@ -14,9 +14,22 @@ import { createHash } from 'node:crypto';
 const PLAIN_CLIENT_ID = /^[\x21-\x7e]{1,128}$/;
 
 export function clientKey(clientId: string): string {
-  return PLAIN_CLIENT_ID.test(clientId)
-    ? clientId
-    : ` ${createHash('sha256').update(clientId).digest('base64url')}`;
+  return PLAIN_CLIENT_ID.test(clientId) ? clientId : hashed(clientId);
+}
+
+/**
+ * The name of a client's entry in its address's back-off table (`addressBackoff.ts`): the
+ * client key when it has at most 44 characters, else the hashed form (44 characters), so
+ * a Redis back-off hash keeps its compact encoding (fields ≤ 64 bytes) whatever ids an
+ * address names.
+ */
+export function backoffEntryKey(clientId: string): string {
+  const key = clientKey(clientId);
+  return key.length <= 44 ? key : hashed(clientId);
+}
+
+function hashed(clientId: string): string {
+  return ` ${createHash('sha256').update(clientId).digest('base64url')}`;
 }
 
 export function pairKey(clientId: string, address: string): string {

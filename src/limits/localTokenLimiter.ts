@@ -1,36 +1,46 @@
 /**
- * Token limits kept in this process: a token bucket per source address and per client
- * id, and the failed-secret back-off per (client, address) pair, each in its own
- * `BoundedMap` of at most `maxTrackedKeys` entries (least recently seen forgotten first).
+ * Token limits kept in this process: a token bucket per source address, two per client id
+ * (one for unknown addresses, one for the client's known pairs; see `tokenLimiter.ts`),
+ * the known pairs, and the failed-secret back-off per address (`LocalBackoffs`). Each
+ * kind holds at most `maxTrackedKeys` entries (least recently seen forgotten first).
  *
  * Forgetting is harmless for buckets (a forgotten bucket comes back full, which is what
- * an idle one would be) and bounded for the back-off (an evicted pair starts over; to
- * evict one, an attacker must first make `maxTrackedKeys` newer pairs, each costing a
- * request from the per-address bucket). No timers: refill and expiry are computed from
- * the injected clock on access, eviction happens on insert.
+ * an idle one would be), bounded for the back-off (see `localBackoffs.ts`), and for a
+ * known pair costs only its standing: it draws from the unknown addresses' bucket again
+ * until its next token (marks are made only by accepted credentials, so only legitimate
+ * traffic can push them out). No timers: refill and expiry are computed from the
+ * injected clock on access, eviction happens on insert.
  */
 import type { TokenLimitsConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import { BoundedMap } from './boundedMap.js';
-import { afterFailure, type BackoffState, backoffWaitMs } from './failedSecretBackoff.js';
-import { clientKey, pairKey } from './limitKeys.js';
+import { backoffEntryKey, clientKey, pairKey } from './limitKeys.js';
+import { LocalBackoffs } from './localBackoffs.js';
 import { type BucketRule, type BucketState, fullBucket, takeToken } from './tokenBucket.js';
-import type { TokenLimiter } from './tokenLimiter.js';
+import { KNOWN_PAIR_MS, type PairCheck, type TokenLimiter, UNKNOWN_PAIR } from './tokenLimiter.js';
 
 export class LocalTokenLimiter implements TokenLimiter {
   readonly #config: TokenLimitsConfig;
   readonly #clock: Clock;
   readonly #addresses: BoundedMap<BucketState> | null;
   readonly #clients: BoundedMap<BucketState> | null;
-  readonly #pairs: BoundedMap<BackoffState> | null;
+  readonly #knownClients: BoundedMap<BucketState> | null;
+  /** Pair → clock time of its last accepted credentials. */
+  readonly #known: BoundedMap<number> | null;
+  readonly #backoffs: LocalBackoffs | null;
 
   constructor(config: TokenLimitsConfig, clock: Clock) {
     this.#config = config;
     this.#clock = clock;
     const max = config.maxTrackedKeys;
-    this.#addresses = config.perAddress.enabled ? new BoundedMap(max) : null;
-    this.#clients = config.perClient.enabled ? new BoundedMap(max) : null;
-    this.#pairs = config.failedSecretBackoff.enabled ? new BoundedMap(max) : null;
+    const { perAddress, perClient, failedSecretBackoff } = config;
+    this.#addresses = perAddress.enabled ? new BoundedMap(max) : null;
+    this.#clients = perClient.enabled ? new BoundedMap(max) : null;
+    this.#knownClients = perClient.enabled ? new BoundedMap(max) : null;
+    this.#known = perClient.enabled || failedSecretBackoff.enabled ? new BoundedMap(max) : null;
+    this.#backoffs = failedSecretBackoff.enabled
+      ? new LocalBackoffs(max, failedSecretBackoff)
+      : null;
   }
 
   takeAddress(address: string): number {
@@ -38,28 +48,38 @@ export class LocalTokenLimiter implements TokenLimiter {
     return take(this.#addresses, address, this.#config.perAddress, this.#clock.now());
   }
 
-  takeClient(clientId: string): number {
-    if (this.#clients === null) return 0;
-    return take(this.#clients, clientKey(clientId), this.#config.perClient, this.#clock.now());
+  checkPair(clientId: string, address: string): PairCheck {
+    if (this.#known === null) return UNKNOWN_PAIR;
+    const now = this.#clock.now();
+    const known = this.#isKnown(clientId, address, now);
+    const waitMs = this.#backoffs?.waitMs(backoffEntryKey(clientId), address, known, now) ?? 0;
+    return waitMs === 0 && !known ? UNKNOWN_PAIR : { waitMs, known };
   }
 
-  backoffWait(clientId: string, address: string): number {
-    if (this.#pairs === null) return 0;
-    return backoffWaitMs(this.#pairs.get(pairKey(clientId, address)), this.#clock.now());
+  takeClient(clientId: string, known: boolean): number {
+    const buckets = known ? this.#knownClients : this.#clients;
+    if (buckets === null) return 0;
+    return take(buckets, clientKey(clientId), this.#config.perClient, this.#clock.now());
   }
 
   recordFailure(clientId: string, address: string): void {
-    if (this.#pairs === null) return;
-    const key = pairKey(clientId, address);
-    const rule = this.#config.failedSecretBackoff;
-    this.#pairs.set(key, afterFailure(this.#pairs.get(key), rule, this.#clock.now()));
+    if (this.#backoffs === null) return;
+    const now = this.#clock.now();
+    const known = this.#isKnown(clientId, address, now);
+    this.#backoffs.recordFailure(backoffEntryKey(clientId), address, known, now);
   }
 
   recordSuccess(clientId: string, address: string): void {
-    this.#pairs?.delete(pairKey(clientId, address));
+    this.#backoffs?.recordSuccess(backoffEntryKey(clientId), address);
+    this.#known?.set(pairKey(clientId, address), this.#clock.now());
   }
 
   async close(): Promise<void> {}
+
+  #isKnown(clientId: string, address: string, nowMs: number): boolean {
+    const since = this.#known?.get(pairKey(clientId, address));
+    return since !== undefined && nowMs - since < KNOWN_PAIR_MS;
+  }
 }
 
 function take(

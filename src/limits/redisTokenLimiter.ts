@@ -1,9 +1,10 @@
 /**
- * Token limits shared by every replica through Redis: the same three checks as
- * `LocalTokenLimiter`, each one atomic in Redis (a Lua script run by EVALSHA, sent again
- * as EVAL when Redis does not know it; the back-off check and the reset are single
- * commands). Keys live under `<redis.keyPrefix>limits:` and carry TTLs (see
- * `limitScripts.ts`), so nothing stays behind.
+ * Token limits shared by every replica through Redis: the same checks as
+ * `LocalTokenLimiter`, each one atomic in Redis and one round trip (a Lua script run by
+ * EVALSHA, sent again as EVAL when Redis does not know it). Keys live under
+ * `<redis.keyPrefix>limits:` — `address:<ip>`, `client:<id>` and `client-known:<id>`
+ * (buckets), `backoff:<ip>` (one hash per address), `known:<ip> <id>` — and carry TTLs
+ * (see `limitScripts.ts`), so nothing stays behind and one address holds a bounded part.
  *
  * When Redis cannot be used (not connected, an error, a command timeout) the check is
  * answered by a local limiter instead, and counted (`fallback` hook): a token request is
@@ -20,10 +21,17 @@
 import type { RedisConfig, TokenLimitsConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
 import type { RedisClient } from '../redis/redisClient.js';
-import { clientKey, pairKey } from './limitKeys.js';
-import { type LuaScript, RECORD_FAILURE, TAKE_TOKEN } from './limitScripts.js';
+import { MAX_CLIENTS_PER_ADDRESS } from './addressBackoff.js';
+import { backoffEntryKey, clientKey, pairKey } from './limitKeys.js';
+import {
+  CHECK_PAIR,
+  type LuaScript,
+  RECORD_FAILURE,
+  RECORD_SUCCESS,
+  TAKE_TOKEN,
+} from './limitScripts.js';
 import type { LocalTokenLimiter } from './localTokenLimiter.js';
-import type { TokenLimiter } from './tokenLimiter.js';
+import { KNOWN_PAIR_MS, type PairCheck, type TokenLimiter, UNKNOWN_PAIR } from './tokenLimiter.js';
 
 /** After a failed command, how long every check is answered locally before Redis is tried again. */
 export const RETRY_AFTER_FAILURE_MS = 2000;
@@ -83,51 +91,65 @@ export class RedisTokenLimiter implements TokenLimiter {
   takeAddress(address: string): Promise<number> | number {
     const rule = this.#config.perAddress;
     if (!rule.enabled) return 0;
-    return this.#takeShared('address', address, this.#addressRate, rule.burst, () =>
+    return this.#takeShared('address', `address:${address}`, this.#addressRate, rule.burst, () =>
       this.#local.takeAddress(address),
     );
   }
 
-  takeClient(clientId: string): Promise<number> | number {
+  takeClient(clientId: string, known: boolean): Promise<number> | number {
     const rule = this.#config.perClient;
     if (!rule.enabled) return 0;
-    return this.#takeShared('client', clientKey(clientId), this.#clientRate, rule.burst, () =>
-      this.#local.takeClient(clientId),
+    const bucket = `${known ? 'client-known' : 'client'}:${clientKey(clientId)}`;
+    return this.#takeShared('client', bucket, this.#clientRate, rule.burst, () =>
+      this.#local.takeClient(clientId, known),
     );
   }
 
-  /** One token from the shared bucket `<prefix><kind>:<key>` (rate per ms), or the local answer. */
+  /** One token from the shared bucket `<prefix><bucket>` (rate per ms), or the local answer. */
   #takeShared(
-    kind: 'address' | 'client',
-    key: string,
+    check: 'address' | 'client',
+    bucket: string,
     ratePerMs: number,
     burst: number,
     local: () => number,
   ): Promise<number> | number {
     return this.#shared(
-      kind,
+      check,
       () =>
-        this.#script(TAKE_TOKEN, `${this.#prefix}${kind}:${key}`, [
-          this.#clock.now(),
-          ratePerMs,
-          burst,
-        ]).then(Number),
+        this.#script(
+          TAKE_TOKEN,
+          [`${this.#prefix}${bucket}`],
+          [this.#clock.now(), ratePerMs, burst],
+        ).then(Number),
       local,
     );
   }
 
-  backoffWait(clientId: string, address: string): Promise<number> | number {
-    if (!this.#config.failedSecretBackoff.enabled) return 0;
+  checkPair(clientId: string, address: string): Promise<PairCheck> | PairCheck {
+    const { perClient, failedSecretBackoff: rule } = this.#config;
+    if (!rule.enabled && !perClient.enabled) return UNKNOWN_PAIR;
+    const local = () => this.#local.checkPair(clientId, address);
+    if (!rule.enabled) {
+      return this.#shared(
+        'backoff',
+        async () => ({
+          waitMs: 0,
+          known: (await this.#redis.exists(this.#knownKey(clientId, address))) === 1,
+        }),
+        local,
+      );
+    }
     return this.#shared(
       'backoff',
       async () => {
-        const until = Number(
-          (await this.#redis.hget(this.#pairKey(clientId, address), 'b')) ?? '0',
-        );
-        const now = this.#clock.now();
-        return until > now ? Math.ceil(until - now) : 0;
+        const [waitMs, known] = (await this.#script(CHECK_PAIR, this.#pairKeys(clientId, address), [
+          this.#clock.now(),
+          backoffEntryKey(clientId),
+          rule.forgetAfterSeconds * 1000,
+        ])) as [number, number];
+        return { waitMs: Number(waitMs), known: Number(known) === 1 };
       },
-      () => this.#local.backoffWait(clientId, address),
+      local,
     );
   }
 
@@ -137,24 +159,32 @@ export class RedisTokenLimiter implements TokenLimiter {
     await this.#shared(
       'record',
       () =>
-        this.#script(RECORD_FAILURE, this.#pairKey(clientId, address), [
+        this.#script(RECORD_FAILURE, this.#pairKeys(clientId, address), [
           this.#clock.now(),
+          backoffEntryKey(clientId),
           rule.freeFailures,
           rule.baseDelayMs,
           rule.maxDelayMs,
           rule.forgetAfterSeconds * 1000,
+          MAX_CLIENTS_PER_ADDRESS,
         ]),
       () => this.#local.recordFailure(clientId, address),
     );
   }
 
   async recordSuccess(clientId: string, address: string): Promise<void> {
-    if (!this.#config.failedSecretBackoff.enabled) return;
-    // The local fallback may hold failures seen while Redis was down: forget them too.
+    const { perClient, failedSecretBackoff } = this.#config;
+    if (!perClient.enabled && !failedSecretBackoff.enabled) return;
+    // The local fallback may hold failures seen while Redis was down: forget them too; and
+    // it knows the pair if Redis goes away.
     this.#local.recordSuccess(clientId, address);
     await this.#shared(
       'record',
-      () => this.#redis.del(this.#pairKey(clientId, address)),
+      () =>
+        this.#script(RECORD_SUCCESS, this.#pairKeys(clientId, address), [
+          backoffEntryKey(clientId),
+          KNOWN_PAIR_MS,
+        ]),
       () => undefined,
     );
   }
@@ -164,8 +194,13 @@ export class RedisTokenLimiter implements TokenLimiter {
     this.#redis.disconnect();
   }
 
-  #pairKey(clientId: string, address: string): string {
-    return `${this.#prefix}backoff:${pairKey(clientId, address)}`;
+  /** The address's back-off hash and the pair's known mark (KEYS of the pair scripts). */
+  #pairKeys(clientId: string, address: string): string[] {
+    return [`${this.#prefix}backoff:${address}`, this.#knownKey(clientId, address)];
+  }
+
+  #knownKey(clientId: string, address: string): string {
+    return `${this.#prefix}known:${pairKey(clientId, address)}`;
   }
 
   /** Runs `remote` when Redis is usable, else (or when it fails) `local`. */
@@ -203,13 +238,17 @@ export class RedisTokenLimiter implements TokenLimiter {
   }
 
   /** EVALSHA, and EVAL once when Redis answers NOSCRIPT (restarted, flushed, new node). */
-  async #script(script: LuaScript, key: string, args: readonly number[]): Promise<unknown> {
-    const argv = args.map(String);
+  async #script(
+    script: LuaScript,
+    keys: readonly string[],
+    args: readonly (number | string)[],
+  ): Promise<unknown> {
+    const argv = [...keys, ...args.map(String)];
     try {
-      return await this.#redis.evalsha(script.sha1, 1, key, ...argv);
+      return await this.#redis.evalsha(script.sha1, keys.length, ...argv);
     } catch (error) {
       if (!(error instanceof Error) || !error.message.startsWith('NOSCRIPT')) throw error;
-      return this.#redis.eval(script.source, 1, key, ...argv);
+      return this.#redis.eval(script.source, keys.length, ...argv);
     }
   }
 }

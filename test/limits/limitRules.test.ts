@@ -2,6 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import type { TokenLimitsConfig } from '../../src/config/types.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import {
+  entryToCheck,
+  MAX_CLIENTS_PER_ADDRESS,
+  OVERFLOW,
+} from '../../src/limits/addressBackoff.js';
 import { BoundedMap } from '../../src/limits/boundedMap.js';
 import {
   afterFailure,
@@ -10,10 +15,12 @@ import {
   backoffWaitMs,
   delayAfterFailures,
 } from '../../src/limits/failedSecretBackoff.js';
-import { clientKey, pairKey } from '../../src/limits/limitKeys.js';
+import { backoffEntryKey, clientKey, pairKey } from '../../src/limits/limitKeys.js';
+import { LocalBackoffs } from '../../src/limits/localBackoffs.js';
 import { LocalTokenLimiter } from '../../src/limits/localTokenLimiter.js';
 import { sourceAddress } from '../../src/limits/sourceAddress.js';
 import { fullBucket, takeToken } from '../../src/limits/tokenBucket.js';
+import { KNOWN_PAIR_MS } from '../../src/limits/tokenLimiter.js';
 
 describe('token bucket', () => {
   const rule = { ratePerSecond: 2, burst: 3 };
@@ -136,26 +143,125 @@ describe('local limiter', () => {
   test('tracks at most maxTrackedKeys keys of each kind, forgetting the least recently seen', () => {
     const limiter = new LocalTokenLimiter(config, new ManualClock());
     assert.equal(limiter.takeAddress('192.0.2.1'), 0);
-    assert.equal(limiter.takeClient('acme'), 0);
+    assert.equal(limiter.takeClient('acme', false), 0);
     limiter.recordFailure('acme', '192.0.2.1');
     assert.equal(limiter.takeAddress('192.0.2.1'), 1000);
-    assert.equal(limiter.takeClient('acme'), 1000);
-    assert.equal(limiter.backoffWait('acme', '192.0.2.1'), 60_000);
+    assert.equal(limiter.takeClient('acme', false), 1000);
+    assert.equal(limiter.checkPair('acme', '192.0.2.1').waitMs, 60_000);
     // 99 newer keys of each kind: still remembered.
     for (let i = 0; i < 99; i++) {
       limiter.takeAddress(`198.51.100.${i}`);
-      limiter.takeClient(`client-${i}`);
-      limiter.recordFailure(`client-${i}`, '203.0.113.1');
+      limiter.takeClient(`client-${i}`, false);
+      limiter.recordFailure(`client-${i}`, `203.0.113.${i}`);
     }
-    assert.equal(limiter.backoffWait('acme', '192.0.2.1'), 60_000);
-    // The touch above made the pair recent; 100 newer pairs push it out. Buckets of one
-    // kind are not pushed out by keys of another.
-    for (let i = 0; i < 100; i++) limiter.recordFailure(`other-${i}`, '203.0.113.2');
-    assert.equal(limiter.backoffWait('acme', '192.0.2.1'), 0);
+    assert.equal(limiter.checkPair('acme', '192.0.2.1').waitMs, 60_000);
+    // The check above made the pair's address recent; 100 newer entries push it out.
+    // Buckets of one kind are not pushed out by keys of another.
+    for (let i = 0; i < 100; i++) limiter.recordFailure(`other-${i}`, `198.18.0.${i}`);
+    assert.equal(limiter.checkPair('acme', '192.0.2.1').waitMs, 0);
     assert.equal(limiter.takeAddress('192.0.2.1'), 1000);
-    assert.equal(limiter.takeClient('acme'), 1000);
+    assert.equal(limiter.takeClient('acme', false), 1000);
     for (let i = 0; i < 100; i++) limiter.takeAddress(`198.51.100.${100 + i}`);
     assert.equal(limiter.takeAddress('192.0.2.1'), 0, 'forgotten: back as a full bucket');
+  });
+
+  test('a pair that got a token is known for 48 hours and draws from the known bucket', () => {
+    const clock = new ManualClock();
+    const limiter = new LocalTokenLimiter(config, clock);
+    assert.deepEqual(limiter.checkPair('acme', '192.0.2.1'), { waitMs: 0, known: false });
+    assert.equal(limiter.takeClient('acme', false), 0);
+    assert.equal(limiter.takeClient('acme', false), 1000, 'the unknown bucket is empty');
+    limiter.recordSuccess('acme', '192.0.2.1');
+    assert.deepEqual(limiter.checkPair('acme', '192.0.2.1'), { waitMs: 0, known: true });
+    assert.equal(limiter.checkPair('acme', '192.0.2.2').known, false, 'per address');
+    assert.equal(limiter.checkPair('other', '192.0.2.1').known, false, 'per client');
+    assert.equal(limiter.takeClient('acme', true), 0, 'the known bucket is its own');
+    assert.equal(limiter.takeClient('acme', true), 1000, 'at the client rate');
+    // Knowing a pair does not shorten its back-off.
+    limiter.recordFailure('acme', '192.0.2.1');
+    assert.deepEqual(limiter.checkPair('acme', '192.0.2.1'), { waitMs: 60_000, known: true });
+    clock.advance(KNOWN_PAIR_MS - 1);
+    assert.equal(limiter.checkPair('acme', '192.0.2.1').known, true);
+    clock.advance(1);
+    assert.equal(limiter.checkPair('acme', '192.0.2.1').known, false);
+  });
+
+  test('with every limit off nothing is tracked, and no pair is known', () => {
+    const off = {
+      ...config,
+      perAddress: { ...config.perAddress, enabled: false },
+      perClient: { ...config.perClient, enabled: false },
+      failedSecretBackoff: { ...config.failedSecretBackoff, enabled: false },
+    };
+    const limiter = new LocalTokenLimiter(off, new ManualClock());
+    limiter.recordSuccess('acme', '192.0.2.1');
+    limiter.recordFailure('acme', '192.0.2.1');
+    assert.deepEqual(limiter.checkPair('acme', '192.0.2.1'), { waitMs: 0, known: false });
+    assert.equal(limiter.takeClient('acme', true), 0);
+  });
+});
+
+describe('back-off entries per address', () => {
+  const rule: BackoffRule = {
+    freeFailures: 3,
+    baseDelayMs: 1000,
+    maxDelayMs: 300_000,
+    forgetAfterSeconds: 900,
+  };
+  const A = '2001:db8:1:2::/64';
+
+  test('an address tracks 16 clients on their own; further clients share its overflow entry', () => {
+    const backoffs = new LocalBackoffs(1000, rule);
+    for (let i = 0; i < MAX_CLIENTS_PER_ADDRESS; i++) backoffs.recordFailure(`c${i}`, A, false, 0);
+    assert.equal(backoffs.size, 16);
+    // Three more clients: the overflow entry's three free failures; the fourth waits 1 s.
+    for (const client of ['x1', 'x2', 'x3']) backoffs.recordFailure(client, A, false, 0);
+    assert.equal(backoffs.waitMs('x9', A, false, 0), 0);
+    backoffs.recordFailure('x4', A, false, 0);
+    assert.equal(backoffs.size, 17);
+    assert.equal(backoffs.waitMs('x9', A, false, 0), 1000, 'any client without an entry waits');
+    assert.equal(backoffs.waitMs('c0', A, false, 0), 0, 'a client with its own entry does not');
+    assert.equal(backoffs.waitMs('x9', '192.0.2.1', false, 0), 0, 'other addresses do not');
+    assert.equal(backoffs.waitMs('x9', A, true, 0), 0, 'a known pair ignores the overflow');
+    for (let i = 0; i < 300; i++) backoffs.recordFailure(`y${i}`, A, false, 1000 * i);
+    assert.equal(backoffs.size, 17, 'bounded whatever the number of client ids');
+  });
+
+  test("a known pair's failures have their own entry even when the address is full", () => {
+    const backoffs = new LocalBackoffs(1000, rule);
+    for (let i = 0; i < 20; i++) backoffs.recordFailure(`c${i}`, A, false, 0);
+    for (let i = 0; i < 4; i++) backoffs.recordFailure('acme', A, true, 0);
+    assert.equal(
+      backoffs.waitMs('acme', A, true, 0),
+      1000,
+      'filling the table first does not help',
+    );
+    assert.equal(backoffs.size, 18);
+    backoffs.recordSuccess('acme', A);
+    assert.equal(backoffs.waitMs('acme', A, true, 0), 0);
+    assert.equal(backoffs.waitMs('zz', A, false, 0), 1000, 'a success leaves the overflow alone');
+  });
+
+  test('entries nobody remembers any more free their place', () => {
+    const backoffs = new LocalBackoffs(1000, rule);
+    for (let i = 0; i < 20; i++) backoffs.recordFailure(`c${i}`, A, false, 0);
+    const later = 900_000;
+    assert.equal(backoffs.waitMs('c17', A, false, later), 0);
+    backoffs.recordFailure('new', A, false, later);
+    assert.equal(backoffs.size, 1, 'the dead entries were dropped, the new client has its own');
+    assert.deepEqual(entryToCheck(new Map(), 'c0', false, rule, 0), undefined);
+  });
+
+  test('at most maxEntries entries in all: the least recently used addresses go first', () => {
+    const backoffs = new LocalBackoffs(40, rule);
+    for (let i = 0; i < 20; i++) backoffs.recordFailure(`c${i}`, '192.0.2.1', false, 0);
+    for (let i = 0; i < 20; i++) backoffs.recordFailure(`c${i}`, '192.0.2.2', false, 0);
+    assert.equal(backoffs.size, 34);
+    assert.equal(backoffs.waitMs('c0', '192.0.2.1', false, 0), 0, 'touches 192.0.2.1');
+    for (let i = 0; i < 10; i++) backoffs.recordFailure(`c${i}`, '192.0.2.3', false, 0);
+    assert.equal(backoffs.size, 27, '192.0.2.2 was forgotten whole');
+    for (let i = 0; i < 3; i++) backoffs.recordFailure('x', '192.0.2.2', false, 0);
+    assert.equal(backoffs.waitMs('x', '192.0.2.2', false, 0), 0, 'it starts over');
   });
 });
 
@@ -167,6 +273,16 @@ describe('limit keys', () => {
     assert.notEqual(clientKey('a b'), clientKey('a  b'));
     assert.ok(clientKey('é').startsWith(' '));
     assert.equal(pairKey('acme', '192.0.2.1'), '192.0.2.1 acme');
+  });
+
+  test('a back-off entry key has at most 44 characters and never collides with another id', () => {
+    assert.equal(backoffEntryKey('acme'), 'acme');
+    assert.equal(backoffEntryKey('a'.repeat(44)), 'a'.repeat(44));
+    const long = backoffEntryKey('a'.repeat(45));
+    assert.ok(long.startsWith(' ') && long.length === 44, long);
+    assert.notEqual(long, backoffEntryKey('a'.repeat(46)));
+    assert.equal(backoffEntryKey('x'.repeat(5000)), clientKey('x'.repeat(5000)), 'hashed alike');
+    assert.notEqual(backoffEntryKey('a'.repeat(44)), OVERFLOW);
   });
 });
 

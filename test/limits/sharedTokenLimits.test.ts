@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
+import { KNOWN_PAIR_MS } from '../../src/limits/tokenLimiter.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redisClient.js';
 import { CLIENT_ID, type Gateway, startGateway } from '../helpers/fixture.js';
 import { metric } from '../helpers/metrics.js';
@@ -82,9 +83,17 @@ describe('token limits shared through Redis', () => {
     assert.equal(await attempt(two.url, '127.0.0.2'), '200');
     assert.equal(await attempt(one.url, '127.0.0.2'), '200');
     assert.equal(await attempt(two.url, '127.0.0.2'), '429 after 1');
-    // Per client: the 4th token of acme came from 127.0.0.3; the 5th is refused.
+    // Per client: 127.0.0.2's first token came from acme's bucket for addresses without a
+    // token lately (burst 4), its next two from the bucket of acme's known pairs (burst 4).
+    // Both are shared: three more addresses drain the first, whichever gateway serves them.
     assert.equal(await attempt(two.url, '127.0.0.3'), '200');
+    assert.equal(await attempt(one.url, '127.0.0.7'), '200');
+    assert.equal(await attempt(two.url, '127.0.0.8'), '200');
     assert.equal(await attempt(one.url, '127.0.0.4'), '429 after 1');
+    // Those three are known now: two more tokens drain the second bucket.
+    assert.equal(await attempt(one.url, '127.0.0.3'), '200');
+    assert.equal(await attempt(two.url, '127.0.0.7'), '200');
+    assert.equal(await attempt(one.url, '127.0.0.8'), '429 after 1');
     // Back-off: two failures through one gateway block the pair on the other.
     assert.equal(await attempt(one.url, '127.0.0.5', 'reader', WRONG), '401');
     assert.equal(await attempt(one.url, '127.0.0.5', 'reader', WRONG), '401');
@@ -125,15 +134,23 @@ describe('token limits shared through Redis', () => {
     });
     assert.equal(await attempt(gw.url, '127.0.0.2', CLIENT_ID, WRONG), '401');
     assert.equal(await attempt(gw.url, '127.0.0.3', 'x'.repeat(3000), WRONG), '401');
+    // Two tokens from 127.0.0.4: the pair is known, the second comes from the known bucket.
+    assert.equal(await attempt(gw.url, '127.0.0.4'), '200');
+    assert.equal(await attempt(gw.url, '127.0.0.4'), '200');
     const client = await redisClient(t, redis.url);
     const keys = (await client.keys('*')).sort();
-    assert.deepEqual(keys.slice(0, 3), [
+    assert.deepEqual(keys.slice(0, 5), [
       `${PREFIX}limits:address:127.0.0.2`,
       `${PREFIX}limits:address:127.0.0.3`,
-      `${PREFIX}limits:backoff:127.0.0.2 acme`,
+      `${PREFIX}limits:address:127.0.0.4`,
+      `${PREFIX}limits:backoff:127.0.0.2`,
+      `${PREFIX}limits:backoff:127.0.0.3`,
     ]);
-    assert.equal(keys.length, 6);
-    assert.ok(keys.includes(`${PREFIX}limits:client:acme`));
+    assert.equal(keys.length, 9);
+    assert.deepEqual(await client.hkeys(`${PREFIX}limits:backoff:127.0.0.2`), ['acme']);
+    for (const key of ['client:acme', 'client-known:acme', 'known:127.0.0.4 acme']) {
+      assert.ok(keys.includes(`${PREFIX}limits:${key}`), key);
+    }
     assert.ok(
       keys.every((key) => key.startsWith(PREFIX) && key.length < 128),
       'long client ids are hashed',
@@ -141,10 +158,12 @@ describe('token limits shared through Redis', () => {
     for (const key of keys) {
       const ttl = await client.pttl(key);
       const limit = key.includes(':address:')
-        ? 500 // one token to refill at 2/s
-        : key.includes(':client:')
-          ? 1000
-          : 120_000;
+        ? 1000 // two tokens to refill at 2/s
+        : key.includes(':client')
+          ? 2000
+          : key.includes(':known:')
+            ? KNOWN_PAIR_MS
+            : 120_000;
       assert.ok(ttl > 0 && ttl <= limit, `${key}: ttl ${ttl} ≤ ${limit}`);
     }
   });

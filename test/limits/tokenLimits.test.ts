@@ -362,13 +362,15 @@ describe('switches and metrics', () => {
 
   const oneOff: [string, Record<string, unknown>, string][] = [
     [
+      // The first token makes the address known: the next ones come from the bucket of
+      // the client's known pairs (also a burst of 2).
       'perAddress off: the per-client limit still applies',
       {
         perAddress: { enabled: false, ratePerSecond: 1, burst: 1 },
         perClient: { ratePerSecond: 1, burst: 2 },
         failedSecretBackoff: { freeFailures: 100 },
       },
-      '200,200,429 after 1',
+      '200,200,200,429 after 1',
     ],
     [
       'perClient off: the per-address limit still applies',
