@@ -15,7 +15,7 @@ import { ConfigError } from './config/configError.js';
 import type { Config } from './config/types.js';
 import { createAdminHandler } from './http/adminRoutes.js';
 import { createClientErrorHandler } from './http/clientErrors.js';
-import { openApiDocument } from './http/openApiDocument.js';
+import { openApiDocumentFor } from './http/openApiDocument.js';
 import { PublicGateway } from './http/publicGateway.js';
 import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
@@ -285,7 +285,10 @@ export async function createApp(options: AppOptions): Promise<App> {
       onLimited: (reason) => metrics.tokenLimitRefusal(reason),
     },
     jwks,
-    openapi: StaticDocument.of(openApiDocument, 'public, max-age=3600'),
+    openapi: StaticDocument.of(
+      openApiDocumentFor(config.token.responseFields),
+      'public, max-age=3600',
+    ),
     verifier,
     routes: () => routes,
     forwarder,

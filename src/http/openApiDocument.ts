@@ -2,8 +2,11 @@
  * The OpenAPI 3.1 description of what Portaria serves itself (the token operation, the
  * public key set, this document) and of the bearer scheme every other path requires.
  * `openapi.json` at the repository root is generated from this object
- * (`npm run openapi`); a test fails when the two drift apart.
+ * (`npm run openapi`); a test fails when the two drift apart. It offers both token
+ * result shapes; a running gateway serves `openApiDocumentFor(responseFields)`, which
+ * names the one it emits.
  */
+import type { ResponseFieldSet } from '../config/types.js';
 
 const problemRef = { $ref: '#/components/schemas/ProblemDetails' } as const;
 const problem = (description: string) => ({
@@ -61,8 +64,12 @@ export const openApiDocument = {
             'The client credentials were not accepted (unknown client, wrong or expired secret, disabled client: one answer).',
           ),
           '405': problem('Only POST is accepted.'),
+          '408': problem(
+            'The request (headers or body) did not arrive within the server time limits; the connection is closed.',
+          ),
           '413': problem('The body exceeds the configured limit (default 16 KiB).'),
           '415': problem('Content-Type is not application/json, or the body is compressed.'),
+          '431': problem('The request headers exceed the configured size limit.'),
           '429': {
             ...problem(
               'Too many token requests from this address or for this client, or this address must wait after repeated wrong secrets for this client. The request was not processed.',
@@ -215,3 +222,18 @@ export const openApiDocument = {
     },
   },
 } as const;
+
+/**
+ * The document a gateway serves: the token result is the shape its
+ * `token.responseFields` emits, not a choice of two (a client generated from it gets
+ * the right type). Everything else is `openApiDocument`.
+ */
+export function openApiDocumentFor(fields: ResponseFieldSet): typeof openApiDocument {
+  const document = structuredClone(openApiDocument) as typeof openApiDocument;
+  const ok = document.paths['/v1/authentication/accesstoken'].post.responses['200'];
+  const name = fields === 'guide' ? 'TokenResultGuide' : 'TokenResult';
+  (ok.content['application/json'] as { schema: unknown }).schema = {
+    $ref: `#/components/schemas/${name}`,
+  };
+  return document;
+}

@@ -159,8 +159,28 @@ describe('OpenAPI description', () => {
     assert.equal(res.status, 200);
     assert.equal(res.headers.get('content-type'), 'application/json');
     assert.equal(res.headers.get('cache-control'), 'public, max-age=3600');
-    assert.deepEqual(await res.json(), JSON.parse(renderOpenApi()));
+    const served = (await res.json()) as Json;
+    // The committed document with the one result shape this gateway emits.
+    const expected = JSON.parse(renderOpenApi()) as Json;
+    const ok = (doc: Json) =>
+      (doc as { paths: Record<string, { post: { responses: Record<string, Json> } }> }).paths[
+        TOKEN_PATH
+      ]?.post.responses['200'] as { content: { 'application/json': { schema: unknown } } };
+    ok(expected).content['application/json'].schema = { $ref: '#/components/schemas/TokenResult' };
+    assert.deepEqual(served, expected);
     assert.equal(gw.upstream.received.length, 0);
+  });
+
+  test('a gateway emitting the guide fields serves a document naming that shape', async (t) => {
+    const gw = await startGateway(t, { settings: () => ({ token: { responseFields: 'guide' } }) });
+    const served = (await (await fetch(`${gw.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, { post: { responses: Record<string, { content: Json }> } }>;
+    };
+    assert.deepEqual(served.paths[TOKEN_PATH]?.post.responses['200']?.content, {
+      'application/json': { schema: { $ref: '#/components/schemas/TokenResultGuide' } },
+    });
+    // The committed document offers both.
+    assert.match(renderOpenApi(), /"oneOf": \[/);
   });
 
   test('a token result with the reference fields matches TokenResult only', async (t) => {
@@ -276,9 +296,11 @@ describe('OpenAPI description', () => {
       '400',
       '401',
       '405',
+      '408',
       '413',
       '415',
       '429',
+      '431',
       '500',
       '501',
       '503',
