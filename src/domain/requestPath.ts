@@ -33,7 +33,7 @@
  *   Windows and IIS drop them, so the upstream would serve `/v1/reports` to a path the
  *   route table saw as another.
  *
- * The query is passed through as is; only raw control characters are refused there.
+ * The query is passed through as is; only raw control characters and `#` are refused there.
  * The path keeps its case (it is forwarded as sent); route prefixes compare ignoring
  * ASCII case (`proxy/routeTable.ts`), the open paths exactly. Only the exact
  * `TOKEN_PATH` is the token operation: `/v1/authentication/accesstoken/` is a protected
@@ -178,6 +178,9 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
     if (code < 0x20 || code === 0x7f) {
       refuse('The request query must not contain control characters.', 'invalid-character');
     }
+    // A fragment is never sent (RFC 9112 §3.2): a raw `#` means something else to every
+    // parser behind us (cut here, or kept as data).
+    if (code === HASH) refuse('The request target must not contain a fragment.', 'fragment');
   }
   return { path: rawUrl.slice(0, i), search: rawUrl.slice(i) };
 }

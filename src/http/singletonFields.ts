@@ -12,6 +12,8 @@
  *   address, or an IPv6 literal in brackets. RFC 9112 §3.2 requires a 400 for an invalid
  *   one, and `X-Forwarded-Host` is made from it: `a, evil.example` is two hosts to a
  *   framework that splits the field, `evil.example@a` or `a/../b` worse.
+ * - `Content-Type` (RFC 9110 §8.3, one value): Node keeps the first of two, a component
+ *   in front may keep the last and judge the body by another type: refused.
  * - `Authorization`: the number of lines is returned for the bearer check, which refuses
  *   more than one (`bearerToken`).
  */
@@ -26,10 +28,18 @@ export function checkSingletonFields(req: IncomingMessage): number {
   const raw = req.rawHeaders;
   let count = 0;
   let authorizations = 0;
+  let contentTypes = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
     if (name.length === 4 && name.toLowerCase() === 'host') count++;
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
+    else if (name.length === 12 && name.toLowerCase() === 'content-type') contentTypes++;
+  }
+  if (contentTypes > 1) {
+    throw new PortariaError('invalid-request', 'Send at most one Content-Type header.', {
+      reason: 'multiple-content-type',
+      headers: { connection: 'close' },
+    });
   }
   if (count > 1) {
     throw new PortariaError('invalid-request', 'Send exactly one Host header.', {

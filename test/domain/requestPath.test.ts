@@ -78,6 +78,8 @@ const refused: ReadonlyArray<readonly [string, string]> = [
   ['/v1/orders\\..\\admin', 'backslash'],
   ['/v1\\orders', 'backslash'],
   ['/v1/orders#frag', 'fragment'],
+  ['/v1/orders?a=1#frag', 'fragment'],
+  ['/v1/orders?#', 'fragment'],
   ['/v1/files/x..', 'trailing-dot'],
   ['/v1/files/...', 'trailing-dot'],
   ['/v1./orders', 'trailing-dot'],

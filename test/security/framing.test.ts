@@ -242,6 +242,22 @@ describe('request line and header limits', () => {
     );
   });
 
+  test('two Content-Type lines → 400 invalid-request on the token operation and on forwarded paths', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const body = '{"clientId":"acme","clientSecret":"x"}';
+    for (const path of ['/v1/authentication/accesstoken', '/v1/orders/1']) {
+      const res = onlyResponse(
+        await rawRequest(
+          gw.url,
+          `POST ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nContent-Type: application/json\r\nContent-Type: text/plain\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+        ),
+      );
+      assert.equal(res.status, 400, path);
+      assert.equal(rawProblemOf(res).detalhe, 'Send at most one Content-Type header.');
+    }
+    assert.equal(gw.upstream.received.length, 0);
+  });
+
   test('an HTTP/1.0 request with Transfer-Encoding → 400 and the connection closes (RFC 9112 §6.1)', async (t) => {
     const { gw, token } = await framingGateway(t);
     const raw = await rawRequest(
