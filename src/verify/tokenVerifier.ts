@@ -32,7 +32,8 @@ import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
 /**
  * One public detail for every failure before the signature is proven (unknown issuer,
- * no or unknown kid, algorithm mismatch, bad signature): distinct messages would let
+ * an algorithm that issuer does not use, no or unknown kid, algorithm mismatch, bad
+ * signature): distinct messages would let
  * anyone probe which issuers the gateway trusts. The private reason is in the access line.
  */
 const UNVERIFIABLE = 'The access token signature could not be verified.';
@@ -153,12 +154,8 @@ export class TokenVerifier {
     const issuer = typeof iss === 'string' ? o.issuers.get(iss) : undefined;
     if (issuer === undefined) throw invalid('unknown-issuer', UNVERIFIABLE);
     seen.issuerId = issuer.id;
-    if (!issuer.algorithms.has(alg)) {
-      throw invalid(
-        'alg-not-allowed',
-        'The access token is not signed with an accepted algorithm.',
-      );
-    }
+    // Per issuer: its own message would tell a trusted issuer from an unknown one.
+    if (!issuer.algorithms.has(alg)) throw invalid('alg-not-allowed', UNVERIFIABLE);
     const kid = header.kid;
     if (typeof kid !== 'string') throw invalid('no-kid', UNVERIFIABLE);
     const key = await issuer.key(kid, alg);

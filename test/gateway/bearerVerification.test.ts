@@ -175,7 +175,21 @@ describe('bearer verification at the edge', () => {
   });
 
   test('failures before the signature is proven share one detail: no probing which issuers are trusted', async (t) => {
-    const gw = await startGateway(t);
+    // A trusted partner that signs with RS256 only: an ES256 token naming it must not be
+    // told apart from one naming an unknown issuer.
+    const gw = await startGateway(t, {
+      settings: () => ({
+        issuers: [
+          {
+            id: 'partner',
+            issuer: 'https://idp.partner.example',
+            audiences: ['partner-api'],
+            jwksUri: 'http://127.0.0.1:9/jwks',
+            algorithms: ['RS256'],
+          },
+        ],
+      }),
+    });
     const [h, , s] = (await gw.token()).split('.');
     const forged = (claims: Record<string, unknown>) =>
       `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${s}`;
@@ -183,6 +197,7 @@ describe('bearer verification at the edge', () => {
     for (const token of [
       forged(validClaims(gw)), // bad signature, trusted issuer
       forged(validClaims(gw, { iss: 'https://idp.probe.example' })), // unknown issuer
+      forged(validClaims(gw, { iss: 'https://idp.partner.example' })), // trusted, not ES256
       await signWithGatewayKey(gw, validClaims(gw), { kid: 'no-such-kid' }),
     ]) {
       const res = await call(gw, token);
