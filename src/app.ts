@@ -137,6 +137,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       issuer.keyFile ? [[issuer.id, sourceBaseline([issuer.keyFile])] as const] : [],
     ),
   );
+  // Taken before the loads read: a change landing between the two must not become the
+  // baseline (then it would never be reloaded). A failed fingerprint reloads at once.
+  await Promise.allSettled([clientsSince, keysSince, ...issuerFilesSince.values()]);
   // Everything start-up reads without side effects, together: every problem in one run.
   const [clients, initialRing, adminToken] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),

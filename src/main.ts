@@ -34,6 +34,18 @@ let onSighup: () => void = () => {
 };
 process.on('SIGHUP', () => onSighup());
 
+/**
+ * SIGTERM and SIGINT from the first moment too: before the gateway listens there is
+ * nothing to drain, so the process exits at once — through `process.exit`, which runs
+ * the exit hooks (a held revocation-file lock is released; Node's default action for the
+ * signal would leave it behind for the next start to wait out). Then: the drain.
+ */
+let onStop: (signal: NodeJS.Signals) => void = (signal) => {
+  process.exit(signal === 'SIGINT' ? 130 : 143);
+};
+process.on('SIGTERM', () => onStop('SIGTERM'));
+process.on('SIGINT', () => onStop('SIGINT'));
+
 async function main(): Promise<number> {
   let values: {
     config?: string | undefined;
@@ -72,6 +84,7 @@ async function main(): Promise<number> {
     const cwd = process.cwd();
     const file = values.config ?? env.PORTARIA_CONFIG;
     const configSince = file && !demo ? sourceBaseline([resolve(cwd, file)]) : undefined;
+    await configSince?.catch(() => undefined);
     const config = await loadConfig({ file, env, cwd, demo, demoUpstream: demoUpstream?.url });
     const created = demo
       ? await prepareDemoData({
@@ -122,8 +135,7 @@ async function main(): Promise<number> {
     if (sighupWhileStarting) onSighup();
     // Every stop signal, the second too, waits for the one drain (app.shutdown() is
     // idempotent); `once` would leave the second to Node's default: exit at once.
-    process.on('SIGTERM', stop);
-    process.on('SIGINT', stop);
+    onStop = stop;
     return -1;
   } catch (error) {
     demoUpstream?.server.close();

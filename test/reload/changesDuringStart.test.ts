@@ -6,7 +6,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
+import { readdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
@@ -96,4 +96,22 @@ test('a SIGHUP while the gateway starts does not end it, and reloads once it run
   await gateway.waitForOutput('stdout', /"signal":"SIGHUP".*signal received: reloading/, 5000);
   assert.equal(gateway.child.exitCode, null);
   assert.equal(gateway.child.signalCode, null);
+});
+
+test('a SIGTERM while the gateway starts ends it at once and leaves no lock file behind', async (t) => {
+  const { dir, gateway } = await startingGateway(t);
+  // The store holds its queue file's lock while it waits for Redis.
+  await waitFor(
+    'the queue lock',
+    async () =>
+      (await readdir(join(dir, 'data'))).some((name) => name.endsWith('.lock')) ? true : undefined,
+    5000,
+    20,
+  );
+  gateway.child.kill('SIGTERM');
+  assert.deepEqual(await gateway.exited, { code: 143, signal: null });
+  assert.deepEqual(
+    (await readdir(join(dir, 'data'))).filter((name) => name.endsWith('.lock')),
+    [],
+  );
 });
