@@ -3,7 +3,13 @@
  *
  * A route matches a canonical path (see `domain/requestPath.ts`; the query is not part of
  * it) when its prefix equals the path or is followed in it by `/` or `.`: `/v1/orders`
- * matches `/v1/orders`, `/v1/orders/1` and `/v1/orders.json`, never `/v1/ordersX`. The prefix `/` matches every
+ * matches `/v1/orders`, `/v1/orders/1` and `/v1/orders.json`, never `/v1/ordersX`. The
+ * `.` boundary only ever adds scopes: upstreams that serve `/v1/orders.json` as
+ * `/v1/orders` (suffix patterns) must not be reachable with fewer scopes than the orders
+ * route's, and a path the `/` rule alone gives to a less specific route
+ * (`/v1/files.internal/…` under `/v1`) must not need fewer than that route's — so a route
+ * matched at a `.` requires its own scopes and those of the route the `/` rule would
+ * pick (precomputed: no allocation per request). The prefix `/` matches every
  * path. Prefixes compare ASCII case-insensitively: `/V1/Orders/1` takes the `/v1/orders`
  * route and its scopes, so an upstream that ignores case can never be reached around a
  * route's scopes through the default route (the path is forwarded unchanged). The longest matching prefix wins; routes are sorted by prefix length once, so a
@@ -68,22 +74,26 @@ function startsWithFolded(path: string, lowerPrefix: string): boolean {
   return true;
 }
 
-function matches(prefix: string, path: string): boolean {
-  if (!startsWithFolded(path, prefix)) return false;
+const NO_MATCH = 0;
+const AT_SEGMENT_END = 1;
+const AT_DOT = 2;
+
+/** Whether `path` starts with `prefix` at a boundary: a segment's end, or a `.` only. */
+function boundaryOf(prefix: string, path: string): number {
+  if (!startsWithFolded(path, prefix)) return NO_MATCH;
   // A prefix ending in `/` (including `/` itself) already ends on a boundary.
-  // `.` counts as one too: upstreams that match `/reports.json` or `/reports.` as
-  // `/reports` (Spring's suffix patterns, Windows dropping trailing dots) must not be
-  // reachable around the route's scopes through a less specific route.
   // `;` also ends a segment (RFC 3986 §3.3 parameters); request paths with `;` are refused
   // before routing, so this is defence in depth.
   const next = path.charCodeAt(prefix.length);
-  return (
+  if (
     path.length === prefix.length ||
     prefix.charCodeAt(prefix.length - 1) === 0x2f ||
     next === 0x2f ||
-    next === 0x2e ||
     next === 0x3b
-  );
+  ) {
+    return AT_SEGMENT_END;
+  }
+  return next === 0x2e ? AT_DOT : NO_MATCH;
 }
 
 export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): RouteTable {
@@ -91,11 +101,9 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
     compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs),
   );
   // Stable sort: among equal prefixes the first configured wins (validation rejects those).
-  const byLength = Object.freeze(
-    [...routes]
-      .sort((a, b) => b.prefix.length - a.prefix.length)
-      .map((route) => ({ route, folded: lowerAscii(route.prefix) })),
-  );
+  const sorted = [...routes]
+    .sort((a, b) => b.prefix.length - a.prefix.length)
+    .map((route) => ({ route, folded: lowerAscii(route.prefix) }));
   const fallback =
     config.upstream.default === null
       ? null
@@ -107,17 +115,36 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           config.upstream.default.timeoutMs,
         );
   const all = fallback === null ? routes : [...routes, fallback];
+  /** The route the `/` boundary alone picks for `path` (the rule before `.` counted). */
+  const bySegments = (path: string): CompiledRoute | null =>
+    sorted.find(({ folded }) => boundaryOf(folded, path) === AT_SEGMENT_END)?.route ?? fallback;
+  const byLength = Object.freeze(
+    sorted.map(({ route, folded }) => ({
+      route,
+      folded,
+      atDot: withScopesOf(route, bySegments(`${folded}.`)),
+    })),
+  );
 
   return Object.freeze({
     routes: Object.freeze(all),
     origins: Object.freeze([...new Set(all.map((r) => r.origin))]),
     match(path: string): CompiledRoute | null {
-      for (const { route, folded } of byLength) {
-        if (matches(folded, path)) return route;
+      for (const { route, folded, atDot } of byLength) {
+        const boundary = boundaryOf(folded, path);
+        if (boundary === AT_SEGMENT_END) return route;
+        if (boundary === AT_DOT) return atDot;
       }
       return fallback;
     },
   });
+}
+
+/** `route`, requiring `other`'s scopes too (the same object when that adds none). */
+function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): CompiledRoute {
+  const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
+  if (extra.length === 0) return route;
+  return Object.freeze({ ...route, scopes: Object.freeze([...route.scopes, ...extra]) });
 }
 
 /** ASCII-only lower case (URL paths are ASCII once canonical; no locale rules). */

@@ -64,6 +64,31 @@ describe('compileRouteTable', () => {
     assert.deepEqual(table.match('/v1/orders')?.scopes, ['orders:read']);
   });
 
+  test('a route matched at a "." also requires the scopes of the route "/" alone would pick', () => {
+    // /v1/orders.json: the orders route, and the v1 route's scopes too (the "/" rule gave
+    // it to v1); /v1/orders/1 needs the orders scopes only.
+    assert.deepEqual(table.match('/v1/orders.json')?.scopes, ['orders:read', 'v1:read']);
+    assert.equal(table.match('/v1/orders.json')?.id, 'orders');
+    assert.deepEqual(table.match('/v1/orders/1')?.scopes, ['orders:read']);
+    assert.deepEqual(table.match('/v1/orders/items.csv')?.scopes, [
+      'order-items:read',
+      'orders:read',
+    ]);
+    // The default route's scopes count too; none of them: the route's own.
+    const withDefault = compileRouteTable({
+      routes: [route('files', '/files', 'http://127.0.0.1:3000')],
+      upstream: {
+        ...upstream,
+        default: { upstream: 'http://127.0.0.1:3001', scopes: ['internal:all'], timeoutMs: 1000 },
+      },
+    });
+    assert.deepEqual(withDefault.match('/files.internal/payroll.csv')?.scopes, [
+      'files:read',
+      'internal:all',
+    ]);
+    assert.equal(withDefault.match('/files.x'), withDefault.match('/files.y'), 'precomputed');
+  });
+
   test('lists each upstream origin once', () => {
     const twice = compileRouteTable({
       routes: [
