@@ -31,7 +31,10 @@
  *   U+200B): `/v1%EF%BC%8Freports` is `/v1/reports` after normalisation;
  * - a segment ending in `.` or in an encoded space (`/v1/reports.`, `/v1/reports%20`):
  *   Windows and IIS drop them, so the upstream would serve `/v1/reports` to a path the
- *   route table saw as another.
+ *   route table saw as another; for the same reason `::` (an NTFS stream,
+ *   `reports::$DATA`) and a segment shaped like an 8.3 short name (`REPORT~1`);
+ * - encoded non-ASCII letters whose case change is ASCII (`ı` → `I`, `İ` → `i`), which a
+ *   case-insensitive upstream folds into another route's path.
  *
  * The query is passed through as is; only raw control characters and `#` are refused there.
  * The path keeps its case (it is forwarded as sent); route prefixes compare ignoring
@@ -57,6 +60,8 @@ const PERCENT = 0x25;
 const QUESTION = 0x3f;
 const BACKSLASH = 0x5c;
 const HASH = 0x23;
+const COLON = 0x3a;
+const TILDE = 0x7e;
 
 function refuse(detail: string, reason: string): never {
   throw new PortariaError('invalid-path', detail, { reason });
@@ -115,6 +120,8 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   let paramAt = -1;
   let sawParameter = false;
   let sawHighByte = false;
+  /** A `:` (raw or encoded) or `~`: the Windows alias check runs (rare in API paths). */
+  let sawWindowsAliasChar = false;
   let i = 1;
   for (; i < length; i++) {
     const code = rawUrl.charCodeAt(i);
@@ -148,6 +155,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
         );
       }
       if (byte >= 0x80) sawHighByte = true;
+      else if (byte === COLON) sawWindowsAliasChar = true;
       if (byte === PERCENT && i + 4 < length) {
         // `%25` followed by an encoding of a forbidden byte: ambiguous after a second decode.
         const high2 = hexValue(rawUrl.charCodeAt(i + 3));
@@ -157,6 +165,8 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
         }
       }
       i += 2;
+    } else if (code === COLON || code === TILDE) {
+      sawWindowsAliasChar = true;
     } else if (code === BACKSLASH) {
       refuse('The request path must not contain "\\".', 'backslash');
     } else if (code === HASH) {
@@ -171,6 +181,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
   if (i > segmentStart) checkSegmentEnd(rawUrl, i);
   if (sawParameter) refuse('The request path must not contain ";" parameters.', 'path-parameter');
   if (sawHighByte) checkEncodedText(rawUrl.slice(0, i));
+  if (sawWindowsAliasChar) checkWindowsAliases(rawUrl.slice(0, i));
   if (i === length) return { path: rawUrl, search: '' };
 
   for (let q = i + 1; q < length; q++) {
@@ -200,6 +211,28 @@ function checkSegmentEnd(path: string, end: number): void {
   }
 }
 
+/**
+ * A segment naming an NTFS alternate data stream (`reports::$DATA`) or shaped like a
+ * Windows 8.3 short name (`REPORT~1`): Windows serves each as another name's file, so an
+ * IIS upstream would answer `/v1/reports` to a path the route table saw as another.
+ */
+function checkWindowsAliases(path: string): void {
+  let text = path;
+  try {
+    text = decodeURIComponent(path);
+  } catch {
+    // Reported by the UTF-8 check; the raw text is checked here.
+  }
+  if (WINDOWS_ALIAS.test(text)) {
+    refuse(
+      'A request path segment must not name an alternate data stream ("::") or look like a Windows short name ("NAME~1").',
+      'windows-alias',
+    );
+  }
+}
+
+const WINDOWS_ALIAS = /::|(?:^|\/)[^/]{1,6}~\d/;
+
 /** Spaces other than U+0020, and invisible format characters (zero-width, bidi controls). */
 const UNUSUAL_SPACE_OR_FORMAT = /[\p{White_Space}\p{Cf}]/u;
 
@@ -218,10 +251,32 @@ function checkEncodedText(path: string): void {
     refuse('The request path has percent-encoded bytes that are not UTF-8.', 'not-utf8');
   }
   // An encoded U+0020 inside a segment is a plain space: only the others count here.
-  if (UNUSUAL_SPACE_OR_FORMAT.test(text.replaceAll(' ', '')) || text.normalize('NFKC') !== text) {
+  if (
+    UNUSUAL_SPACE_OR_FORMAT.test(text.replaceAll(' ', '')) ||
+    text.normalize('NFKC') !== text ||
+    foldsToAscii(text)
+  ) {
     refuse(
       'The request path must not contain characters that normalise to others, unusual spaces or invisible characters.',
       'ambiguous-unicode',
     );
   }
 }
+
+/**
+ * True when a non-ASCII character changes case into ASCII: `ı` (U+0131) upper-cases to
+ * `I` and `İ` (U+0130) lower-cases to `i` + a combining dot, so a case-insensitive
+ * upstream (Java `equalsIgnoreCase`, .NET `OrdinalIgnoreCase`) reads `/v1/ınvoices` as
+ * `/v1/invoices` while our ASCII-only case folding saw another path.
+ */
+function foldsToAscii(text: string): boolean {
+  for (const char of text) {
+    if (char.charCodeAt(0) < 0x80) continue;
+    if (ASCII_LETTER.test(char.toUpperCase()) || ASCII_LETTER.test(char.toLowerCase())) {
+      return true;
+    }
+  }
+  return false;
+}
+
+const ASCII_LETTER = /[A-Za-z]/;
