@@ -97,14 +97,16 @@ const REMOVE_HELP = `Usage: portaria keys remove <kid>
 
 Deletes the key's file and its schedule entry: gateways stop publishing the key and
 stop accepting its tokens at their next reload (at once with file watching, or SIGHUP).
-The key that signs now is kept unless another key takes over at once. A compromised
-signing key:
-  portaria keys rotate --jwks-max-age 0 --skew 0   (the new key signs at once)
-  portaria keys remove <old kid>                   (its tokens are refused from now on)
+A key that signs now, or did up to the clock skew ago, is kept until another key signs
+at both moments (else a gateway whose clock runs behind would be left without one).
+A compromised signing key:
+  portaria keys rotate --jwks-max-age 0   (the new key signs after the skew)
+  portaria keys remove <old kid>          (once allowed: it prints when)
 Third parties that cached the JWKS keep the old key until their cache expires, and may
 refuse the new key's tokens until they fetch the JWKS again.
 
 Options:
+  --skew SECONDS     the gateways' clockSkewSeconds, 0 to 600 (default 60)
   --now TIME         the moment that decides which key signs (default: now)
 ${DIR_HELP}
 `;
@@ -222,9 +224,15 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   const parsed = parseCommandArgs(cmd, args, {
     'keys-dir': { type: 'string' },
     now: { type: 'string' },
+    skew: { type: 'string' },
   });
   const [kid] = expectPositionals(cmd, parsed, ['kid']);
-  const removed = await removeKey(keysDir(parsed, ctx), kid as string, nowOption(cmd, parsed, ctx));
+  const removed = await removeKey(
+    keysDir(parsed, ctx),
+    kid as string,
+    nowOption(cmd, parsed, ctx),
+    secondsOption(cmd, parsed, 'skew', 0, 600, 60),
+  );
   ctx.out(`removed:    ${removed.kid}${removed.alg === null ? '' : ` (${removed.alg})`}\n`);
   ctx.out(`files:      ${removed.files.join(', ')}\n`);
   ctx.out(

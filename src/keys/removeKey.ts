@@ -4,10 +4,11 @@
  * their next reload (a key reload empties the verified-token cache). For a compromised
  * key, or a retired one an operator wants gone before its `removeAt`.
  *
- * The key that signs now is kept unless another key of its algorithm would sign in its
- * place at once: removing it would leave the gateways without a signer (the token
- * operation answers 503). The emergency path is `keys rotate --jwks-max-age 0 --skew 0`
- * (the new key signs at once, the old one retires) and then `keys remove <old kid>`.
+ * A key is kept while removing it would leave a gateway without a signer: it signs now,
+ * or did `skew` ago (a replica whose clock runs that far behind still sees it signing,
+ * and its reload would fail with no active key), and no other key of its algorithm
+ * signs at both moments. The emergency path is `keys rotate --jwks-max-age 0` (the new
+ * key signs after the skew) and then, once the command allows it, `keys remove <old kid>`.
  *
  * Files, under the schedule's lock like a rotation: the key file is deleted first, then
  * the schedule entry. A crash in between leaves an entry without a key file, which the
@@ -22,6 +23,7 @@ import { ConfigError } from '../config/configError.js';
 import type { SigningAlgorithm } from '../config/types.js';
 import { withFileLock } from '../lib/fileLock.js';
 import {
+  formatInstant,
   pickSigner,
   readKeySchedule,
   SCHEDULE_FILE,
@@ -43,14 +45,26 @@ export interface KeyRemoval {
   readonly files: readonly string[];
 }
 
-export async function removeKey(dir: string, kid: string, now: Date): Promise<KeyRemoval> {
+export async function removeKey(
+  dir: string,
+  kid: string,
+  now: Date,
+  skewSeconds: number,
+): Promise<KeyRemoval> {
   if (!KID_PATTERN.test(kid)) {
     throw new KeyRemovalRefused(`${JSON.stringify(kid)} is not a kid ([A-Za-z0-9._-]{1,64})`);
   }
-  return withFileLock(join(dir, SCHEDULE_FILE), () => removeLocked(dir, kid, now.getTime()));
+  return withFileLock(join(dir, SCHEDULE_FILE), () =>
+    removeLocked(dir, kid, now.getTime(), skewSeconds * 1000),
+  );
 }
 
-async function removeLocked(dir: string, kid: string, now: number): Promise<KeyRemoval> {
+async function removeLocked(
+  dir: string,
+  kid: string,
+  now: number,
+  skewMs: number,
+): Promise<KeyRemoval> {
   const { schedule, problems } = await readKeySchedule(dir);
   if (problems.length > 0) throw new ConfigError(problems, `keys.dir (${dir})`);
   let names: string[];
@@ -73,13 +87,20 @@ async function removeLocked(dir: string, kid: string, now: number): Promise<KeyR
       alg = key.alg;
       const window = (k: { kid: string }) => windowOf(loaded.get(k.kid));
       const others = keys.filter((k) => k.kid !== kid);
-      if (
-        pickSigner(keys, window, key.alg, now)?.kid === kid &&
-        pickSigner(others, window, key.alg, now) === undefined
-      ) {
-        throw new KeyRemovalRefused(
-          `${kid} is the ${key.alg} key that signs now and no other key would take over; rotate first (at once, for a compromised key: "portaria keys rotate --jwks-max-age 0 --skew 0"), then remove it`,
-        );
+      for (const at of [now - skewMs, now]) {
+        if (pickSigner(keys, window, key.alg, at)?.kid !== kid) continue;
+        const next = pickSigner(others, window, key.alg, now);
+        if (next === undefined) {
+          throw new KeyRemovalRefused(
+            `${kid} is the ${key.alg} key that signs now and no other key would take over; rotate first (at once, for a compromised key: "portaria keys rotate --jwks-max-age 0"), then remove it`,
+          );
+        }
+        if (pickSigner(others, window, key.alg, now - skewMs) === undefined) {
+          const from = windowOf(loaded.get(next.kid)).activateAt + skewMs;
+          throw new KeyRemovalRefused(
+            `${kid} still signs on a gateway whose clock is up to the skew (${skewMs / 1000} s) behind; ${next.kid} takes over everywhere at ${formatInstant(from)}: remove ${kid} then`,
+          );
+        }
       }
     }
     for (const name of keyFiles) await rm(join(dir, name));

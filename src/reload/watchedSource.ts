@@ -25,7 +25,10 @@
  * - success: `apply(value)`, outcome 'applied';
  * - failure: the running value stays, outcome 'failed' with every problem
  *   (`ConfigError.problems`, else the error's message). The failed contents are
- *   remembered, so a broken file is reported once, not on every poll.
+ *   remembered, so a broken file is not reloaded (and reported) on every poll — but they
+ *   are tried again every `retryFailedMs` (default 30 s): a load can fail by the clock
+ *   alone (a key directory whose new key activates a moment later than this replica's
+ *   clock reads), and unchanged files must not leave the replica on its old value.
  * - a file that is briefly absent (rename-over, symlink swap) is not a failure: when the
  *   load fails and a watched path was missing before or after it (or the error is
  *   ENOENT), the fingerprint and the load are retried once after 50 ms.
@@ -67,6 +70,8 @@ export interface WatchedSourceOptions<T> {
   readonly fsWatch?: boolean;
   /** Quiet time after the last change event before the check runs. Default 100 ms. */
   readonly debounceMs?: number;
+  /** How long failed contents are left alone before a check loads them again. Default 30 s. */
+  readonly retryFailedMs?: number;
   /**
    * The fingerprint of `paths` taken before the running value was loaded (by
    * `contentFingerprint(paths, directoryEntries)`); default: one taken now.
@@ -86,6 +91,7 @@ export interface WatchedSource {
 const DEBOUNCE_MS = 100;
 const MAX_DEBOUNCE_MS = 1000;
 const RETRY_DELAY_MS = 50;
+const RETRY_FAILED_MS = 30_000;
 
 type Attempt<T> =
   | { readonly ok: true; readonly value: T }
@@ -95,8 +101,11 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
   const { name, paths, load, apply, pollIntervalMs, onOutcome } = options;
   const fingerprint = () => contentFingerprint(paths, options.directoryEntries);
   const debounceMs = options.debounceMs ?? DEBOUNCE_MS;
+  const retryFailedMs = options.retryFailedMs ?? RETRY_FAILED_MS;
   let closed = false;
   let known: string | null = null;
+  /** When the known contents last failed to load (`performance.now()`), or null. */
+  let failedAt: number | null = null;
   const ready = (options.since ?? fingerprint()).then(
     (f) => {
       known ??= f.digest;
@@ -126,7 +135,13 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
     await ready;
     if (closed) return 'unchanged';
     let print = await fingerprint();
-    if (!force && print.digest === known) return 'unchanged';
+    if (
+      !force &&
+      print.digest === known &&
+      (failedAt === null || performance.now() - failedAt < retryFailedMs)
+    ) {
+      return 'unchanged';
+    }
     let result = await attempt();
     if (!result.ok && (print.missing || isEnoent(result.error) || (await anyMissing()))) {
       await delay(RETRY_DELAY_MS);
@@ -136,15 +151,18 @@ export function watchSource<T>(options: WatchedSourceOptions<T>): WatchedSource 
     known = print.digest;
     if (closed) return 'unchanged';
     if (!result.ok) {
+      failedAt = performance.now();
       report('failed', problemsOf(result.error));
       return 'failed';
     }
     try {
       apply(result.value);
     } catch (error) {
+      failedAt = performance.now();
       report('failed', [`apply: ${messageOf(error)}`]);
       return 'failed';
     }
+    failedAt = null;
     report('applied', []);
     return 'applied';
   };

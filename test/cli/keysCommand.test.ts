@@ -386,22 +386,33 @@ describe('portaria keys remove', () => {
     assert.deepEqual(await readdir(dir), before);
   });
 
-  test('a compromised signing key: rotate at once, then remove it', async (t) => {
+  test('a compromised signing key: rotate with max-age 0, then remove it once every clock agrees', async (t) => {
     const cwd = await tempDir(t);
     const dir = join(cwd, 'keys');
     const a = await generated(cwd, dir);
-    const now = '2026-01-01T00:00:00Z';
-    const rotated = await rotate(cwd, dir, now, '--jwks-max-age', '0', '--skew', '0');
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z', '--jwks-max-age', '0');
     assert.equal(rotated.code, 0, rotated.stderr);
     const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
-    const result = await removeKid(cwd, dir, a, now);
-    assert.equal(result.code, 0, result.stderr);
-    const ring = await ringAt(dir, now);
-    assert.equal(ring.signingKey.kid, b);
-    assert.deepEqual(
-      ring.states().map((k) => k.kid),
-      [b],
+    // b signs from 00:01:00 (the skew); a replica 60 s behind sees it signing at 00:02:00.
+    const early = await removeKid(cwd, dir, a, '2026-01-01T00:00:30Z');
+    assert.equal(early.code, 1);
+    assert.match(early.stderr, /is the ES256 key that signs now and no other key would take over/);
+    const behind = await removeKid(cwd, dir, a, '2026-01-01T00:01:00Z');
+    assert.equal(behind.code, 1);
+    assert.match(
+      behind.stderr,
+      new RegExp(
+        `${a} still signs on a gateway whose clock is up to the skew \\(60 s\\) behind; ${b} takes over everywhere at 2026-01-01T00:02:00Z`,
+      ),
     );
+    assert.ok((await readdir(dir)).includes(`${a}.pem`), 'nothing removed yet');
+    const result = await removeKid(cwd, dir, a, '2026-01-01T00:02:00Z');
+    assert.equal(result.code, 0, result.stderr);
+    // Every replica, its clock up to the skew behind, still has a signer.
+    for (const at of ['2026-01-01T00:01:00Z', '2026-01-01T00:02:00Z']) {
+      const ring = await ringAt(dir, at);
+      assert.equal(ring.signingKey.kid, b, at);
+    }
   });
 
   test('finishes a removal cut short: an entry whose file is gone is removed too', async (t) => {

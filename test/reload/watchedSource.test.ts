@@ -202,6 +202,32 @@ describe('watchSource', () => {
     assert.equal(h.value, 1);
   });
 
+  test('failed contents are loaded again after retryFailedMs: a load can fail by the clock alone', async (t) => {
+    const file = join(await tempDir(t), 'clients.json');
+    await writeFile(file, '{"version":1}');
+    // The loader refuses until "time" has come (a key that activates a moment later).
+    let ready = false;
+    const h = harness(
+      [file],
+      async () => {
+        if (!ready) throw new ConfigError(['no key is active now']);
+        return loadVersion(file);
+      },
+      { watch: false, retryFailedMs: 100 },
+    );
+    h.value = 1;
+    const source = watchSource(h.options);
+    t.after(() => source.close());
+    await writeAtomically(file, '{"version":2}');
+    assert.equal(await source.trigger('poll'), 'failed');
+    assert.equal(await source.trigger('poll'), 'unchanged', 'not on every poll');
+    ready = true;
+    await sleep(120);
+    assert.equal(await source.trigger('poll'), 'applied', 'the same contents, tried again');
+    assert.equal(h.value, 2);
+    assert.equal(await source.trigger('poll'), 'unchanged');
+  });
+
   test('does not reload identical content rewritten, unless forced by a signal', async (t) => {
     const file = join(await tempDir(t), 'clients.json');
     await writeFile(file, '{"version":1}');
