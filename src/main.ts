@@ -115,7 +115,10 @@ async function main(): Promise<number> {
         secret: created?.createdSecret ?? null,
       });
     }
-    const stop = (signal: string) => {
+    let stopSignals = 0;
+    const stop = (signal: NodeJS.Signals) => {
+      // A third stop signal (Ctrl-C pressed again while draining) exits at once.
+      if (++stopSignals >= 3) process.exit(signal === 'SIGINT' ? 130 : 143);
       app.logger.info({ signal }, 'signal received');
       app.shutdown().then(
         () => {
@@ -133,8 +136,8 @@ async function main(): Promise<number> {
       void app.reload();
     };
     if (sighupWhileStarting) onSighup();
-    // Every stop signal, the second too, waits for the one drain (app.shutdown() is
-    // idempotent); `once` would leave the second to Node's default: exit at once.
+    // A second stop signal waits for the one drain (app.shutdown() is idempotent); `once`
+    // would leave it to Node's default: exit at once.
     onStop = stop;
     return -1;
   } catch (error) {

@@ -3,12 +3,21 @@
  * four kinds of request —
  *   the token operation (open), the public key set (open), the OpenAPI description
  *   (open), or a protected request: bearer verification → route → route scopes →
- *   forward (HTTP via undici, WebSocket upgrades via http-proxy).
+ *   forward (HTTP via undici, WebSocket upgrades via proxy/webSocketProxy).
  * Only exact canonical paths reach the open handlers; everything else needs a token.
  *
  * Refusals are PortariaErrors written as problem details; anything else thrown is a
  * bare 500, with the error logged under the request id. The access log line and the
- * request metrics are written once, when the response closes.
+ * request metrics are written once, when the response closes — for an upgrade, once its
+ * outcome is known (`upgrade` line: 101, the upstream's refusal relayed, the gateway's
+ * own 4xx/5xx, or 499). An upgrade counts in the `unsafe` method class, for the metrics
+ * and for `revocation.whenStale`: a tunnel carries writes as well as reads.
+ *
+ * Shutdown: while draining, an upgrade is refused with 503 (`shutting-down`), checked on
+ * arrival and again once its token is verified; a tunnel opened during the drain would
+ * keep the stop waiting for the whole grace. A response cut while draining (at the grace
+ * limit) is logged with reason `shutdown` and the status sent, or as 499 with reason
+ * `shutdown-grace` when nothing was sent.
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -32,11 +41,11 @@ import {
 } from '../proxy/forwarder.js';
 import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
-import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
+import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { instanceOf, sendProblem, sendServerError } from './replies.js';
-import { continueBody, type GatewayResponse, requestIdFor } from './requestScope.js';
+import { continueBody, type GatewayResponse, RequestScope, requestIdFor } from './requestScope.js';
 import { checkSingletonFields } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
@@ -170,27 +179,42 @@ export class PublicGateway {
     writeSocketProblem(socket, problem, `#${requestId}`, this.#typeBase);
   }
 
-  /** `upgrade` listener: WebSocket handshakes are authenticated like any request. */
+  /**
+   * `upgrade` listener: WebSocket handshakes are authenticated like any request. The
+   * access line and request metrics are written by `#upgradeEnded`, once per upgrade.
+   */
   readonly handleUpgrade = (req: IncomingMessage, socket: Duplex, head: Buffer): void => {
     socket.on('error', ignoreSocketError);
     // A keep-alive socket may have carried earlier responses: ours start here.
     markRequestStart(socket);
-    const requestId = requestIdFor(req.headers['x-request-id']);
-    this.#upgrade(req, socket, head, requestId).catch((error: unknown) => {
+    const scope = new RequestScope();
+    scope.start = performance.now();
+    scope.method = req.method ?? '';
+    scope.id = requestIdFor(req.headers['x-request-id']);
+    this.#d.metrics.requestStarted();
+    this.#open++;
+    let ended = false;
+    const done = (status: number, reason: string | undefined): void => {
+      if (ended) return;
+      ended = true;
+      if (reason !== undefined) scope.reason = reason;
+      this.#upgradeEnded(scope, status);
+    };
+    this.#upgrade(req, socket, head, scope, done).catch((error: unknown) => {
       const problem = isPortariaError(error)
         ? error
         : new PortariaError('upstream-unavailable', 'The upgrade could not be completed.', {
             reason: 'upgrade-error',
           });
-      if (!isPortariaError(error))
-        this.#d.logger.error({ reqId: requestId, err: error }, 'upgrade failed');
-      else
-        this.#d.logger.info(
-          { reqId: requestId, status: problem.status, reason: problem.reason },
-          'upgrade refused',
-        );
-      if (problem.status === 401) this.#d.metrics.authFailure(problem.reason);
-      writeSocketProblem(socket, problem, instanceOf(pathOnly(req.url), requestId), this.#typeBase);
+      if (!isPortariaError(error)) scope.error = error;
+      const written = writeSocketProblem(
+        socket,
+        problem,
+        instanceOf(pathOnly(req.url), scope.id),
+        this.#typeBase,
+        scope.id,
+      );
+      done(written ? problem.status : 499, problem.reason);
     });
   };
 
@@ -226,7 +250,7 @@ export class PublicGateway {
   ): void {
     const scope = res.scope;
     scope.clientId = principal.clientId;
-    if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
+    if (this.#revocationStale?.() === true) this.#refuseWhenStale(methodClass(req.method));
     const route = this.#matchRoute(target.path);
     // Before the scope check: a 403 is logged and counted under the route it was for.
     scope.routeId = route.id;
@@ -247,11 +271,16 @@ export class PublicGateway {
     req: IncomingMessage,
     socket: Duplex,
     head: Buffer,
-    requestId: string,
+    scope: RequestScope,
+    done: UpgradeDone,
   ): Promise<void> {
+    // No new tunnel during the drain: it would hold the stop for the whole grace.
+    if (this.#d.draining()) throw shuttingDown();
     const authorizationLines = checkSingletonFields(req);
     const target = parseRequestTarget(req.url ?? '');
-    if (target.path === TOKEN_PATH || target.path === JWKS_PATH || target.path === OPENAPI_PATH) {
+    const openRoute = OPEN_ROUTES.get(target.path);
+    if (openRoute !== undefined) {
+      scope.routeId = openRoute;
       // A 405 names what the path does accept (RFC 9110 §15.5.6): plain requests.
       throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
         reason: 'upgrade-on-open-path',
@@ -259,24 +288,23 @@ export class PublicGateway {
       });
     }
     const principal = await this.#authenticate(req, target.search, authorizationLines);
-    if (this.#revocationStale?.() === true) this.#refuseWhenStale(req.method);
+    scope.clientId = principal.clientId;
+    if (this.#revocationStale?.() === true) this.#refuseWhenStale(UPGRADE_CLASS);
     const route = this.#matchRoute(target.path);
+    scope.routeId = route.id;
     checkScopes(route, principal);
-    this.#d.accessLogger.logger.info(
-      {
-        reqId: requestId,
-        method: req.method,
-        route: route.id,
-        clientId: principal.clientId,
-        status: 101,
-      },
-      'upgrade',
+    // The verification may have spanned the start of the drain.
+    if (this.#d.draining()) throw shuttingDown();
+    this.#d.webSockets.upgrade(
+      req,
+      socket,
+      head,
+      route,
+      target,
+      principal,
+      { requestId: scope.id, clientIp: req.socket.remoteAddress ?? '', proto: this.#proto },
+      done,
     );
-    this.#d.webSockets.upgrade(req, socket, head, route, target, principal, {
-      requestId,
-      clientIp: req.socket.remoteAddress ?? '',
-      proto: this.#proto,
-    });
   }
 
   #authenticate(
@@ -289,8 +317,7 @@ export class PublicGateway {
   }
 
   /** The revocation list is stale: throws 503 when the method class's policy refuses. */
-  #refuseWhenStale(method: string | undefined): void {
-    const kind = methodClass(method);
+  #refuseWhenStale(kind: MethodClass): void {
     if (this.#d.revocationFreshness?.refuse[kind] !== true) return;
     this.#d.metrics.revocationStaleRefusal(kind);
     throw new PortariaError(
@@ -349,25 +376,52 @@ export class PublicGateway {
   /** Writes the access log line and request metrics; runs once per response. */
   #accessLog(res: GatewayResponse): void {
     const scope = res.scope;
+    let status = res.statusCode;
+    // The client got a truncated message: the line keeps the status sent, as a warning.
+    let truncated = false;
+    if (!res.writableFinished) {
+      // Not finished: the upstream failed mid-response, Node's parser answered on the raw
+      // socket (408), the shutdown grace ended, or the client went away (499).
+      const cut = upstreamCutOf(res);
+      if (cut !== undefined) {
+        scope.reason = `upstream-${cut}`;
+        truncated = true;
+      } else if (scope.socketStatus !== 0) {
+        status = scope.socketStatus;
+      } else if (this.#d.draining()) {
+        // Cut at the grace limit (closeAllConnections): not the client's doing.
+        truncated = res.headersSent;
+        if (!truncated) status = 499;
+        scope.reason = truncated ? 'shutdown' : 'shutdown-grace';
+      } else {
+        status = 499;
+      }
+    }
+    this.#finished(scope, methodClass(scope.method), status, truncated, false);
+  }
+
+  /** The access line and request metrics of an upgrade, once its outcome is known. */
+  #upgradeEnded(scope: RequestScope, status: number): void {
+    if (status === 401 && scope.reason !== undefined) this.#d.metrics.authFailure(scope.reason);
+    this.#finished(scope, UPGRADE_CLASS, status, false, true);
+  }
+
+  /**
+   * Counts a finished request and writes its line: `request` / `upgrade` in the access
+   * log, or `request failed` / `upgrade failed` (5xx, a truncated response) at `warn`, at
+   * `error` with the error when the gateway failed unexpectedly.
+   */
+  #finished(
+    scope: RequestScope,
+    kind: MethodClass,
+    status: number,
+    truncated: boolean,
+    upgrade: boolean,
+  ): void {
     const seconds = (performance.now() - scope.start) / 1000;
-    // Not finished: the client went away (499), or the upstream failed mid-response — then
-    // the status is the one sent, the line a warning with the upstream's failure.
-    const cut = res.writableFinished ? undefined : upstreamCutOf(res);
-    const status =
-      res.writableFinished || cut !== undefined
-        ? res.statusCode
-        : scope.socketStatus !== 0
-          ? scope.socketStatus
-          : 499;
-    if (cut !== undefined) scope.reason = `upstream-${cut}`;
-    this.#d.metrics.requestFinished(
-      scope.routeId,
-      methodClass(scope.method),
-      statusClass(status),
-      seconds,
-    );
+    this.#d.metrics.requestFinished(scope.routeId, kind, statusClass(status), seconds);
     const durationMs = Math.round(seconds * 1e6) / 1e3;
-    if (status >= 500 || cut !== undefined) {
+    if (status >= 500 || truncated) {
       const line = {
         reqId: scope.id,
         method: scope.method,
@@ -377,15 +431,29 @@ export class PublicGateway {
         clientId: scope.clientId,
         reason: scope.reason,
       };
+      const msg = upgrade ? 'upgrade failed' : 'request failed';
       // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream down
-      // or slow, revocation list stale), the upstream's own 5xx or a response the upstream
-      // cut short is a warning — one per request during an outage, which the alerts count
-      // (portaria_upstream_errors_total), not a fault to page on here.
+      // or slow, revocation list stale, shutting down), the upstream's own 5xx or a
+      // response cut short is a warning — one per request during an outage, which the
+      // alerts count (portaria_upstream_errors_total), not a fault to page on here.
       if (scope.error !== undefined) {
-        this.#d.logger.error({ ...line, err: scope.error }, 'request failed');
+        this.#d.logger.error({ ...line, err: scope.error }, msg);
       } else {
-        this.#d.logger.warn(line, 'request failed');
+        this.#d.logger.warn(line, msg);
       }
+    } else if (upgrade) {
+      this.#d.accessLogger.logger.info(
+        {
+          reqId: scope.id,
+          method: scope.method,
+          route: scope.routeId,
+          status,
+          durationMs,
+          clientId: scope.clientId,
+          reason: scope.reason,
+        },
+        'upgrade',
+      );
     } else {
       this.#d.accessLogger.request(
         scope.id,
@@ -403,6 +471,22 @@ export class PublicGateway {
       idle();
     }
   }
+}
+
+/** The method class of a WebSocket upgrade: a tunnel carries writes, so `unsafe`. */
+const UPGRADE_CLASS: MethodClass = 'unsafe';
+
+/** The open paths' route labels (an upgrade on one is refused with 405). */
+const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
+  [TOKEN_PATH, 'token'],
+  [JWKS_PATH, 'jwks'],
+  [OPENAPI_PATH, 'openapi'],
+]);
+
+function shuttingDown(): PortariaError {
+  return new PortariaError('service-unavailable', 'The gateway is shutting down.', {
+    reason: 'shutting-down',
+  });
 }
 
 /** The token must carry every scope the route requires: else 403 insufficient_scope. */

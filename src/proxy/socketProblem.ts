@@ -1,11 +1,14 @@
 /**
- * Answers a refused upgrade on the raw socket with problem details.
+ * Writes a whole HTTP/1.1 response on the raw socket of an upgrade: a refused upgrade's
+ * problem details, or the upstream's non-101 answer to one.
  *
- * After Node's `upgrade` event there is no `ServerResponse`: the HTTP/1.1 response is
- * written by hand (RFC 9112 §4) with the contract's problem-details body (RFC 9457
- * semantics, the contract's field names), `Connection: close`, and the socket is closed
- * once the bytes are flushed. A socket that already carried part of this request's
- * response, or cannot be written, is destroyed without a word.
+ * After Node's `upgrade` event there is no `ServerResponse`: the response is written by
+ * hand (RFC 9112 §4), always with an exact `Content-Length` (none for 204 and 304, which
+ * have no body) and `Connection: close`, and the socket is closed once the bytes are
+ * flushed — the client asked to leave HTTP on this connection, so nothing follows. A
+ * problem has the contract's problem-details body (RFC 9457 semantics, the contract's
+ * field names). A socket that already carried part of this request's response, or cannot
+ * be written, is destroyed without a word.
  *
  * "This request's": a keep-alive socket may have carried earlier, complete responses.
  * `markRequestStart` notes how many bytes the socket had written when the request began
@@ -36,15 +39,20 @@ export function isSocketPristine(socket: Duplex): boolean {
   );
 }
 
+/**
+ * Writes a problem and closes; `requestId`, when known, is echoed as `X-Request-Id`.
+ * False when the socket could not take it (then it is destroyed).
+ */
 export function writeSocketProblem(
   socket: Duplex,
   error: PortariaError,
   instancia: string,
   problemTypeBase: string,
-): void {
+  requestId?: string,
+): boolean {
   if (!isSocketPristine(socket)) {
     socket.destroy();
-    return;
+    return false;
   }
   const body = JSON.stringify({
     tipo: problemTypeBase + error.code,
@@ -63,5 +71,44 @@ export function writeSocketProblem(
   if (error.headers !== undefined) {
     for (const [name, value] of Object.entries(error.headers)) head += `${name}: ${value}\r\n`;
   }
+  if (requestId !== undefined) head += `x-request-id: ${requestId}\r\n`;
   socket.end(`${head}\r\n${body}`, () => socket.destroy());
+  return true;
+}
+
+/**
+ * Writes `status` with `fields` (end-to-end fields only: the caller applied the header
+ * policy; any `content-length` among them is replaced) and `body`, then closes. False
+ * when the socket could not take it (then it is destroyed).
+ */
+export function writeSocketResponse(
+  socket: Duplex,
+  status: number,
+  fields: Readonly<Record<string, string | string[]>>,
+  body: Buffer,
+): boolean {
+  if (!isSocketPristine(socket)) {
+    socket.destroy();
+    return false;
+  }
+  // RFC 9110 §6.4.1: a 204 or 304 has no content, and no length is sent for it.
+  const bodiless = status === 204 || status === 304;
+  let head = `HTTP/1.1 ${status} ${STATUS_CODES[status] ?? ''}\r\n${fieldLines(fields, 'content-length')}`;
+  if (!bodiless) head += `content-length: ${body.length}\r\n`;
+  head += 'connection: close\r\n\r\n';
+  const bytes = Buffer.from(head, 'latin1');
+  socket.end(bodiless ? bytes : Buffer.concat([bytes, body]), () => socket.destroy());
+  return true;
+}
+
+/** `name: value\r\n` for every field but `skip` (a list value gives one line per item). */
+function fieldLines(fields: Readonly<Record<string, string | string[]>>, skip?: string): string {
+  let lines = '';
+  for (const name in fields) {
+    if (name === skip) continue;
+    const value = fields[name] as string | string[];
+    if (typeof value === 'string') lines += `${name}: ${value}\r\n`;
+    else for (const item of value) lines += `${name}: ${item}\r\n`;
+  }
+  return lines;
 }

@@ -1,6 +1,5 @@
 /**
- * Tunnels verified WebSocket upgrades (RFC 6455 §4) to the route's upstream with
- * http-proxy.
+ * Tunnels verified WebSocket upgrades (RFC 6455 §4) to the route's upstream.
  *
  * Before proxying, the request's fields go through the same header policy as HTTP
  * requests (identity namespace, `X-Forwarded-*`, `Authorization`), then the upgrade pair
@@ -8,17 +7,45 @@
  * proxy must carry them for the handshake to reach the upstream. `Sec-WebSocket-*` fields
  * are end-to-end and pass unchanged. The request URL becomes `basePath + path + search`.
  *
- * The handshake must complete within the route's time: we own that timer, because
- * http-proxy has none for upgrades and its socket timeouts surface as resets (a 504 must
- * not look like a 502). After the 101 the tunnel has no time limit.
+ * http-proxy's `ws` pass makes the handshake request and, after a 101, pipes the two
+ * sockets (its WebSocket support is why it is here). Left alone it keeps the upstream
+ * request after the client left, pipes a late 101 into a dead socket, writes the
+ * upstream's 101 fields unfiltered, and relays a refusal raw — hop-by-hop fields and a
+ * de-chunked body still labelled chunked. So the request it makes is ours too (its
+ * `proxyReqWs` event): our 'upgrade' listener runs before its own and replaces the 101's
+ * fields by the filtered ones before it writes them (or destroys an upstream socket
+ * nobody wants), its 'response' listener is replaced by ours right after `ws` returns,
+ * and we abort the request when the client leaves or the time is up:
  *
- * A failure before any byte reached the client is answered with a problem-details 502 or
- * 504 on the raw socket; after that, the client socket is destroyed. No error event is left
- * unhandled: http-proxy errors go to a per-upgrade callback (upgrades are rare next to
- * requests, so a closure each is fine), stray proxy errors to a server-level listener, and
- * the client socket gets an error listener (Node removes its own once it emits `upgrade`).
+ * - **101**: the client gets `101 Switching Protocols` with the upstream's end-to-end
+ *   fields (the response header policy), `X-Request-Id`, and `Connection: Upgrade` /
+ *   `Upgrade: websocket`; then both sockets are piped. An upstream switching to anything
+ *   but websocket is an invalid answer (502).
+ * - **Any other answer** (a refusal): read whole, up to `RELAYED_BODY_LIMIT` and within
+ *   the route's time, then written with the upstream's status, its end-to-end fields, an
+ *   exact `Content-Length`, `X-Request-Id` and `Connection: close`, and the connection is
+ *   closed (RFC 9112 §9.6): the client asked for another protocol, nothing else follows.
+ *   A larger body is refused with 502 rather than relayed truncated.
+ * - **Failure** before any byte reached the client: problem-details 502 or 504 on the raw
+ *   socket; after that, the client socket is destroyed.
+ *
+ * Timers and races. The handshake — the relayed refusal's body included — must complete
+ * within the route's time: we own that timer (a 504 must not look like a 502), and it
+ * aborts the upstream request whatever became of the client. After the 101 the tunnel has
+ * no time limit. A client socket that closes before the upgrade completed aborts the
+ * upstream request at once; an upstream 101 arriving after the client left is closed, never
+ * piped. `closeEnded` answers a tunnel still in its handshake with the 401 the verifier
+ * would give now (the token was revoked or expired meanwhile) and aborts its upstream
+ * request; once `close` ran (the shutdown grace ended), every upgrade is refused with 503.
+ *
+ * Every upgrade handed to `upgrade` reports its outcome once through `done` (the access
+ * line): 101, the relayed status, the status of the problem written, or 499 when the
+ * client was gone before any answer (reason `shutdown-grace` when `close` cut it).
+ *
+ * No error event is left unhandled: both sockets and the upstream request get error
+ * listeners (Node removes its own from the client socket once it emits `upgrade`).
  */
-import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
+import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { Principal } from '../domain/principal.js';
@@ -27,7 +54,7 @@ import { PortariaError } from '../errors.js';
 import type { ForwarderHooks } from './forwarder.js';
 import type { ForwardedProto, HeaderPolicy } from './headers.js';
 import type { CompiledRoute } from './routeTable.js';
-import { isSocketPristine, writeSocketProblem } from './socketProblem.js';
+import { isSocketPristine, writeSocketProblem, writeSocketResponse } from './socketProblem.js';
 import { classifyUpstreamError, upstreamProblem } from './upstreamErrors.js';
 
 export interface WebSocketContext {
@@ -54,6 +81,13 @@ export interface ClosedTunnel {
   readonly reason: TunnelEnd;
 }
 
+/**
+ * How an upgrade ended, reported once: the status the client got (101, the upstream's
+ * relayed status, the problem the gateway wrote, or 499: gone before any answer) and the
+ * private reason, if any (`upstream-timeout`, `revoked`, `shutdown-grace`, …).
+ */
+export type UpgradeDone = (status: number, reason: string | undefined) => void;
+
 export interface WebSocketProxy {
   upgrade(
     req: IncomingMessage,
@@ -63,27 +97,43 @@ export interface WebSocketProxy {
     target: RequestTarget,
     principal: Principal,
     ctx: WebSocketContext,
+    done?: UpgradeDone,
   ): void;
   /**
-   * Closes (both sockets) every tunnel whose token `ended` says is over, and returns
-   * them. Runs over the open tunnels only: O(tunnels), no I/O.
+   * Closes (both sockets) every open tunnel whose token `ended` says is over, and returns
+   * them; an upgrade of such a token still in its handshake is answered 401 instead (and
+   * is no closed tunnel: it never opened). O(tunnels), no I/O.
    */
   closeEnded(ended: (principal: Principal) => TunnelEnd | null): ClosedTunnel[];
-  /** Destroys every open tunnel. */
+  /** Destroys every tunnel, open or in its handshake; later upgrades are refused (503). */
   close(): void;
 }
 
-/** An upgrade the gateway accepted: its client socket's identity and, after the 101, its upstream socket. */
+/** Largest body of a non-101 answer relayed to the client (a refusal's body is small). */
+export const RELAYED_BODY_LIMIT = 64 * 1024;
+
+/** An upgrade the gateway accepted, from `upgrade` until its client socket closes. */
 interface Tunnel {
   readonly principal: Principal;
   readonly requestId: string;
   readonly routeId: string;
+  readonly instancia: string;
+  readonly socket: Duplex;
+  /** The handshake request, until the upstream switched protocols or the upgrade ended. */
+  request: ClientRequest | null;
+  /** The upstream's non-101 answer being read. */
+  response: IncomingMessage | null;
+  timer: NodeJS.Timeout | null;
+  /** The upstream socket, once it switched protocols. */
   upstream: Duplex | null;
+  /** Reports the outcome; null once reported. */
+  done: UpgradeDone | null;
 }
 
 type ProxyTarget = { protocol: string; hostname: string; host: string; port: string };
 
 function ignoreError(): void {}
+function ignoreOutcome(): void {}
 
 /** http-proxy target for an origin, without `url.parse`; IPv6 brackets removed. */
 function toProxyTarget(origin: string): ProxyTarget {
@@ -92,19 +142,13 @@ function toProxyTarget(origin: string): ProxyTarget {
   return { protocol: url.protocol, hostname, host: url.host, port: url.port };
 }
 
-/** The handshake timer: fires once; a no-op if the upstream already answered. */
-function onHandshakeTimeout(proxyReq: { destroy(error: Error): void }, socket: Duplex): void {
-  if (!isSocketPristine(socket)) return;
-  proxyReq.destroy(
-    Object.assign(new Error('upstream did not complete the WebSocket handshake'), {
-      code: 'ETIMEDOUT',
-    }),
-  );
-}
-
 /** `Upgrade` names websocket (any method: which upgrades the gateway takes up at all). */
 export function offersWebSocket(req: IncomingMessage): boolean {
-  const tokens = req.headers.upgrade?.toLowerCase().split(',') ?? [];
+  return namesWebSocket(req.headers.upgrade);
+}
+
+function namesWebSocket(upgrade: string | undefined): boolean {
+  const tokens = upgrade?.toLowerCase().split(',') ?? [];
   return tokens.some((token) => token.trim() === 'websocket');
 }
 
@@ -113,40 +157,34 @@ function isWebSocketUpgrade(req: IncomingMessage): boolean {
   return req.method === 'GET' && offersWebSocket(req);
 }
 
+function codedError(message: string, code: string): Error {
+  return Object.assign(new Error(message), { code });
+}
+
+/** The refusal the verifier would give now to an upgrade whose token ended mid-handshake. */
+function endedProblem(reason: TunnelEnd): PortariaError {
+  // Same code, detail, reason and challenge as verify/tokenVerifier.ts (proxy may not import it).
+  const headers = { 'www-authenticate': 'Bearer realm="portaria", error="invalid_token"' };
+  return reason === 'token_revoked'
+    ? new PortariaError('token-revoked', 'The access token has been revoked.', {
+        reason: 'revoked',
+        headers,
+      })
+    : new PortariaError('token-expired', 'The access token has expired.', {
+        reason: 'expired',
+        headers,
+      });
+}
+
 export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProxy {
   const policy = opts.headerPolicy;
   const problemTypeBase = opts.problemTypeBase;
   const hooks = opts.hooks;
   const targets = new Map<string, ProxyTarget>();
-  const open = new Set<Duplex>();
-  const untrack = function (this: Duplex): void {
-    open.delete(this);
-  };
   /** Client socket → its tunnel, from the accepted upgrade until the socket closes. */
   const tunnels = new Map<Duplex, Tunnel>();
-  const forget = function (this: Duplex): void {
-    tunnels.delete(this);
-  };
-
-  const proxy = httpProxy.createProxyServer({ ws: true, xfwd: false });
-  // Errors of calls without a callback (none of ours); without a listener http-proxy throws.
-  proxy.on('error', (_error, _req, socket) => {
-    socket.destroy();
-  });
-  proxy.on('proxyReqWs', (proxyReq, _req, socket, options) => {
-    if (options.proxyTimeout !== undefined && options.proxyTimeout > 0) {
-      setTimeout(onHandshakeTimeout, options.proxyTimeout, proxyReq, socket).unref();
-    }
-    // Runs before http-proxy's own listener: the pair is known once the tunnel opens.
-    proxyReq.once('upgrade', (_res: unknown, proxySocket: Duplex) => {
-      const tunnel = tunnels.get(socket);
-      if (tunnel !== undefined) tunnel.upstream = proxySocket;
-    });
-  });
-  proxy.on('open', (proxySocket) => {
-    open.add(proxySocket);
-    proxySocket.once('close', untrack);
-  });
+  /** `close` ran: the shutdown grace is over. */
+  let closed = false;
 
   function targetFor(origin: string): ProxyTarget {
     let target = targets.get(origin);
@@ -157,28 +195,185 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
     return target;
   }
 
+  function settle(tunnel: Tunnel, status: number, reason: string | undefined): void {
+    const done = tunnel.done;
+    if (done === null) return;
+    tunnel.done = null;
+    done(status, reason);
+  }
+
+  /** Drops the handshake's upstream side (request, answer, timer); the tunnel's socket stays. */
+  function abandonHandshake(tunnel: Tunnel): void {
+    if (tunnel.timer !== null) {
+      clearTimeout(tunnel.timer);
+      tunnel.timer = null;
+    }
+    tunnel.response?.destroy();
+    tunnel.response = null;
+    tunnel.request?.destroy();
+    tunnel.request = null;
+  }
+
+  /** The exchange with the upstream failed before the upgrade completed. */
+  function failed(tunnel: Tunnel, error: unknown): void {
+    abandonHandshake(tunnel);
+    if (tunnel.done === null) return;
+    const socket = tunnel.socket;
+    if (!isSocketPristine(socket)) {
+      socket.destroy();
+      settle(tunnel, 499, undefined);
+      return;
+    }
+    const kind = classifyUpstreamError(error);
+    hooks?.upstreamError?.(tunnel.routeId, kind);
+    const problem = upstreamProblem(kind, error);
+    writeSocketProblem(socket, problem, tunnel.instancia, problemTypeBase, tunnel.requestId);
+    settle(tunnel, problem.status, problem.reason);
+  }
+
+  function onHandshakeTimeout(tunnel: Tunnel): void {
+    tunnel.timer = null;
+    failed(tunnel, codedError('upstream did not complete the WebSocket handshake', 'ETIMEDOUT'));
+  }
+
+  /** The client socket closed: nothing of the handshake is wanted any more. */
+  function clientClosed(tunnel: Tunnel): void {
+    tunnels.delete(tunnel.socket);
+    abandonHandshake(tunnel);
+    tunnel.upstream?.destroy();
+    settle(tunnel, 499, closed ? 'shutdown-grace' : undefined);
+  }
+
+  /** A non-101 answer: read it whole (bounded), then relay it well framed and close. */
+  function relayRefusal(tunnel: Tunnel, res: IncomingMessage): void {
+    if (tunnel.done === null) {
+      res.destroy();
+      return;
+    }
+    tunnel.response = res;
+    const chunks: Buffer[] = [];
+    let size = 0;
+    res.on('data', (chunk: Buffer) => {
+      size += chunk.length;
+      if (size > RELAYED_BODY_LIMIT) {
+        failed(tunnel, codedError('upstream refusal body too large', 'ERR_BODY_TOO_LARGE'));
+        return;
+      }
+      chunks.push(chunk);
+    });
+    res.on('error', (error) => failed(tunnel, error));
+    res.on('end', () => {
+      if (tunnel.done === null) return;
+      const status = res.statusCode ?? 502;
+      const fields = policy.downstreamResponseHeaders(res.headers, tunnel.requestId);
+      abandonHandshake(tunnel);
+      if (!isSocketPristine(tunnel.socket)) {
+        tunnel.socket.destroy();
+        settle(tunnel, 499, undefined);
+        return;
+      }
+      writeSocketResponse(tunnel.socket, status, fields, Buffer.concat(chunks, size));
+      settle(tunnel, status, undefined);
+    });
+  }
+
+  /**
+   * The upstream switched protocols. Runs before http-proxy's own listener, which then
+   * writes the 101 with `res.headers` and pipes the sockets: here the fields are replaced
+   * by the filtered ones, and an upstream socket nobody wants is destroyed first (its
+   * 101 then goes into a closed socket and the pipe ends at once).
+   */
+  function openTunnel(tunnel: Tunnel, res: IncomingMessage, upstream: Duplex): void {
+    upstream.on('error', ignoreError);
+    tunnel.request = null;
+    if (tunnel.done === null || tunnel.socket.destroyed) {
+      upstream.destroy();
+      abandonHandshake(tunnel);
+      return;
+    }
+    if (!namesWebSocket(res.headers.upgrade)) {
+      upstream.destroy();
+      failed(tunnel, codedError('upstream switched to another protocol', 'ERR_BAD_UPGRADE'));
+      return;
+    }
+    abandonHandshake(tunnel);
+    const socket = tunnel.socket;
+    tunnel.upstream = upstream;
+    const fields = policy.downstreamResponseHeaders(res.headers, tunnel.requestId);
+    fields.connection = 'Upgrade';
+    fields.upgrade = 'websocket';
+    res.headers = fields as IncomingHttpHeaders;
+    // A reset upstream ends the tunnel (a clean end is carried by the pipe); a closed
+    // client socket destroys the upstream one (clientClosed).
+    upstream.once('error', () => socket.destroy());
+    settle(tunnel, 101, undefined);
+  }
+
+  const proxy = httpProxy.createProxyServer({ ws: true, xfwd: false });
+  // Errors of calls without a callback (none of ours); without a listener http-proxy throws.
+  proxy.on('error', (_error, _req, socket) => {
+    socket.destroy();
+  });
+  // Emitted synchronously inside `proxy.ws`, before http-proxy adds its own listeners.
+  proxy.on('proxyReqWs', (proxyReq, _req, socket) => {
+    const tunnel = tunnels.get(socket);
+    if (tunnel === undefined || tunnel.done === null) {
+      proxyReq.destroy();
+      return;
+    }
+    tunnel.request = proxyReq;
+    proxyReq.on('upgrade', (res: IncomingMessage, upstream: Duplex) =>
+      openTunnel(tunnel, res, upstream),
+    );
+  });
+
   return {
-    upgrade(req, socket, head, route, target, principal, ctx) {
+    upgrade(req, socket, head, route, target, principal, ctx, done) {
       socket.on('error', ignoreError);
       const instancia = `${target.path}#${ctx.requestId}`;
-      if (!isWebSocketUpgrade(req)) {
-        const error = new PortariaError(
+      let refusal: PortariaError | null = null;
+      if (closed) {
+        refusal = new PortariaError('service-unavailable', 'The gateway is shutting down.', {
+          reason: 'shutting-down',
+        });
+      } else if (!isWebSocketUpgrade(req)) {
+        refusal = new PortariaError(
           'invalid-request',
           'Only WebSocket upgrades of GET requests are supported.',
           { reason: 'unsupported-upgrade' },
         );
-        writeSocketProblem(socket, error, instancia, problemTypeBase);
+      }
+      if (refusal !== null) {
+        const written = writeSocketProblem(
+          socket,
+          refusal,
+          instancia,
+          problemTypeBase,
+          ctx.requestId,
+        );
+        done?.(written ? refusal.status : 499, refusal.reason);
         return;
       }
-      open.add(socket);
-      socket.once('close', untrack);
-      tunnels.set(socket, {
+      if (socket.destroyed || !socket.writable) {
+        // The client went away while the upgrade was being checked: nothing to contact.
+        socket.destroy();
+        done?.(499, undefined);
+        return;
+      }
+      const tunnel: Tunnel = {
         principal,
         requestId: ctx.requestId,
         routeId: route.id,
+        instancia,
+        socket,
+        request: null,
+        response: null,
+        timer: null,
         upstream: null,
-      });
-      socket.once('close', forget);
+        done: done ?? ignoreOutcome,
+      };
+      tunnels.set(socket, tunnel);
+      socket.once('close', () => clientClosed(tunnel));
 
       const headers = policy.upstreamRequestHeaders(req.headers, {
         principal,
@@ -191,41 +386,64 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       headers.upgrade = 'websocket';
       req.headers = headers as IncomingHttpHeaders;
       req.url = route.basePath + target.path + target.search;
-
-      const options = { target: targetFor(route.origin), proxyTimeout: route.timeoutMs };
-      proxy.ws(req, socket, head, options, (error) => {
-        const kind = classifyUpstreamError(error);
-        if (!isSocketPristine(socket)) {
-          // The tunnel was open (or a refusal relayed): nothing left to say.
-          socket.destroy();
-          return;
-        }
-        hooks?.upstreamError?.(route.id, kind);
-        writeSocketProblem(socket, upstreamProblem(kind, error), instancia, problemTypeBase);
-      });
+      if (route.timeoutMs > 0) {
+        tunnel.timer = setTimeout(onHandshakeTimeout, route.timeoutMs, tunnel);
+        tunnel.timer.unref();
+      }
+      // http-proxy puts `head` back on the socket, makes the request (`proxyReqWs` above)
+      // and, after the 101, pipes the sockets; its errors come to this callback.
+      proxy.ws(req, socket, head, { target: targetFor(route.origin) }, (error) =>
+        failed(tunnel, error),
+      );
+      // `ws` ran synchronously: its request exists and carries its listeners. Its
+      // 'response' listener would relay a refusal raw, and the ws pass has no option to
+      // leave that to the caller: it is replaced by ours.
+      const request = tunnel.request as ClientRequest | null;
+      if (request !== null) {
+        request.removeAllListeners('response');
+        request.on('response', (res: IncomingMessage) => relayRefusal(tunnel, res));
+      }
     },
 
     closeEnded(ended) {
-      const closed: ClosedTunnel[] = [];
+      const closedTunnels: ClosedTunnel[] = [];
       for (const [socket, tunnel] of tunnels) {
         const reason = ended(tunnel.principal);
         if (reason === null) continue;
         tunnels.delete(socket);
+        if (tunnel.done !== null) {
+          // Still in its handshake: refused as the verifier would refuse the token now.
+          abandonHandshake(tunnel);
+          const problem = endedProblem(reason);
+          const written = writeSocketProblem(
+            socket,
+            problem,
+            tunnel.instancia,
+            problemTypeBase,
+            tunnel.requestId,
+          );
+          settle(tunnel, written ? problem.status : 499, problem.reason);
+          continue;
+        }
         socket.destroy();
         tunnel.upstream?.destroy();
-        closed.push({
+        closedTunnels.push({
           requestId: tunnel.requestId,
           routeId: tunnel.routeId,
           clientId: tunnel.principal.clientId,
           reason,
         });
       }
-      return closed;
+      return closedTunnels;
     },
 
     close() {
-      for (const socket of open) socket.destroy();
-      open.clear();
+      closed = true;
+      for (const tunnel of tunnels.values()) {
+        // Synchronously: the access lines of cut handshakes come before "stopped".
+        clientClosed(tunnel);
+        tunnel.socket.destroy();
+      }
       tunnels.clear();
       proxy.close();
     },

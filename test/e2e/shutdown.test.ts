@@ -195,6 +195,27 @@ describe('shutdown of the real process', () => {
     });
   }
 
+  test('a third stop signal during the drain exits at once', async (t) => {
+    const upstream = await slowUpstream(t, 10_000);
+    const { proc, files, token } = await startProcess(t, upstream.url, 8000);
+    const inFlight = fetch(`${files.publicUrl}/v1/orders/held`, {
+      headers: { authorization: `Bearer ${token}` },
+    }).catch(() => 'cut');
+    await waitFor('the request at the upstream', () =>
+      upstream.arrivals.length === 1 ? true : undefined,
+    );
+    proc.child.kill('SIGINT');
+    await proc.waitForOutput('stdout', /shutting down: draining/);
+    proc.child.kill('SIGINT');
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(proc.child.exitCode, null, 'the second waits');
+    const signalledAt = performance.now();
+    proc.child.kill('SIGINT');
+    assert.deepEqual(await proc.exited, { code: 130, signal: null });
+    assert.ok(performance.now() - signalledAt < 2000);
+    await inFlight;
+  });
+
   test('admin connections that never complete a request do not hold up the stop', async (t) => {
     const upstream = await slowUpstream(t, 10);
     const graceMs = 500;

@@ -3,7 +3,12 @@ import { once } from 'node:events';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import { describe, type TestContext, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
-import { closedPort, listen, route, startGateway } from './gateway.js';
+import { parseRequestTarget } from '../../src/domain/requestPath.js';
+import { createHeaderPolicy } from '../../src/proxy/headers.js';
+import { compileRouteTable } from '../../src/proxy/routeTable.js';
+import { createWebSocketProxy, RELAYED_BODY_LIMIT } from '../../src/proxy/webSocketProxy.js';
+import { IDENTITY_HEADERS, principal } from './fixtures.js';
+import { closedPort, listen, PROBLEM_BASE, route, startGateway } from './gateway.js';
 
 async function echoUpstream(
   t: TestContext,
@@ -182,7 +187,94 @@ describe('webSocketProxy', () => {
     const [, res] = (await once(socket, 'unexpected-response')) as [unknown, http.IncomingMessage];
 
     assert.equal(res.statusCode, 403);
+    assert.equal(res.headers['content-length'], '2');
+    assert.equal(res.headers.connection, 'close');
+    assert.equal(res.headers['x-request-id'], 'req-1');
     res.resume();
+  });
+
+  test('a refusal body larger than RELAYED_BODY_LIMIT is not relayed: 502 problem instead', async (t) => {
+    const refusing = http.createServer((_req, res) => {
+      res.writeHead(403, { 'content-type': 'text/plain' });
+      res.end(Buffer.alloc(RELAYED_BODY_LIMIT + 1, 'x'));
+    });
+    const refusingPort = await listen(t, refusing);
+    const gateway = await startGateway(t, [
+      route('big', '/v1/big', `http://127.0.0.1:${refusingPort}`),
+    ]);
+
+    const refused = await refusal(connect(t, `ws://127.0.0.1:${gateway.port}/v1/big`));
+
+    assert.equal(refused.status, 502);
+    assert.deepEqual(gateway.hookCalls, [
+      { hook: 'upstreamError', routeId: 'big', value: 'error' },
+    ]);
+  });
+
+  test('an upstream switching to another protocol than websocket gives a 502 problem', async (t) => {
+    const odd = http.createServer();
+    odd.on('upgrade', (_req, socket) => {
+      socket.write(
+        'HTTP/1.1 101 Switching Protocols\r\nconnection: upgrade\r\nupgrade: h2c\r\n\r\n',
+      );
+    });
+    const oddPort = await listen(t, odd);
+    const gateway = await startGateway(t, [route('odd', '/v1/odd', `http://127.0.0.1:${oddPort}`)]);
+
+    const refused = await refusal(connect(t, `ws://127.0.0.1:${gateway.port}/v1/odd`));
+
+    assert.equal(refused.status, 502);
+  });
+
+  test('reports each outcome once, and refuses every upgrade with 503 once closed', async (t) => {
+    const upstreamPort = await echoUpstream(t);
+    let upgrades = 0;
+    const proxy = createWebSocketProxy({
+      headerPolicy: createHeaderPolicy({
+        identityHeaders: IDENTITY_HEADERS,
+        forwardAuthorization: true,
+        trustForwardedHeaders: false,
+      }),
+      problemTypeBase: PROBLEM_BASE,
+    });
+    t.after(() => proxy.close());
+    const table = compileRouteTable({
+      routes: [route('live', '/v1/live', `http://127.0.0.1:${upstreamPort}`)],
+      upstream: { default: null, timeoutMs: 5000, connections: 8 },
+    });
+    const outcomes: [string, number, string | undefined][] = [];
+    const server = http.createServer();
+    server.on('upgrade', (req: http.IncomingMessage, socket, head: Buffer) => {
+      upgrades++;
+      const target = parseRequestTarget(req.url ?? '');
+      const id = `req-${upgrades}`;
+      const ctx = { requestId: id, clientIp: '127.0.0.1', proto: 'http' as const };
+      const matched = table.match(target.path);
+      assert.ok(matched);
+      proxy.upgrade(req, socket, head, matched, target, principal(), ctx, (status, reason) =>
+        outcomes.push([id, status, reason]),
+      );
+    });
+    const port = await listen(t, server);
+
+    const socket = connect(t, `ws://127.0.0.1:${port}/v1/live`);
+    await once(socket, 'open');
+    proxy.close();
+    await once(socket, 'close');
+    const refused = await refusal(connect(t, `ws://127.0.0.1:${port}/v1/live`));
+
+    assert.equal(refused.status, 503);
+    assert.deepEqual(refused.body, {
+      tipo: 'urn:portaria:problem:service-unavailable',
+      titulo: 'Service unavailable',
+      status: 503,
+      detalhe: 'The gateway is shutting down.',
+      instancia: '/v1/live#req-2',
+    });
+    assert.deepEqual(outcomes, [
+      ['req-1', 101, undefined],
+      ['req-2', 503, 'shutting-down'],
+    ]);
   });
 
   test('a tunnel closed by the upstream closes the client side without crashing the gateway', async (t) => {
