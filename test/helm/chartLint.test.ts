@@ -146,6 +146,8 @@ describe('values.schema.json', () => {
       { updateStrategy: { maxUnavailable: '25%', maxSurge: '050%' } },
       { podDisruptionBudget: { enabled: true, minAvailable: '100%' } },
       { podDisruptionBudget: { enabled: true, minAvailable: null, maxUnavailable: '0%' } },
+      // Prometheus's own duration grammar takes a bare 0.
+      { prometheusRule: { alerts: { down: { for: '0' } } } },
     ]) {
       const result = await template({ values: [values] });
       assert.equal(result.code, 0, `${JSON.stringify(values)}: ${result.stderr}`);
