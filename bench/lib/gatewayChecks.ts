@@ -5,14 +5,16 @@
  */
 import { createReadStream } from 'node:fs';
 
-/** Sum of `portaria_http_requests_total` on the admin listener's `/metrics`. */
+/** Sum of `portaria_http_requests_total` on the admin listener's `/metrics`, upgrades left out. */
 export async function countedRequests(adminUrl: string): Promise<string> {
   const res = await fetch(`${adminUrl}/metrics`);
   const text = await res.text();
   if (res.status !== 200) return `n/a (/metrics answered ${res.status})`;
   let sum = 0;
-  for (const match of text.matchAll(/^portaria_http_requests_total(?:\{[^}]*\})? (\S+)$/gm)) {
-    sum += Number(match[1]);
+  for (const match of text.matchAll(/^portaria_http_requests_total(?:\{([^}]*)\})? (\S+)$/gm)) {
+    // WebSocket upgrades (a 101: class 1xx) count as requests but log `upgrade` lines.
+    if (match[1]?.includes('status_class="1xx"')) continue;
+    sum += Number(match[2]);
   }
   return String(sum);
 }
