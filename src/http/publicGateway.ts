@@ -281,10 +281,20 @@ export class PublicGateway {
     const openRoute = OPEN_ROUTES.get(target.path);
     if (openRoute !== undefined) {
       scope.routeId = openRoute;
-      // A 405 names what the path does accept (RFC 9110 §15.5.6): plain requests.
+      const allow = target.path === TOKEN_PATH ? 'POST' : 'GET, HEAD';
+      // The method is one the path takes: only the upgrade is wrong, and a 405 naming
+      // that very method would contradict itself. Another method: a 405 names what the
+      // path does accept (RFC 9110 §15.5.6).
+      if (allow.split(', ').includes(req.method ?? '')) {
+        throw new PortariaError(
+          'invalid-request',
+          'This path does not accept upgrades; send the request without Upgrade.',
+          { reason: 'upgrade-on-open-path' },
+        );
+      }
       throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
         reason: 'upgrade-on-open-path',
-        headers: { allow: target.path === TOKEN_PATH ? 'POST' : 'GET, HEAD' },
+        headers: { allow },
       });
     }
     const principal = await this.#authenticate(req, target.search, authorizationLines);

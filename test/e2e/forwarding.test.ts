@@ -362,20 +362,29 @@ describe('WebSocket upgrades through the gateway', () => {
     assert.equal(gw.upstream.received.length, 0);
   });
 
-  const openPaths: [string, string][] = [
-    ['/v1/authentication/accesstoken', 'POST'],
-    ['/.well-known/jwks.json', 'GET, HEAD'],
-    ['/v1/openapi.json', 'GET, HEAD'],
-  ];
-  for (const [path, allow] of openPaths) {
-    test(`an upgrade on the open path ${path} → 405 naming the methods it accepts (Allow: ${allow})`, async (t) => {
+  test('a WebSocket upgrade (a GET) on the token path → 405 naming the method it accepts (Allow: POST)', async (t) => {
+    const { gw, upstream, wsBase } = await wsGateway(t);
+    const answer = await refusal(
+      connect(t, `${wsBase}/v1/authentication/accesstoken`, {
+        authorization: `Bearer ${await gw.token()}`,
+      }),
+    );
+    assert.equal(answer.status, 405);
+    assert.equal(answer.body.tipo, 'urn:portaria:problem:method-not-allowed');
+    assert.equal(answer.headers.allow, 'POST');
+    assert.equal(answer.headers['cache-control'], 'no-store');
+    assert.equal(upstream.upgrades.length, 0);
+  });
+
+  for (const path of ['/.well-known/jwks.json', '/v1/openapi.json']) {
+    test(`a WebSocket upgrade on ${path}, whose GET is fine → 400, not a 405 allowing GET`, async (t) => {
       const { gw, upstream, wsBase } = await wsGateway(t);
       const answer = await refusal(
         connect(t, `${wsBase}${path}`, { authorization: `Bearer ${await gw.token()}` }),
       );
-      assert.equal(answer.status, 405);
-      assert.equal(answer.body.tipo, 'urn:portaria:problem:method-not-allowed');
-      assert.equal(answer.headers.allow, allow);
+      assert.equal(answer.status, 400);
+      assert.equal(answer.body.tipo, 'urn:portaria:problem:invalid-request');
+      assert.equal(answer.headers.allow, undefined);
       assert.equal(answer.headers['cache-control'], 'no-store');
       assert.equal(upstream.upgrades.length, 0);
     });

@@ -258,6 +258,23 @@ describe('request line and header limits', () => {
     assert.equal(gw.upstream.received.length, 0);
   });
 
+  test('a token request offering a WebSocket upgrade → 400, not a 405 that allows POST', async (t) => {
+    const { gw } = await framingGateway(t);
+    const body = '{"clientId":"acme","clientSecret":"x"}';
+    const res = onlyResponse(
+      await rawRequest(
+        gw.url,
+        `POST /v1/authentication/accesstoken HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body}`,
+      ),
+    );
+    assert.equal(res.status, 400);
+    assert.equal(headerOf(res, 'allow'), undefined);
+    assert.equal(
+      rawProblemOf(res).detalhe,
+      'This path does not accept upgrades; send the request without Upgrade.',
+    );
+  });
+
   test('an HTTP/1.0 request with Transfer-Encoding → 400 and the connection closes (RFC 9112 §6.1)', async (t) => {
     const { gw, token } = await framingGateway(t);
     const raw = await rawRequest(
