@@ -40,7 +40,11 @@ import {
   upstreamCutOf,
 } from '../proxy/forwarder.js';
 import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
-import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
+import {
+  markRequestStart,
+  writeSocketProblem,
+  writeSocketResponse,
+} from '../proxy/socketProblem.js';
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
@@ -201,12 +205,19 @@ export class PublicGateway {
       this.#upgradeEnded(scope, status);
     };
     this.#upgrade(req, socket, head, scope, done).catch((error: unknown) => {
-      const problem = isPortariaError(error)
-        ? error
-        : new PortariaError('upstream-unavailable', 'The upgrade could not be completed.', {
-            reason: 'upgrade-error',
-          });
-      if (!isPortariaError(error)) scope.error = error;
+      if (!isPortariaError(error)) {
+        // A failure of ours: a bare 500, nothing about it leaves the process (STYLE).
+        scope.error = error;
+        const written = writeSocketResponse(
+          socket,
+          500,
+          { 'cache-control': 'no-store', 'x-request-id': scope.id },
+          Buffer.alloc(0),
+        );
+        done(written ? 500 : 499, 'upgrade-error');
+        return;
+      }
+      const problem = error;
       const written = writeSocketProblem(
         socket,
         problem,
