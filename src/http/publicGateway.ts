@@ -174,13 +174,20 @@ export class PublicGateway {
   refuseConnect(req: IncomingMessage, socket: Duplex): void {
     socket.on('error', ignoreSocketError);
     markRequestStart(socket);
-    const requestId = requestIdFor(req.headers['x-request-id']);
-    this.#d.logger.info({ reqId: requestId, method: 'CONNECT', status: 405 }, 'connect refused');
+    // A request like any other for the access log and the metrics.
+    const scope = new RequestScope();
+    scope.start = performance.now();
+    scope.method = 'CONNECT';
+    scope.id = requestIdFor(req.headers['x-request-id']);
+    scope.reason = 'connect';
+    this.#d.metrics.requestStarted();
+    this.#open++;
     const problem = new PortariaError('method-not-allowed', 'CONNECT is not supported.', {
       reason: 'connect',
       headers: { allow: FORWARDED_METHODS },
     });
-    writeSocketProblem(socket, problem, `#${requestId}`, this.#typeBase);
+    const written = writeSocketProblem(socket, problem, `#${scope.id}`, this.#typeBase, scope.id);
+    this.#finished(scope, 'unsafe', written ? 405 : 499, false, false);
   }
 
   /**

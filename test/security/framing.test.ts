@@ -346,6 +346,14 @@ describe('request line and header limits', () => {
     assert.ok(headerOf(res, 'allow'));
     assert.equal(headerOf(res, 'x-content-type-options'), 'nosniff');
     assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:method-not-allowed');
+    // An access line like any request's, with the request id the response carries.
+    const requestId = headerOf(res, 'x-request-id') as string;
+    const line = await waitFor('the access line', () =>
+      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.msg === 'request'),
+    );
+    assert.equal(line.method, 'CONNECT');
+    assert.equal(line.status, 405);
+    assert.equal(line.reason, 'connect');
     await assertStillServing(gw, token);
   });
 
