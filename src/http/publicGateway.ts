@@ -449,7 +449,8 @@ export class PublicGateway {
     const seconds = (performance.now() - scope.start) / 1000;
     this.#d.metrics.requestFinished(scope.routeId, kind, statusClass(status), seconds);
     const durationMs = Math.round(seconds * 1e6) / 1e3;
-    if (status >= 500 || truncated) {
+    const failed = status >= 500 || truncated;
+    if (failed || upgrade) {
       const line = {
         reqId: scope.id,
         method: scope.method,
@@ -459,29 +460,20 @@ export class PublicGateway {
         clientId: scope.clientId,
         reason: scope.reason,
       };
-      const msg = upgrade ? 'upgrade failed' : 'request failed';
-      // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream down
-      // or slow, revocation list stale, shutting down), the upstream's own 5xx or a
-      // response cut short is a warning — one per request during an outage, which the
-      // alerts count (portaria_upstream_errors_total), not a fault to page on here.
-      if (scope.error !== undefined) {
-        this.#d.logger.error({ ...line, err: scope.error }, msg);
+      if (!failed) {
+        this.#d.accessLogger.logger.info(line, 'upgrade');
+      } else if (scope.error !== undefined) {
+        // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream
+        // down or slow, revocation list stale, shutting down), the upstream's own 5xx or a
+        // response cut short is a warning — one per request during an outage, which the
+        // alerts count (portaria_upstream_errors_total), not a fault to page on here.
+        this.#d.logger.error(
+          { ...line, err: scope.error },
+          upgrade ? 'upgrade failed' : 'request failed',
+        );
       } else {
-        this.#d.logger.warn(line, msg);
+        this.#d.logger.warn(line, upgrade ? 'upgrade failed' : 'request failed');
       }
-    } else if (upgrade) {
-      this.#d.accessLogger.logger.info(
-        {
-          reqId: scope.id,
-          method: scope.method,
-          route: scope.routeId,
-          status,
-          durationMs,
-          clientId: scope.clientId,
-          reason: scope.reason,
-        },
-        'upgrade',
-      );
     } else {
       this.#d.accessLogger.request(
         scope.id,
@@ -504,7 +496,7 @@ export class PublicGateway {
 /** The method class of a WebSocket upgrade: a tunnel carries writes, so `unsafe`. */
 const UPGRADE_CLASS: MethodClass = 'unsafe';
 
-/** The open paths' route labels (an upgrade on one is refused with 405). */
+/** The open paths' route labels (an upgrade on one is refused: 405, or 400 with the path's own method). */
 const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
   [TOKEN_PATH, 'token'],
   [JWKS_PATH, 'jwks'],

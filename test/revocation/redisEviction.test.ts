@@ -28,8 +28,8 @@ import {
 } from '../../src/revocation/revocationLogRecord.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
+import { PREFIX, redisConfig } from './redisFixtures.js';
 
-const PREFIX = 'portaria:';
 const KEYS = revocationKeys(PREFIX);
 const CHANGED = 'revocation list in redis changed: synchronising in full';
 const WRITTEN_BACK = 'revocation entries missing from redis: written back';
@@ -38,16 +38,6 @@ interface Logged {
   level: string;
   event: string;
   detail: Record<string, unknown>;
-}
-
-function redisConfig(server: RedisServer) {
-  return {
-    url: server.url,
-    passwordFile: null,
-    keyPrefix: PREFIX,
-    connectTimeoutMs: 500,
-    commandTimeoutMs: 500,
-  };
 }
 
 async function openStore(

@@ -1,10 +1,26 @@
 /** Small helpers shared by the Redis revocation tests (admin API calls, bearer calls, tokens). */
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { RedisConfig } from '../../src/config/types.js';
+import type { RedisServer } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
 
 export const ADMIN_TOKEN = 'redis-admin-token-0123456789abcdef';
 export const TOKEN_PATH = '/v1/authentication/accesstoken';
+/** The key prefix the store tests use (the default). */
+export const PREFIX = 'portaria:';
+
+/** The Redis settings of a store under test: short timeouts, the test server's URL. */
+export function redisConfig(server: RedisServer, extra: Partial<RedisConfig> = {}): RedisConfig {
+  return {
+    url: server.url,
+    passwordFile: null,
+    keyPrefix: PREFIX,
+    connectTimeoutMs: 500,
+    commandTimeoutMs: 500,
+    ...extra,
+  };
+}
 
 /** Writes the admin token file into `dir` and returns its path. */
 export async function writeAdminToken(dir: string): Promise<string> {

@@ -9,7 +9,6 @@ import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import type { RedisConfig } from '../../src/config/types.js';
 import { type Clock, epochSeconds, ManualClock, systemClock } from '../../src/lib/clock.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redisClient.js';
 import { revocationKeys } from '../../src/revocation/redisRevocationLayout.js';
@@ -24,21 +23,10 @@ import {
 } from '../../src/revocation/revocationLogRecord.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
+import { PREFIX, redisConfig } from './redisFixtures.js';
 
 const HOUR = 3600;
-const PREFIX = 'portaria:';
 const KEYS = revocationKeys(PREFIX);
-
-function redisConfig(server: RedisServer, extra: Partial<RedisConfig> = {}): RedisConfig {
-  return {
-    url: server.url,
-    passwordFile: null,
-    keyPrefix: PREFIX,
-    connectTimeoutMs: 500,
-    commandTimeoutMs: 500,
-    ...extra,
-  };
-}
 
 interface Logged {
   level: string;
