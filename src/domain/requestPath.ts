@@ -31,8 +31,8 @@
  *   U+200B): `/v1%EF%BC%8Freports` is `/v1/reports` after normalisation;
  * - a segment ending in `.` or in an encoded space (`/v1/reports.`, `/v1/reports%20`):
  *   Windows and IIS drop them, so the upstream would serve `/v1/reports` to a path the
- *   route table saw as another; for the same reason `::` (an NTFS stream,
- *   `reports::$DATA`) and a segment shaped like an 8.3 short name (`REPORT~1`);
+ *   route table saw as another; for the same reason a stream marker (`:$`, as in
+ *   `reports::$DATA`) and a whole segment shaped like an 8.3 short name (`REPORT~1`);
  * - encoded non-ASCII letters whose case change is ASCII (`ı` → `I`, `İ` → `i`), which a
  *   case-insensitive upstream folds into another route's path.
  *
@@ -213,7 +213,8 @@ function checkSegmentEnd(path: string, end: number): void {
 
 /**
  * A segment naming an NTFS alternate data stream (`reports::$DATA`) or shaped like a
- * Windows 8.3 short name (`REPORT~1`): Windows serves each as another name's file, so an
+ * Windows 8.3 short name (`REPORT~1`, `REPORT~1.PDF`): Windows serves each as another
+ * name's file, so an
  * IIS upstream would answer `/v1/reports` to a path the route table saw as another.
  */
 function checkWindowsAliases(path: string): void {
@@ -231,7 +232,8 @@ function checkWindowsAliases(path: string): void {
   }
 }
 
-const WINDOWS_ALIAS = /::|(?:^|\/)[^/]{1,6}~\d/;
+/** A stream type marker (`::$DATA`, `:name:$DATA`), or a whole segment shaped like `NAME~1.EXT`. */
+const WINDOWS_ALIAS = /:\$|(?:^|\/)[^/.]{1,6}~\d+(?:\.[^/.]{1,3})?(?:\/|$)/;
 
 /** Spaces other than U+0020, and invisible format characters (zero-width, bidi controls). */
 const UNUSUAL_SPACE_OR_FORMAT = /[\p{White_Space}\p{Cf}]/u;
@@ -272,11 +274,16 @@ function checkEncodedText(path: string): void {
 function foldsToAscii(text: string): boolean {
   for (const char of text) {
     if (char.charCodeAt(0) < 0x80) continue;
-    if (ASCII_LETTER.test(char.toUpperCase()) || ASCII_LETTER.test(char.toLowerCase())) {
+    if (CASE_TO_ASCII.test(char.toUpperCase()) || CASE_TO_ASCII.test(char.toLowerCase())) {
       return true;
     }
   }
   return false;
 }
 
-const ASCII_LETTER = /[A-Za-z]/;
+/**
+ * One ASCII letter, maybe with combining marks (`İ` lower-cases to `i` + U+0307): what a
+ * single-character case mapping (Java, .NET) turns it into. `ß` → `SS` is not one: those
+ * mappings leave `ß` as it is.
+ */
+const CASE_TO_ASCII = /^[A-Za-z]\p{M}*$/u;
