@@ -118,6 +118,8 @@ interface Tunnel {
   readonly requestId: string;
   readonly routeId: string;
   readonly instancia: string;
+  /** The path and query the upstream gets: `basePath + path + search`, as checked. */
+  readonly path: string;
   readonly socket: Duplex;
   /** The handshake request, until the upstream switched protocols or the upgrade ended. */
   request: ClientRequest | null;
@@ -250,6 +252,13 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       res.destroy();
       return;
     }
+    // A 101 Node did not take as an upgrade (no `Connection: upgrade`): switching
+    // protocols without saying so is an invalid answer, not one to relay (502).
+    if ((res.statusCode ?? 0) < 200) {
+      res.destroy();
+      failed(tunnel, codedError('upstream answered 1xx without an upgrade', 'ERR_BAD_UPGRADE'));
+      return;
+    }
     tunnel.response = res;
     const chunks: Buffer[] = [];
     let size = 0;
@@ -322,6 +331,10 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       return;
     }
     tunnel.request = proxyReq;
+    // http-proxy joins the target path with its `urlJoin`, which rewrites `http:/` inside
+    // a path to `http://`: the upstream would get another path than the one checked. The
+    // request line is not written yet; it carries ours.
+    proxyReq.path = tunnel.path;
     proxyReq.on('upgrade', (res: IncomingMessage, upstream: Duplex) =>
       openTunnel(tunnel, res, upstream),
     );
@@ -365,6 +378,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         requestId: ctx.requestId,
         routeId: route.id,
         instancia,
+        path: route.basePath + target.path + target.search,
         socket,
         request: null,
         response: null,
@@ -374,6 +388,12 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       };
       tunnels.set(socket, tunnel);
       socket.once('close', () => clientClosed(tunnel));
+      // The server's sockets allow half-open: a client that ends its side (FIN) before
+      // the 101 has left as surely as one that reset; once the tunnel is open, the pipe
+      // carries the end.
+      socket.once('end', () => {
+        if (tunnel.done !== null) socket.destroy();
+      });
 
       const headers = policy.upstreamRequestHeaders(req.headers, {
         principal,
@@ -385,7 +405,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       headers.connection = 'upgrade';
       headers.upgrade = 'websocket';
       req.headers = headers as IncomingHttpHeaders;
-      req.url = route.basePath + target.path + target.search;
+      req.url = tunnel.path;
       if (route.timeoutMs > 0) {
         tunnel.timer = setTimeout(onHandshakeTimeout, route.timeoutMs, tunnel);
         tunnel.timer.unref();

@@ -201,6 +201,24 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
     assert.equal(line.route, 'live');
   });
 
+  test('a client that ends its side (FIN) during the handshake has left too', async (t) => {
+    const upstream = await wsUpstream(t, -1);
+    const gw = await gatewayFor(t, [{ id: 'live', upstream: upstream.url }]);
+    const client = rawClient(t, gw);
+    client.write(handshake('/v1/live', await gw.token(), 'fin-1'));
+    await waitFor('the upgrade at the upstream', () =>
+      upstream.upgrades === 1 ? true : undefined,
+    );
+    client.end();
+    // Within the 10 s the route allows: only noticing the FIN closes it this soon.
+    await waitFor('the upstream connection closed', () =>
+      upstream.connections === 0 ? true : undefined,
+    );
+    const line = await upgradeLineOf(gw.logs, 'fin-1');
+    assert.equal(line.status, 499);
+    assert.equal(line.reason, undefined, 'not an upstream timeout');
+  });
+
   test('a 101 the upstream sends after the client left opens no session', async (t) => {
     const upstream = await wsUpstream(t, 400);
     const gw = await gatewayFor(t, [{ id: 'live', upstream: upstream.url }]);
@@ -544,4 +562,44 @@ test('a stale revocation list refuses upgrades under the unsafe policy while saf
   assert.equal(upgrades, 0, 'nothing reached the upstream');
   const line = await upgradeLineOf(gw.logs, 'stale-1');
   assert.deepEqual([line.status, line.reason], [503, 'revocation-stale']);
+});
+
+describe('what reaches the upstream, and what comes back', () => {
+  test('a 101 without Connection: upgrade is an invalid answer (502), never relayed as a 101', async (t) => {
+    const server = createServer();
+    server.on('connection', (socket: Socket) => {
+      socket.on('error', () => {});
+      socket.once('data', () => socket.end('HTTP/1.1 101 Switching Protocols\r\n\r\n'));
+    });
+    server.listen(0, '127.0.0.1');
+    await once(server, 'listening');
+    t.after(() => new Promise((done) => server.close(done)));
+    const url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+    const gw = await gatewayFor(t, [{ id: 'live', upstream: url }]);
+    const res = onlyResponse(
+      await rawRequest(gw.url, handshake('/v1/live', await gw.token(), 'bare-101')),
+    );
+    assert.equal(res.status, 502);
+    const line = await upgradeLineOf(gw.logs, 'bare-101');
+    assert.equal(line.status, 502);
+  });
+
+  test('the upstream gets the path as checked, "http:/" inside it included', async (t) => {
+    const paths: string[] = [];
+    const upstream = createServer();
+    upstream.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+      paths.push(req.url ?? '');
+      socket.end('HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n');
+    });
+    upstream.listen(0, '127.0.0.1');
+    await once(upstream, 'listening');
+    t.after(() => new Promise((done) => upstream.close(done)));
+    const url = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
+    const gw = await gatewayFor(t, [{ id: 'live', upstream: url }]);
+    const res = onlyResponse(
+      await rawRequest(gw.url, handshake('/v1/live/http:/evil?x=https:/y', await gw.token())),
+    );
+    assert.equal(res.status, 403);
+    assert.deepEqual(paths, ['/v1/live/http:/evil?x=https:/y']);
+  });
 });
