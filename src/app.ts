@@ -264,6 +264,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   }
 
   let draining = false;
+  /** The shutdown grace ended: what is still open is being cut (access lines say so). */
+  let graceOver = false;
   const jwks = new StaticDocument(
     () => keyRing.jwksJson(),
     `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
@@ -300,6 +302,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     accessLogger: access,
     metrics,
     draining: () => draining,
+    graceOver: () => graceOver,
     ...(redisRevocations === null
       ? {}
       : {
@@ -566,6 +569,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     // Upgraded (WebSocket) sockets are not the server's any more: they end at the grace limit.
     if ((await Promise.race([closed, grace])) === 'timeout') {
       logger.warn('grace period over: closing remaining connections');
+      graceOver = true;
       publicServer.closeAllConnections();
       webSockets.close();
       await closed;

@@ -73,6 +73,8 @@ export interface PublicGatewayDeps {
   readonly metrics: Metrics;
   /** True once shutdown began: responses then carry `Connection: close`. */
   readonly draining: () => boolean;
+  /** True once the shutdown grace ended and the remaining connections are being cut. */
+  readonly graceOver?: () => boolean;
   /**
    * Revocation freshness (Redis store): while `isStale()`, an authenticated request of a
    * method class whose policy is `refuse` gets 503 `service-unavailable`. Known
@@ -416,7 +418,7 @@ export class PublicGateway {
         truncated = true;
       } else if (scope.socketStatus !== 0) {
         status = scope.socketStatus;
-      } else if (this.#d.draining()) {
+      } else if (this.#d.graceOver?.() === true) {
         // Cut at the grace limit (closeAllConnections): not the client's doing.
         truncated = res.headersSent;
         if (!truncated) status = 499;

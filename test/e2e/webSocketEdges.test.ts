@@ -529,6 +529,31 @@ describe('upgrades and shutdown', () => {
       ['request', 499, 'shutdown-grace'],
     );
   });
+
+  test('a client that leaves on its own during the drain is a 499 of its own, not a shutdown cut', async (t) => {
+    const gw = await startGateway(t, {
+      settings: () => ({ server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 5000 } }),
+    });
+    gw.upstream.handler = () => {}; // never answers
+    const token = await gw.token();
+    const req = request(`${gw.url}/v1/orders/slow`, {
+      agent: false,
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'left-1' },
+    });
+    req.on('error', () => {});
+    req.end();
+    await waitFor('the request at the upstream', () =>
+      gw.upstream.received.length === 1 ? true : undefined,
+    );
+    const stopping = gw.app.shutdown();
+    await waitFor('the drain', () =>
+      parsedLogs(gw.logs).some((l) => String(l.msg).startsWith('shutting down')) ? true : undefined,
+    );
+    req.destroy();
+    await stopping;
+    const line = parsedLogs(gw.logs).find((l) => l.reqId === 'left-1');
+    assert.deepEqual([line?.msg, line?.status, line?.reason], ['request', 499, undefined]);
+  });
 });
 
 test('a stale revocation list refuses upgrades under the unsafe policy while safe requests pass', async (t) => {
