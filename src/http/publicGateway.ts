@@ -127,17 +127,25 @@ export class PublicGateway {
     this.#handle(req, res);
   };
 
-  #handle(req: IncomingMessage, res: GatewayResponse): void {
-    const scope = res.scope;
+  /**
+   * Starts a request's accounting (a plain request, an upgrade or a CONNECT alike): its
+   * clock, method and id, the in-flight gauge and the count `#finished` settles.
+   */
+  #begin(scope: RequestScope, req: IncomingMessage): void {
     scope.start = performance.now();
     scope.method = req.method ?? '';
     scope.id = requestIdFor(req.headers['x-request-id']);
+    this.#d.metrics.requestStarted();
+    this.#open++;
+  }
+
+  #handle(req: IncomingMessage, res: GatewayResponse): void {
+    const scope = res.scope;
+    this.#begin(scope, req);
     // X-Request-Id is set by the forwarder's header policy or, for answers of our own,
     // by #own/#fail: a header set here would push Node's writeHead(status, headers) onto
     // its slow merge path for every forwarded response.
     if (this.#d.draining()) res.setHeader('connection', 'close');
-    this.#d.metrics.requestStarted();
-    this.#open++;
     res.on('close', this.#onResponseClose);
     try {
       this.#route(req, res)?.catch((error: unknown) => this.#fail(req, res, error));
@@ -178,12 +186,8 @@ export class PublicGateway {
     markRequestStart(socket);
     // A request like any other for the access log and the metrics.
     const scope = new RequestScope();
-    scope.start = performance.now();
-    scope.method = 'CONNECT';
-    scope.id = requestIdFor(req.headers['x-request-id']);
+    this.#begin(scope, req);
     scope.reason = 'connect';
-    this.#d.metrics.requestStarted();
-    this.#open++;
     const problem = new PortariaError('method-not-allowed', 'CONNECT is not supported.', {
       reason: 'connect',
       headers: { allow: FORWARDED_METHODS },
@@ -201,11 +205,7 @@ export class PublicGateway {
     // A keep-alive socket may have carried earlier responses: ours start here.
     markRequestStart(socket);
     const scope = new RequestScope();
-    scope.start = performance.now();
-    scope.method = req.method ?? '';
-    scope.id = requestIdFor(req.headers['x-request-id']);
-    this.#d.metrics.requestStarted();
-    this.#open++;
+    this.#begin(scope, req);
     let ended = false;
     const done = (status: number, reason: string | undefined): void => {
       if (ended) return;
