@@ -174,6 +174,22 @@ describe('bearer verification at the edge', () => {
     await expectRefused(await call(gw, tampered), 'token-invalid', INVALID);
   });
 
+  test("a cached token's signature on another payload → 401, and the token still works", async (t) => {
+    // The cache finds entries by the token's end (its signature): a tampered token ending
+    // like a cached one must go through full verification, not be served the cached
+    // principal, and must not displace the real token's entry.
+    const gw = await startGateway(t);
+    const token = await gw.token('reader', 'reader-secret-0123456789abcdefghijklmnopq');
+    assert.equal((await call(gw, token)).status, 200);
+    const [h, , s] = token.split('.');
+    const claims = { ...validClaims(gw), sub: 'acme', scope: 'orders:read orders:write admin' };
+    const tampered = `${h}.${Buffer.from(JSON.stringify(claims)).toString('base64url')}.${s}`;
+    await expectRefused(await call(gw, tampered), 'token-invalid', INVALID);
+    assert.equal((await call(gw, token)).status, 200);
+    assert.equal(gw.upstream.received.length, 2, 'only the real token reached the upstream');
+    assert.equal(gw.upstream.received[1]?.headers['x-client-id'], 'reader');
+  });
+
   test('failures before the signature is proven share one detail: no probing which issuers are trusted', async (t) => {
     // A trusted partner that signs with RS256 only: an ES256 token naming it must not be
     // told apart from one naming an unknown issuer.

@@ -5,12 +5,13 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
+import type { Principal } from '../../src/domain/principal.js';
 import { KeyRing } from '../../src/keys/keyRing.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import { TokenVerifier } from '../../src/verify/tokenVerifier.js';
 import { buildIssuerTable } from '../../src/verify/trustedIssuer.js';
-import { VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
+import { KEY_LENGTH, VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { signWith } from '../helpers/tokens.js';
 
@@ -68,5 +69,26 @@ describe('verified-token cache and key changes', () => {
     assert.equal(await outcome(inFlight), 'accepted', 'it began under the old ring');
     assert.equal(cache.size, 0, 'its result is not cached under the new ring');
     assert.equal(await outcome(verifier.verify(token)), 'refused unknown-kid');
+  });
+
+  test('two tokens ending alike share a slot: only an exact match is served', () => {
+    const clock = new ManualClock(T0);
+    const cache = new VerifiedTokenCache(100, clock);
+    const end = 'e'.repeat(KEY_LENGTH);
+    const first = `a.b.${end}`;
+    const second = `x.y.${end}`;
+    const principal = (subject: string) =>
+      ({ subject, expiresAt: T0 / 1000 + 3600 }) as unknown as Principal;
+    cache.set(first, principal('first'), cache.generation);
+    assert.equal(cache.get(first)?.subject, 'first');
+    assert.equal(cache.get(second), undefined, 'the same end is not the same token');
+    cache.set(second, principal('second'), cache.generation);
+    assert.equal(cache.get(second)?.subject, 'second');
+    assert.equal(cache.get(first), undefined, 'the later verified token took the slot');
+    assert.equal(cache.size, 1);
+    const short = 'short';
+    cache.set(short, principal('short'), cache.generation);
+    assert.equal(cache.get(short)?.subject, 'short', 'a token shorter than the key is its own key');
+    assert.equal(cache.get('shor'), undefined);
   });
 });
