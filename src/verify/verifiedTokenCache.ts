@@ -9,8 +9,8 @@
  * Entries are found by the token's last `KEY_LENGTH` characters (the end of its
  * signature) and served only when the whole stored token equals the one presented.
  * A map keyed by the whole token hashes its ~600 characters on every request (each
- * request's token is a new string, so V8 has no hash stored for it): ~0.5 µs, where
- * hashing the short key and comparing the two strings costs ~0.1 µs. Two tokens sharing
+ * request's token is a new string, so V8 has no hash stored for it): a lookup cost
+ * ~650 ns, against ~150 ns by the short key plus the comparison. Two tokens sharing
  * the key share one slot: the later verified one takes it, and the other is verified
  * again on its next use. Only a fully verified token is ever stored, so a token made to
  * end like another one (a copied signature) can neither be served for it nor displace
