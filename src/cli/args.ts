@@ -13,6 +13,8 @@ export interface CliContext {
   /** Reads standard input to its end. */
   readonly readStdin: () => Promise<string>;
   readonly now: () => Date;
+  /** The working directory relative paths start from. */
+  readonly cwd: string;
 }
 
 /** Wrong invocation: exit code 2, one line naming the command and what is wrong. */

@@ -28,6 +28,7 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
+import { CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
 
 export const DEFAULT_CLIENTS_FILE = './data/clients.json';
 const MIN_CHOSEN_SECRET = 16;
@@ -36,9 +37,11 @@ const DEFAULT_OVERLAP = '24h';
 const MAX_OVERLAP_SECONDS = 365 * 86_400;
 const UNIT_SECONDS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 3600, d: 86_400 };
 
-const FILE_OPTION: OptionsConfig = { 'clients-file': { type: 'string' } };
+const FILE_OPTION: OptionsConfig = { 'clients-file': { type: 'string' }, ...CONFIG_OPTION };
 
-const FILE_HELP = `  --clients-file PATH  clients file (default: $PORTARIA_CLIENTS_FILE, else ${DEFAULT_CLIENTS_FILE})`;
+const FILE_HELP = `  --clients-file PATH  clients file (default: the configuration's clients.file, else
+                       $PORTARIA_CLIENTS_FILE, else ${DEFAULT_CLIENTS_FILE})
+${CONFIG_HELP}`;
 
 export const CLIENTS_HELP = `Usage: portaria clients <command> [options]
 
@@ -148,7 +151,7 @@ async function add(args: readonly string[], ctx: CliContext): Promise<void> {
     if (problem) throw new UsageError(cmd, `--lifetime: ${problem}`);
     entry.lifetimeSeconds = lifetime;
   }
-  const file = clientsFile(parsed, ctx);
+  const file = await clientsFile(parsed, ctx);
 
   if (parsed.values['secret-stdin'] === true) {
     const secret = stripNewline(await ctx.readStdin());
@@ -180,7 +183,7 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   const cmd = 'clients list';
   const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
   expectPositionals(cmd, parsed, []);
-  const file = clientsFile(parsed, ctx);
+  const file = await clientsFile(parsed, ctx);
   const clients = await listClients(file);
   if (clients.length === 0) return ctx.out(`No clients in ${file}.\n`);
   const rows = [
@@ -210,7 +213,7 @@ async function disable(args: readonly string[], ctx: CliContext): Promise<void> 
   const cmd = 'clients disable';
   const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
   const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
-  const file = clientsFile(parsed, ctx);
+  const file = await clientsFile(parsed, ctx);
   const changed = await disableClient(file, id);
   ctx.out(
     changed
@@ -239,7 +242,7 @@ async function rotateSecret(args: readonly string[], ctx: CliContext): Promise<v
   const nowText = stringValue(parsed, 'now');
   const nowMs = nowText === undefined ? ctx.now().getTime() : Date.parse(nowText);
   if (!Number.isFinite(nowMs)) throw new UsageError(cmd, '--now: not a date-time');
-  const file = clientsFile(parsed, ctx);
+  const file = await clientsFile(parsed, ctx);
 
   const secret = generateSecret();
   const result = await rotateClientSecret(file, id, {
@@ -264,7 +267,7 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   const cmd = 'clients remove';
   const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
   const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
-  const file = clientsFile(parsed, ctx);
+  const file = await clientsFile(parsed, ctx);
   await removeClient(file, id);
   ctx.out(`Removed client ${JSON.stringify(id)} from ${file}.\n`);
 }
@@ -277,12 +280,13 @@ function parseDuration(text: string): number | null {
   return seconds <= MAX_OVERLAP_SECONDS ? seconds : null;
 }
 
-function clientsFile(parsed: ParsedCommand, ctx: CliContext): string {
-  return (
-    stringValue(parsed, 'clients-file') ??
-    envValue(ctx, 'PORTARIA_CLIENTS_FILE') ??
-    DEFAULT_CLIENTS_FILE
-  );
+/** `--clients-file`, else the gateway configuration's `clients.file`, else the variable or the default. */
+async function clientsFile(parsed: ParsedCommand, ctx: CliContext): Promise<string> {
+  const explicit = stringValue(parsed, 'clients-file');
+  if (explicit !== undefined) return explicit;
+  const config = await gatewayConfig(parsed, ctx);
+  if (config !== null) return config.clients.file;
+  return envValue(ctx, 'PORTARIA_CLIENTS_FILE') ?? DEFAULT_CLIENTS_FILE;
 }
 
 /** Drops the one line ending `echo` or a here-string adds. */

@@ -11,7 +11,7 @@
  *   directory where a scheduled key is active, it only verifies.
  * - `list` shows each key's state and schedule.
  */
-import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
+import { type Config, SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
 import { generateSigningKey, writeSigningKey } from '../keys/generateKey.js';
 import { KeyRing } from '../keys/keyRing.js';
 import { formatInstant, parseInstant } from '../keys/keySchedule.js';
@@ -28,10 +28,13 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
+import { CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
 
 export const DEFAULT_KEYS_DIR = './data/keys';
 
-const DIR_HELP = `  --keys-dir PATH    keys directory (default: $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})`;
+const DIR_HELP = `  --keys-dir PATH    keys directory (default: the configuration's keys.dir, else
+                     $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})
+${CONFIG_HELP}`;
 
 export const KEYS_HELP = `Usage: portaria keys <command> [options]
 
@@ -56,7 +59,8 @@ its tokens until it refetches. Use it for the first key; in production, change k
 
 Options:
   --alg ALG          ES256 (P-256), EdDSA (Ed25519) or RS256 (RSA 3072); default: the
-                     algorithm of the keys already in the directory, ES256 when it has none
+                     configuration's token.algorithm, else the algorithm of the keys
+                     already in the directory, ES256 when it has none
 ${DIR_HELP}
 `;
 
@@ -69,14 +73,19 @@ fails verification, at the gateway or at a verifier caching the JWKS:
     when every token it signed has expired.
 Gateways follow the schedule by their clocks; they must load the changed directory
 well within the skew. Refused while a rotation is pending. Use the gateway's settings:
-keys.jwksMaxAgeSeconds, clockSkewSeconds and the longest token lifetime of any client.
+keys.jwksMaxAgeSeconds, clockSkewSeconds and the longest token lifetime of any client
+(with --config, the first two and the algorithm are read from its configuration).
 
 Options:
   --alg ALG               algorithm of the signing key, the gateway's token.algorithm
-                          (default: the algorithm of the keys in the directory)
-  --jwks-max-age SECONDS  Cache-Control max-age of the JWKS, 0 to 86400 (default 300)
-  --skew SECONDS          clock skew allowed between replicas, 0 to 600 (default 60)
-  --max-lifetime SECONDS  longest access-token lifetime, 1 to 86400 (default 86400)
+                          (default: the configuration's, else the algorithm of the keys
+                          in the directory)
+  --jwks-max-age SECONDS  Cache-Control max-age of the JWKS, 0 to 86400 (default: the
+                          configuration's keys.jwksMaxAgeSeconds, else 300)
+  --skew SECONDS          clock skew allowed between replicas, 0 to 600 (default: the
+                          configuration's clockSkewSeconds, else 60)
+  --max-lifetime SECONDS  longest access-token lifetime, 1 to 86400 (default 86400, the
+                          most any client may have: a lifetime raised later is covered)
 ${DIR_HELP}
 `;
 
@@ -89,7 +98,8 @@ made by "keys generate"); 1970-01-01T00:00:00Z: such a key, scheduled by a rotat
 
 Options:
   --alg ALG          the gateway's token.algorithm, which decides the active key
-                     (default: the algorithm of the keys in the directory)
+                     (default: the configuration's, else the algorithm of the keys in
+                     the directory)
 ${DIR_HELP}
 `;
 
@@ -106,7 +116,8 @@ Third parties that cached the JWKS keep the old key until their cache expires, a
 refuse the new key's tokens until they fetch the JWKS again.
 
 Options:
-  --skew SECONDS     the gateways' clockSkewSeconds, 0 to 600 (default 60)
+  --skew SECONDS     the gateways' clockSkewSeconds, 0 to 600 (default: the
+                     configuration's, else 60)
   --now TIME         the moment that decides which key signs (default: now)
 ${DIR_HELP}
 `;
@@ -128,10 +139,12 @@ async function generate(args: readonly string[], ctx: CliContext): Promise<void>
   const parsed = parseCommandArgs(cmd, args, {
     alg: { type: 'string' },
     'keys-dir': { type: 'string' },
+    ...CONFIG_OPTION,
   });
   expectPositionals(cmd, parsed, []);
-  const dir = keysDir(parsed, ctx);
-  const alg = await algorithmOption(cmd, parsed, dir, ctx.now().getTime());
+  const config = await gatewayConfig(parsed, ctx);
+  const dir = keysDir(parsed, ctx, config);
+  const alg = await algorithmOption(cmd, parsed, dir, ctx.now().getTime(), config);
   const key = await generateSigningKey(alg, ctx.now());
   const path = await writeSigningKey(dir, key);
   ctx.out(`kid:  ${key.kid}\n`);
@@ -145,20 +158,30 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
   const parsed = parseCommandArgs(cmd, args, {
     alg: { type: 'string' },
     'keys-dir': { type: 'string' },
+    ...CONFIG_OPTION,
     'jwks-max-age': { type: 'string' },
     skew: { type: 'string' },
     'max-lifetime': { type: 'string' },
     now: { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
-  const dir = keysDir(parsed, ctx);
+  const config = await gatewayConfig(parsed, ctx);
+  const dir = keysDir(parsed, ctx, config);
   const now = nowOption(cmd, parsed, ctx);
-  const algorithm = await algorithmOption(cmd, parsed, dir, now.getTime());
+  const algorithm = await algorithmOption(cmd, parsed, dir, now.getTime(), config);
+  const jwksMaxAge = secondsOption(
+    cmd,
+    parsed,
+    'jwks-max-age',
+    0,
+    86_400,
+    config?.keys.jwksMaxAgeSeconds ?? 300,
+  );
   const result = await rotateKeys(dir, {
     algorithm,
     now,
-    jwksMaxAgeSeconds: secondsOption(cmd, parsed, 'jwks-max-age', 0, 86_400, 300),
-    clockSkewSeconds: secondsOption(cmd, parsed, 'skew', 0, 600, 60),
+    jwksMaxAgeSeconds: jwksMaxAge,
+    clockSkewSeconds: secondsOption(cmd, parsed, 'skew', 0, 600, config?.clockSkewSeconds ?? 60),
     maxLifetimeSeconds: secondsOption(cmd, parsed, 'max-lifetime', 1, 86_400, 86_400),
   });
   const { kid, schedule } = result.added;
@@ -183,7 +206,6 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
     `Rotation scheduled: ${kid} is published now and signs from ${formatInstant(schedule.activateAt)}${instead}${removal}.\n`,
   );
   // The plan holds only if every replica publishes the key a JWKS max-age before it signs.
-  const jwksMaxAge = secondsOption(cmd, parsed, 'jwks-max-age', 0, 86_400, 300);
   ctx.out(
     `Every gateway must have loaded this directory by ${formatInstant(schedule.activateAt - jwksMaxAge * 1000)} (a gateway that loads it later logs "signing key published late").\n`,
   );
@@ -195,12 +217,14 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   const parsed = parseCommandArgs(cmd, args, {
     alg: { type: 'string' },
     'keys-dir': { type: 'string' },
+    ...CONFIG_OPTION,
     now: { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
-  const dir = keysDir(parsed, ctx);
+  const config = await gatewayConfig(parsed, ctx);
+  const dir = keysDir(parsed, ctx, config);
   const now = nowOption(cmd, parsed, ctx).getTime();
-  const algorithm = await algorithmOption(cmd, parsed, dir, now);
+  const algorithm = await algorithmOption(cmd, parsed, dir, now, config);
   const { keys, schedule } = await readKeyDirectory(dir, now);
   const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
   const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
@@ -223,15 +247,17 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   const cmd = 'keys remove';
   const parsed = parseCommandArgs(cmd, args, {
     'keys-dir': { type: 'string' },
+    ...CONFIG_OPTION,
     now: { type: 'string' },
     skew: { type: 'string' },
   });
   const [kid] = expectPositionals(cmd, parsed, ['kid']);
+  const config = await gatewayConfig(parsed, ctx);
   const removed = await removeKey(
-    keysDir(parsed, ctx),
+    keysDir(parsed, ctx, config),
     kid as string,
     nowOption(cmd, parsed, ctx),
-    secondsOption(cmd, parsed, 'skew', 0, 600, 60),
+    secondsOption(cmd, parsed, 'skew', 0, 600, config?.clockSkewSeconds ?? 60),
   );
   ctx.out(`removed:    ${removed.kid}${removed.alg === null ? '' : ` (${removed.alg})`}\n`);
   ctx.out(`files:      ${removed.files.join(', ')}\n`);
@@ -241,7 +267,8 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
 }
 
 /**
- * `--alg`, else the one algorithm of the keys in `dir` (a gateway signs with the keys of
+ * `--alg`, else the configuration's `token.algorithm`, else the one algorithm of the keys
+ * in `dir` (a gateway signs with the keys of
  * its token.algorithm: defaulting to ES256 in a directory of RS256 keys would list no
  * active key and rotate to a key that never signs), else ES256 for an empty or absent
  * directory. Keys of several algorithms: the caller must say which one the gateway uses.
@@ -251,6 +278,7 @@ async function algorithmOption(
   parsed: ParsedCommand,
   dir: string,
   now: number,
+  config: Config | null,
 ): Promise<SigningAlgorithm> {
   const alg = stringValue(parsed, 'alg');
   if (alg !== undefined) {
@@ -259,6 +287,7 @@ async function algorithmOption(
     }
     return alg as SigningAlgorithm;
   }
+  if (config !== null) return config.token.algorithm;
   let algorithms: SigningAlgorithm[];
   try {
     const { keys } = await readKeyDirectory(dir, now);
@@ -276,8 +305,14 @@ async function algorithmOption(
   );
 }
 
-function keysDir(parsed: ParsedCommand, ctx: CliContext): string {
-  return stringValue(parsed, 'keys-dir') ?? envValue(ctx, 'PORTARIA_KEYS_DIR') ?? DEFAULT_KEYS_DIR;
+/** `--keys-dir`, else the configuration's `keys.dir`, else the variable or the default. */
+function keysDir(parsed: ParsedCommand, ctx: CliContext, config: Config | null): string {
+  return (
+    stringValue(parsed, 'keys-dir') ??
+    config?.keys.dir ??
+    envValue(ctx, 'PORTARIA_KEYS_DIR') ??
+    DEFAULT_KEYS_DIR
+  );
 }
 
 function secondsOption(

@@ -27,6 +27,9 @@ Options:
   --help, -h   show help (also after a group or command)
   --version    show the version
 
+Gateway settings: --config FILE / $PORTARIA_CONFIG, the gateway's configuration file:
+       every command then takes its files, algorithm, timing and admin listener from
+       it (its own options still win). Without one:
 Files: --clients-file / $PORTARIA_CLIENTS_FILE (default ./data/clients.json),
        --keys-dir / $PORTARIA_KEYS_DIR (default ./data/keys).
 Admin API (revoke): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
@@ -96,6 +99,7 @@ const context: CliContext = {
   out: (text) => process.stdout.write(text),
   readStdin,
   now: () => new Date(),
+  cwd: process.cwd(),
 };
 try {
   await run(argv, context);

@@ -18,6 +18,7 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
+import { adminUrlOf, CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9091';
 const CMD = 'revoke';
@@ -43,9 +44,12 @@ Options:
   --before TIME          cut-off: RFC 3339 date-time (2026-01-01T12:00:00Z) or epoch
                          seconds (default: now plus the gateway's clock skew, so a
                          token stamped by a clock running ahead is covered too)
-  --admin-url URL        the gateway's admin listener (default: $PORTARIA_ADMIN_URL,
-                         else ${DEFAULT_ADMIN_URL})
-  --token-file PATH      file holding the admin token (default: $PORTARIA_ADMIN_TOKEN_FILE)
+  --admin-url URL        the gateway's admin listener (default: the configuration's
+                         admin.host and admin.port, else $PORTARIA_ADMIN_URL, else
+                         ${DEFAULT_ADMIN_URL})
+  --token-file PATH      file holding the admin token (default: the configuration's
+                         admin.tokenFile, else $PORTARIA_ADMIN_TOKEN_FILE)
+${CONFIG_HELP}
 `;
 
 export async function runRevokeCommand(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -57,6 +61,7 @@ export async function runRevokeCommand(args: readonly string[], ctx: CliContext)
     before: { type: 'string' },
     'admin-url': { type: 'string' },
     'token-file': { type: 'string' },
+    ...CONFIG_OPTION,
   });
   expectPositionals(CMD, parsed, []);
   const body = requestBody(
@@ -65,12 +70,23 @@ export async function runRevokeCommand(args: readonly string[], ctx: CliContext)
     stringValue(parsed, 'client'),
     stringValue(parsed, 'before'),
   );
+  const config = await gatewayConfig(parsed, ctx);
   const endpoint = adminEndpoint(
-    stringValue(parsed, 'admin-url') ?? envValue(ctx, 'PORTARIA_ADMIN_URL') ?? DEFAULT_ADMIN_URL,
+    stringValue(parsed, 'admin-url') ??
+      (config === null ? undefined : adminUrlOf(config)) ??
+      envValue(ctx, 'PORTARIA_ADMIN_URL') ??
+      DEFAULT_ADMIN_URL,
   );
-  const tokenFile = stringValue(parsed, 'token-file') ?? envValue(ctx, 'PORTARIA_ADMIN_TOKEN_FILE');
-  if (tokenFile === undefined) {
-    throw new UsageError(CMD, 'missing --token-file (or $PORTARIA_ADMIN_TOKEN_FILE)');
+  const tokenFile =
+    stringValue(parsed, 'token-file') ??
+    (config === null ? envValue(ctx, 'PORTARIA_ADMIN_TOKEN_FILE') : config.admin.tokenFile);
+  if (tokenFile === undefined || tokenFile === null) {
+    throw new UsageError(
+      CMD,
+      config === null
+        ? 'missing --token-file (or $PORTARIA_ADMIN_TOKEN_FILE)'
+        : "missing --token-file: the configuration has no admin.tokenFile (the gateway's admin API is off)",
+    );
   }
   const token = await readToken(tokenFile);
 
