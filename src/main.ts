@@ -6,7 +6,7 @@
  *   portaria-gateway --config FILE   production: keys and clients must exist
  *   portaria-gateway --demo          `npm start`: embedded defaults, demo data, demo upstream
  */
-import { rm } from 'node:fs/promises';
+import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { createApp, sourceBaseline } from './app.js';
@@ -35,12 +35,26 @@ let onSighup: () => void = () => {
 process.on('SIGHUP', () => onSighup());
 
 /**
+ * The demo clients file this run created, while its secret has not been shown (the
+ * secret is printed once the gateway listens). A start that ends before that — a
+ * failure, or a stop signal — deletes it, so that the next start creates the demo client
+ * afresh and shows its secret: the only copy of the secret is the one printed.
+ */
+let unshownDemoClients: string | null = null;
+
+function forgetUnshownDemoClient(): void {
+  if (unshownDemoClients !== null) rmSync(unshownDemoClients, { force: true });
+  unshownDemoClients = null;
+}
+
+/**
  * SIGTERM and SIGINT from the first moment too: before the gateway listens there is
  * nothing to drain, so the process exits at once — through `process.exit`, which runs
  * the exit hooks (a held revocation-file lock is released; Node's default action for the
  * signal would leave it behind for the next start to wait out). Then: the drain.
  */
 let onStop: (signal: NodeJS.Signals) => void = (signal) => {
+  forgetUnshownDemoClient();
   process.exit(signal === 'SIGINT' ? 130 : 143);
 };
 process.on('SIGTERM', () => onStop('SIGTERM'));
@@ -76,8 +90,6 @@ async function main(): Promise<number> {
   }
   const demo = values.demo === true && values.config === undefined && !process.env.PORTARIA_CONFIG;
   const demoUpstream = demo ? await startDemoUpstream() : null;
-  /** The demo clients file this run created: its secret is shown only once the gateway listens. */
-  let createdClientsFile: string | null = null;
   try {
     // The environment is captured once: reloads re-read the file, not process.env.
     const env = { ...process.env };
@@ -91,9 +103,11 @@ async function main(): Promise<number> {
           keysDir: config.keys.dir,
           clientsFile: config.clients.file,
           algorithm: config.token.algorithm,
+          creatingClient: () => {
+            unshownDemoClients = config.clients.file;
+          },
         })
       : null;
-    if (created?.createdSecret) createdClientsFile = config.clients.file;
     const app = await createApp({
       config,
       ...(file && !demo
@@ -114,6 +128,7 @@ async function main(): Promise<number> {
         clientId: DEMO_CLIENT_ID,
         secret: created?.createdSecret ?? null,
       });
+      unshownDemoClients = null;
     }
     let stopSignals = 0;
     const stop = (signal: NodeJS.Signals) => {
@@ -142,9 +157,8 @@ async function main(): Promise<number> {
     return -1;
   } catch (error) {
     demoUpstream?.server.close();
-    // The start failed before the new demo secret was shown (a port in use, say): forget
-    // that client, so the next start creates one and shows its secret.
-    if (createdClientsFile !== null) await rm(createdClientsFile, { force: true });
+    // The start failed before the new demo secret was shown (a port in use, say).
+    forgetUnshownDemoClient();
     if (error instanceof ConfigError) {
       // The demo's files are ours: a damaged one is fixed by starting afresh.
       const hint =

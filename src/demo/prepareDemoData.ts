@@ -17,6 +17,11 @@ export async function prepareDemoData(options: {
   keysDir: string;
   clientsFile: string;
   algorithm: SigningAlgorithm;
+  /**
+   * Called just before the demo client is written (synchronously, so a stop signal
+   * cannot fall between this call and the file's creation unseen by the caller).
+   */
+  creatingClient?: () => void;
 }): Promise<{ createdSecret: string | null }> {
   const keyFiles = await readdir(options.keysDir).catch(() => [] as string[]);
   if (!keyFiles.some((f) => f.endsWith('.pem') || f.endsWith('.jwk.json'))) {
@@ -28,6 +33,7 @@ export async function prepareDemoData(options: {
   );
   if (exists) return { createdSecret: null };
   const secret = generateSecret();
+  options.creatingClient?.();
   await addClient(options.clientsFile, {
     id: DEMO_CLIENT_ID,
     secrets: [{ hash: hashGeneratedSecret(secret) }],

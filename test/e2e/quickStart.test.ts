@@ -5,7 +5,7 @@
  * a refusal for a missing scope — and a second run that keeps the data and the secret.
  */
 import assert from 'node:assert/strict';
-import { mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
+import { access, mkdtemp, readdir, readFile, rm, writeFile } from 'node:fs/promises';
 import type { AddressInfo } from 'node:net';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -156,6 +156,44 @@ test('a first run that cannot listen (port in use) leaves no unseen demo secret 
   const demo = await startDemo(t, cwd);
   const secret = /clientSecret: (\S+)/.exec(demo.stderr)?.[1];
   assert.ok(secret, demo.stderr);
+  assert.equal((await tokenFor(demo.publicUrl, secret)).status, 200);
+  await stop(demo.proc);
+});
+
+test('a stop signal after the demo client is created but before its secret is shown leaves no unseen secret', async (t) => {
+  const cwd = await mkdtemp(join(tmpdir(), 'portaria-quickstart-stopped-'));
+  t.after(() => rm(cwd, { recursive: true, force: true }));
+  const clientsFile = join(cwd, '.portaria-demo', 'clients.json');
+  const starting = runGateway(t, ['--demo'], {
+    cwd,
+    env: {
+      PORTARIA_PORT: String(await freePort()),
+      PORTARIA_ADMIN_PORT: String(await freePort()),
+    },
+  });
+  // SIGTERM as soon as the demo client exists: the gateway is still starting (loading
+  // keys, building the app), its secret not yet printed.
+  for (;;) {
+    if (
+      await access(clientsFile).then(
+        () => true,
+        () => false,
+      )
+    )
+      break;
+    if (starting.child.exitCode !== null) assert.fail(`exited early: ${starting.stderr()}`);
+    await new Promise((resolve) => setTimeout(resolve, 2));
+  }
+  starting.child.kill('SIGTERM');
+  await starting.exited;
+  const shown = /clientSecret: (\S+)/.exec(starting.stderr())?.[1];
+  if (shown === undefined) {
+    // Not shown: the client must be gone, so that the next start shows a new secret.
+    await assert.rejects(access(clientsFile), { code: 'ENOENT' });
+  }
+  const demo = await startDemo(t, cwd);
+  const secret = /clientSecret: (\S+)/.exec(demo.stderr)?.[1] ?? shown;
+  assert.ok(secret, 'a usable demo secret was shown by one of the two runs');
   assert.equal((await tokenFor(demo.publicUrl, secret)).status, 200);
   await stop(demo.proc);
 });
