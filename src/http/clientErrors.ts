@@ -7,6 +7,7 @@
 import type { Duplex } from 'node:stream';
 import { PortariaError } from '../errors.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
+import { instanceOf } from './replies.js';
 import { GatewayResponse } from './requestScope.js';
 
 export function createClientErrorHandler(
@@ -29,13 +30,20 @@ export function createClientErrorHandler(
       socket.destroy();
       return;
     }
-    // A request in progress (a slow upload cut by requestTimeoutMs): its access line must
-    // say what the client got, not that the client went away.
-    if (current instanceof GatewayResponse) {
-      current.scope.socketStatus = problem.status;
-      current.scope.reason = problem.reason;
-    }
     markRequestStart(socket);
+    // A request in progress (a slow upload cut by requestTimeoutMs): its access line must
+    // say what the client got, not that the client went away, and the answer carries its
+    // path and request id like any other. A request the parser refused has neither.
+    if (current instanceof GatewayResponse) {
+      const scope = current.scope;
+      scope.socketStatus = problem.status;
+      scope.reason = problem.reason;
+      const url = current.req.url ?? '';
+      const query = url.indexOf('?');
+      const path = query === -1 ? url : url.slice(0, query);
+      writeSocketProblem(socket, problem, instanceOf(path, scope.id), problemTypeBase, scope.id);
+      return;
+    }
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);
   };
 }

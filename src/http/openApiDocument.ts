@@ -43,8 +43,8 @@ export const openApiDocument = {
           '200': {
             description: 'Access token issued.',
             headers: {
-              'Cache-Control': { schema: { type: 'string', const: 'no-store' } },
-              Pragma: { schema: { type: 'string', const: 'no-cache' } },
+              'Cache-Control': { required: true, schema: { type: 'string', const: 'no-store' } },
+              Pragma: { required: true, schema: { type: 'string', const: 'no-cache' } },
             },
             content: {
               'application/json': {
@@ -58,12 +58,15 @@ export const openApiDocument = {
             },
           },
           '400': problem(
-            'The token request is invalid (not JSON, a missing, empty or extra field, a duplicate key).',
+            'The token request is invalid: the body is not UTF-8 JSON, not an object, or has a missing, empty, non-string, extra or duplicated field; or the HTTP message is malformed (`Content-Length` with `Transfer-Encoding`, a missing, repeated or invalid `Host`, a repeated `Content-Type`, `Transfer-Encoding` in HTTP/1.0, an `Upgrade`). `detalhe` names what is wrong.',
           ),
           '401': problem(
             'The client credentials were not accepted (unknown client, wrong or expired secret, disabled client: one answer).',
           ),
-          '405': problem('Only POST is accepted.'),
+          '405': {
+            ...problem('Only POST is accepted.'),
+            headers: { Allow: { required: true, schema: { type: 'string', const: 'POST' } } },
+          },
           '408': problem(
             'The request (headers or body) did not arrive within the server time limits; the connection is closed.',
           ),
@@ -76,6 +79,7 @@ export const openApiDocument = {
             ),
             headers: {
               'Retry-After': {
+                required: true,
                 description: 'Seconds to wait before trying again (at least 1).',
                 schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
               },
@@ -85,9 +89,18 @@ export const openApiDocument = {
           '501': problem(
             'The body is sent in a transfer coding other than chunked (e.g. `Transfer-Encoding: gzip, chunked`), which the gateway does not decode.',
           ),
-          '503': problem(
-            "No token can be issued now: no signing key is active (the key schedule leaves none), or the client's tokens are being revoked up to a moment still ahead (`Retry-After` gives the seconds until it has passed). The request was not processed; retry later.",
-          ),
+          '503': {
+            ...problem(
+              "No token can be issued now: no signing key is active (the key schedule leaves none), or the client's tokens are being revoked up to a moment still ahead (`Retry-After` gives the seconds until it has passed). The request was not processed; retry later.",
+            ),
+            headers: {
+              'Retry-After': {
+                description:
+                  "Seconds until the client's revocation cut-off has passed (only in that case).",
+                schema: { type: 'string', pattern: '^[1-9][0-9]*$' },
+              },
+            },
+          },
         },
       },
     },

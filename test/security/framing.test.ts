@@ -413,7 +413,12 @@ describe('a request body slower than server.requestTimeoutMs', () => {
       clearInterval(drip);
       const res = onlyResponse(received);
       assert.equal(res.status, 408);
-      assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:request-timeout');
+      assert.equal(headerOf(res, 'connection'), 'close');
+      const problem = rawProblemOf(res);
+      assert.equal(problem.tipo, 'urn:portaria:problem:request-timeout');
+      // The request was parsed: its answer names its path and id, as every answer does.
+      assert.equal(problem.instancia, `${path}#slow-upload-1`);
+      assert.equal(headerOf(res, 'x-request-id'), 'slow-upload-1');
       const line = await waitFor('the access line', () =>
         parsedLogs(gw.logs).find((l) => l.reqId === 'slow-upload-1' && l.route === route),
       );
