@@ -334,6 +334,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     },
     gateway.handleRequest as Parameters<typeof createServer>[1],
   );
+  if (config.server.halfClosedRequests === 'answer') answerAfterHalfClose(publicServer);
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node
   // would answer a bare 417): the request is handled like any other, `Expect` not forwarded.
   publicServer.on('checkExpectation', gateway.handleRequest);
@@ -378,6 +379,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       ready: () => readiness(),
     }),
   );
+  // Always on the admin listener: its answers hold no upstream work to cancel.
+  answerAfterHalfClose(adminServer);
 
   /**
    * Ready: not draining, a signing key active now, every external issuer with usable keys,
@@ -807,4 +810,21 @@ function urlOf(server: Server): string {
   if (address === null || typeof address === 'string') throw new Error('server is not listening');
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   return `http://${host}:${address.port}`;
+}
+
+/**
+ * `server.halfClosedRequests: answer`. A client may send a complete request and then
+ * half-close its connection (TCP FIN: `printf … | nc -N`, HTTP/1.0 clients, a balancer
+ * passing the FIN on). Node's default (`httpAllowHalfOpen` false) aborts the requests in
+ * flight on that FIN and closes the socket, so the upstream carried out a POST whose
+ * client never got the answer, logged as 499. A FIN ends only what the client sends, and
+ * HAProxy serves such requests by default: with this set, Node keeps the socket
+ * writable, sends the answers to the requests already received, and closes the
+ * connection after the last one (an idle connection closes at once). A client that
+ * resets the connection still aborts its request. The property has been on Node's HTTP
+ * server since its first versions, undocumented and untyped; test/gateway/halfClose
+ * fails if a Node release drops it.
+ */
+function answerAfterHalfClose(server: Server): void {
+  (server as Server & { httpAllowHalfOpen: boolean }).httpAllowHalfOpen = true;
 }

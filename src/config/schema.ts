@@ -51,6 +51,7 @@ export const configSchema = {
         shutdownGraceMs: { ...positiveMs, default: 30_000 },
         trustForwardedHeaders: { type: 'boolean', default: false },
         closeWebSocketsAtTokenExpiry: { type: 'boolean', default: true },
+        halfClosedRequests: { enum: ['answer', 'abort'], default: 'answer' },
       },
     },
     admin: {

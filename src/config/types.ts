@@ -35,6 +35,12 @@ export interface ServerConfig extends ListenerConfig {
    * is revoked is closed either way.
    */
   readonly closeWebSocketsAtTokenExpiry: boolean;
+  /**
+   * A client that half-closes its connection (TCP FIN) after sending its request:
+   * `answer` sends the answer, then closes (HAProxy's default); `abort` takes the FIN for
+   * the client leaving, cancels the upstream request and logs 499 (nginx's default).
+   */
+  readonly halfClosedRequests: 'answer' | 'abort';
 }
 
 export interface TokenConfig {

@@ -16,7 +16,8 @@
  * - after: the client's response is destroyed (it sees a truncated message; HTTP/1.1 has
  *   no other way to signal a failed body) and the promise resolves;
  * - the client went away (response closed before it finished): the upstream request is
- *   aborted — also while it is still queued for a connection — and the promise resolves.
+ *   aborted — also while it is still queued for a connection — and the promise resolves;
+ *   gone before the dispatch (during an asynchronous token verification), nothing is sent.
  *
  * Framing the gateway adjusts:
  * - the upstream answers before the client finished sending its body: the response says
@@ -100,7 +101,10 @@ export interface Forwarder {
    * pools of origins no longer routed to finish their in-flight exchanges, then close.
    */
   setOrigins(origins: readonly string[]): void;
-  /** Lets in-flight exchanges finish, then closes every pool. */
+  /**
+   * Closes every pool (call once no client is left to answer): in-flight exchanges may
+   * end for a second, then are cut.
+   */
   close(): Promise<void>;
 }
 
@@ -110,6 +114,8 @@ class ClientGoneError extends Error {
 }
 
 const NO_HOOKS: ForwarderHooks = Object.freeze({});
+/** How long `close` waits for in-flight exchanges before cutting them. */
+const CLOSE_WAIT_MS = 1000;
 
 function hasBody(req: IncomingMessage): boolean {
   if (req.headers['transfer-encoding'] !== undefined) return true;
@@ -304,7 +310,8 @@ class Exchange implements Dispatcher.DispatchHandler {
 
 export function createForwarder(opts: ForwarderOptions): Forwarder {
   const pools = new Map<string, Pool>();
-  const retiring = new Set<Promise<void>>();
+  /** Pools of origins no longer routed to, closing once their exchanges are done. */
+  const retiring = new Set<Pool>();
   const setOrigins = (origins: readonly string[]) => {
     const wanted = new Set(origins);
     for (const origin of wanted) {
@@ -315,9 +322,11 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
     for (const [origin, pool] of pools) {
       if (wanted.has(origin)) continue;
       pools.delete(origin);
-      const closing = pool.close().catch(() => undefined);
-      retiring.add(closing);
-      void closing.then(() => retiring.delete(closing));
+      retiring.add(pool);
+      void pool.close().then(
+        () => retiring.delete(pool),
+        () => retiring.delete(pool),
+      );
     }
   };
   setOrigins(opts.routesOrigins);
@@ -336,6 +345,13 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
   ): void => {
     const pool = pools.get(route.origin);
     if (pool === undefined) throw new Error(`no connection pool for route ${route.id}`);
+    // The client left while its token was being verified (its response closed before an
+    // exchange could listen for that): nobody is waiting for the answer, so the request
+    // is not sent. Its access line was written when it closed (499).
+    if (res.destroyed) {
+      resolve?.();
+      return;
+    }
     const headers = policy.upstreamRequestHeaderList(req.headers, {
       principal,
       requestId: ctx.requestId,
@@ -373,7 +389,17 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
     setOrigins,
 
     async close() {
-      await Promise.all([...Array.from(pools.values(), (pool) => pool.close()), ...retiring]);
+      // Called once the public server has closed every client connection: each exchange
+      // then ends through its response's `close` (aborted, the client gone) and the pools
+      // close. One still open a second later has nobody to answer — it would hold the
+      // stop for ever, paused on a response that will never drain — so it is cut.
+      const all = [...pools.values(), ...retiring];
+      const closing = Promise.all(all.map((pool) => pool.close().catch(() => undefined)));
+      const cut = setTimeout(() => {
+        for (const pool of all) void pool.destroy().catch(() => undefined);
+      }, CLOSE_WAIT_MS);
+      await closing;
+      clearTimeout(cut);
     },
   };
 }

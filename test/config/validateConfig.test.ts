@@ -242,6 +242,7 @@ describe('validateConfig', () => {
         shutdownGraceMs: 30_000,
         trustForwardedHeaders: false,
         closeWebSocketsAtTokenExpiry: true,
+        halfClosedRequests: 'answer',
       },
       admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
       issuer: 'http://localhost:8080',

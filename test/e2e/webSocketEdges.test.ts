@@ -549,7 +549,9 @@ describe('upgrades and shutdown', () => {
     await waitFor('the drain', () =>
       parsedLogs(gw.logs).some((l) => String(l.msg).startsWith('shutting down')) ? true : undefined,
     );
-    req.destroy();
+    // Leaving is a reset: a FIN alone is a half-close, whose request is still answered
+    // (server.halfClosedRequests: answer).
+    req.socket?.resetAndDestroy();
     await stopping;
     const line = parsedLogs(gw.logs).find((l) => l.reqId === 'left-1');
     assert.deepEqual([line?.msg, line?.status, line?.reason], ['request', 499, undefined]);
