@@ -144,8 +144,13 @@ function toProxyTarget(origin: string): ProxyTarget {
   return { protocol: url.protocol, hostname, host: url.host, port: url.port };
 }
 
-/** `Upgrade` names websocket (any method: which upgrades the gateway takes up at all). */
+/**
+ * `Upgrade` names websocket in an HTTP/1.1 request (any method: which upgrades the gateway
+ * takes up at all). In an HTTP/1.0 request the field is ignored, as RFC 9110 §7.8
+ * requires: the request is answered as the plain request it also is.
+ */
 export function offersWebSocket(req: IncomingMessage): boolean {
+  if (req.httpVersionMajor === 1 && req.httpVersionMinor === 0) return false;
   return namesWebSocket(req.headers.upgrade);
 }
 

@@ -23,6 +23,7 @@ import {
   startGateway,
 } from '../helpers/fixture.js';
 import { freePort } from '../helpers/process.js';
+import { rawRequest } from '../helpers/rawHttp.js';
 import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
 const ROUTE_TIMEOUT_MS = 300;
@@ -596,5 +597,29 @@ describe('HTTP/2 upgrade offers (h2c) from HTTP/1.1 clients', () => {
 
     const refused = await offerH2c(gw, 'GET', '/v1/orders/7', {});
     assert.equal(refused.status, 401, 'and still authenticated like any request');
+  });
+});
+
+describe('a WebSocket upgrade offered in an HTTP/1.0 request', () => {
+  test('is ignored (RFC 9110 §7.8): the GET is answered as a plain request, no tunnel opens', async (t) => {
+    const gw = await startGateway(t);
+    let upstreamUpgrades = 0;
+    gw.upstream.server.on('upgrade', (_req, socket: Socket) => {
+      upstreamUpgrades++;
+      socket.destroy();
+    });
+    const token = await gw.token();
+    const raw = await rawRequest(
+      gw.url,
+      `GET /v1/orders/ws HTTP/1.0\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+        'Connection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\n' +
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+    );
+    assert.match(raw, /^HTTP\/1\.1 200 /);
+    assert.equal(upstreamUpgrades, 0);
+    const seen = gw.upstream.received.at(-1);
+    assert.equal(seen?.url, '/v1/orders/ws');
+    assert.equal(seen?.headers.upgrade, undefined);
+    assert.equal(seen?.headers['x-client-id'], CLIENT_ID);
   });
 });
