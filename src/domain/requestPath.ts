@@ -15,11 +15,14 @@
  *   table that saw a different path; refused rather than normalised, like the rest;
  * - percent-encoded `.`, `/`, `\`, NUL and other control characters, in any case, and the
  *   same characters double-encoded (`%252e`), which an upstream decoding twice would see;
+ * - percent-encoded `?` and `#`: an upstream that decodes the path and parses the target
+ *   again ends the path there (`/v1/reports%3Fx` is `/v1/reports` to it);
  * - percent-encoded unreserved characters (`A–Z a–z 0–9 - . _ ~`, RFC 3986 §2.3): they
  *   mean the same encoded or not (§6.2.2.2), so an upstream that decodes before routing
  *   reads `/v1/%6frders` as `/v1/orders` while our prefix match saw another path — and a
  *   route's scopes could be skipped. Their raw form is the only one we accept (this also
- *   closes double encoding through encoded hex digits, `%25%32%65`);
+ *   closes double encoding through encoded hex digits, `%25%32%65`), nor their
+ *   double-encoded form (`%2572` is `r` after a second decode), nor `%2525`;
  * - a raw `\`, `#`, control character, space or non-ASCII character;
  * - malformed percent-encoding (`%zz`, a trailing `%`), and percent-encoded bytes that
  *   are not UTF-8 (RFC 3629): an overlong form such as `%C0%AE` is a `.` to a lenient
@@ -75,13 +78,20 @@ function hexValue(code: number): number {
   return -1;
 }
 
-/** Bytes that must never appear percent-encoded in a path: `.`, `/`, `\` and controls. */
+/**
+ * Bytes that must never appear percent-encoded in a path: `.`, `/`, `\`, `;`, `?`, `#`
+ * and controls. An encoded `?` or `#` becomes the end of the path for an upstream that
+ * decodes and then parses the target again (`/v1/reports%3Fx` is `/v1/reports` there,
+ * while the route table saw another segment).
+ */
 function isForbiddenEncoded(byte: number): boolean {
   return (
     byte === DOT ||
     byte === SLASH ||
     byte === BACKSLASH ||
     byte === SEMICOLON ||
+    byte === QUESTION ||
+    byte === HASH ||
     byte < 0x20 ||
     byte === 0x7f
   );
@@ -144,7 +154,7 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
       const byte = high * 16 + low;
       if (isForbiddenEncoded(byte)) {
         refuse(
-          'The request path must not contain encoded ".", "/", "\\", ";" or controls.',
+          'The request path must not contain encoded ".", "/", "\\", ";", "?", "#" or controls.',
           'encoded',
         );
       }
@@ -157,10 +167,15 @@ export function parseRequestTarget(rawUrl: string): RequestTarget {
       if (byte >= 0x80) sawHighByte = true;
       else if (byte === COLON) sawWindowsAliasChar = true;
       if (byte === PERCENT && i + 4 < length) {
-        // `%25` followed by an encoding of a forbidden byte: ambiguous after a second decode.
+        // `%25` followed by the encoding of a byte refused encoded once (`%252e`, `%2572`
+        // for `r`, `%253F`) or of `%` itself: a second decode makes it that byte.
         const high2 = hexValue(rawUrl.charCodeAt(i + 3));
         const low2 = high2 === -1 ? -1 : hexValue(rawUrl.charCodeAt(i + 4));
-        if (low2 !== -1 && isForbiddenEncoded(high2 * 16 + low2)) {
+        const byte2 = high2 * 16 + low2;
+        if (
+          low2 !== -1 &&
+          (isForbiddenEncoded(byte2) || isUnreserved(byte2) || byte2 === PERCENT)
+        ) {
           refuse('The request path must not contain double-encoded characters.', 'double-encoded');
         }
       }

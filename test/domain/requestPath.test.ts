@@ -26,8 +26,9 @@ const accepted: ReadonlyArray<readonly [string, string, string]> = [
   ['/v1/a%20b/%C3%A9/%3A%40%21', '/v1/a%20b/%C3%A9/%3A%40%21', ''],
   ['/v1/%F0%9F%98%80/%e2%82%ac', '/v1/%F0%9F%98%80/%e2%82%ac', ''],
   ['/v1/orders?q=%C0%AE', '/v1/orders', '?q=%C0%AE'],
-  ['/v1/%25/%2541', '/v1/%25/%2541', ''],
-  ['/v1/orders/%3f%23', '/v1/orders/%3f%23', ''],
+  ['/v1/%25/x', '/v1/%25/x', ''],
+  ['/v1/a%2520b', '/v1/a%2520b', ''],
+  ['/v1/orders?q=%3f%23%2572', '/v1/orders', '?q=%3f%23%2572'],
 ];
 
 const refused: ReadonlyArray<readonly [string, string]> = [
@@ -65,6 +66,13 @@ const refused: ReadonlyArray<readonly [string, string]> = [
   ['/v1/orders%252e%252e', 'double-encoded'],
   ['/v1/orders%252F', 'double-encoded'],
   ['/v1/orders%255c', 'double-encoded'],
+  ['/v1/%2572eports', 'double-encoded'],
+  ['/v1/%25/%2541', 'double-encoded'],
+  ['/v1/orders%253F', 'double-encoded'],
+  ['/v1/orders%252523', 'double-encoded'],
+  ['/v1/orders/%3f', 'encoded'],
+  ['/v1/reports%3Fx', 'encoded'],
+  ['/v1/reports%23x', 'encoded'],
   ['/v1/orders/%C0%AE%C0%AE/admin', 'not-utf8'],
   ['/v1/orders/%c0%af', 'not-utf8'],
   ['/v1/orders/%E0%80%AE', 'not-utf8'],

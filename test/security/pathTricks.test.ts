@@ -81,6 +81,10 @@ const AMBIGUOUS: [string, string][] = [
   ['/v1/orders/..;/admin', 'dot-segment'],
   ['/v1/authentication/accesstoken;x', 'path-parameter'],
   ['/v1/orders/%252e%252e/admin', 'double-encoded'],
+  // `reports` behind an upstream that decodes twice, or decodes and parses again.
+  ['/v1/%2572eports', 'double-encoded'],
+  ['/v1/reports%3Fx', 'encoded'],
+  ['/v1/reports%23x', 'encoded'],
   ['/v1/orders/%zz', 'bad-percent'],
   ['/v1/orders/%C0%AE%C0%AE/admin', 'not-utf8'],
   ['/v1/%6frders/1', 'encoded-unreserved'],
