@@ -107,6 +107,9 @@ const REMOVE_HELP = `Usage: portaria keys remove <kid>
 
 Deletes the key's file and its schedule entry: gateways stop publishing the key and
 stop accepting its tokens at their next reload (at once with file watching, or SIGHUP).
+Removing a key a rotation added that does not sign yet cancels that rotation: the key it
+was to replace keeps signing. A removal that would leave no signing key at some later
+moment is refused.
 A key that signs now, or did up to the clock skew ago, is kept until another key signs
 at both moments (else a gateway whose clock runs behind would be left without one).
 A compromised signing key:
@@ -261,6 +264,11 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   );
   ctx.out(`removed:    ${removed.kid}${removed.alg === null ? '' : ` (${removed.alg})`}\n`);
   ctx.out(`files:      ${removed.files.join(', ')}\n`);
+  if (removed.keptSigning.length > 0) {
+    ctx.out(
+      `Rotation cancelled: ${removed.keptSigning.join(', ')} keeps signing (its retirement is cleared).\n`,
+    );
+  }
   ctx.out(
     'Gateways stop publishing the key and refuse its tokens at their next reload (file watching, or SIGHUP).\n',
   );

@@ -10,8 +10,14 @@
  * signs at both moments. The emergency path is `keys rotate --jwks-max-age 0` (the new
  * key signs after the skew) and then, once the command allows it, `keys remove <old kid>`.
  *
- * Files, under the schedule's lock like a rotation: the key file is deleted first, then
- * the schedule entry. A crash in between leaves an entry without a key file, which the
+ * Removing a key that a rotation scheduled and that does not sign yet cancels that
+ * rotation: the keys retiring at the moment it was to take over keep signing (their
+ * `retireAt` and `removeAt` are cleared) — else they would retire on schedule with no
+ * successor, and every replica would be left without a signer from that moment. Any
+ * other removal that would leave such a gap later on is refused.
+ *
+ * Files, under the schedule's lock like a rotation: a cancelled rotation's schedule is
+ * written first, then the key file is deleted, then its schedule entry. A crash in between leaves an entry without a key file, which the
  * loader refuses while the key is not yet due for removal (gateways keep their previous
  * ring and log the failed reload) — never a key file without an entry, which would sign
  * at once. Running the command again finishes the job: an entry without a file is removed
@@ -27,6 +33,7 @@ import {
   pickSigner,
   readKeySchedule,
   SCHEDULE_FILE,
+  type Window,
   windowOf,
   writeKeySchedule,
 } from './keySchedule.js';
@@ -39,6 +46,8 @@ export class KeyRemovalRefused extends Error {
 
 export interface KeyRemoval {
   readonly kid: string;
+  /** Keys whose retirement was cancelled with the pending key's rotation. */
+  readonly keptSigning: readonly string[];
   /** The removed key's algorithm; null when only a schedule entry was left of it. */
   readonly alg: SigningAlgorithm | null;
   /** The files deleted (names in the directory), the schedule included when rewritten. */
@@ -80,6 +89,8 @@ async function removeLocked(
   }
 
   let alg: SigningAlgorithm | null = null;
+  let nextSchedule = new Map(schedule);
+  const keptSigning: string[] = [];
   if (keyFiles.length > 0) {
     const { keys, schedule: loaded } = await readKeyDirectory(dir, now);
     const key = keys.find((k) => k.kid === kid);
@@ -102,15 +113,63 @@ async function removeLocked(
           );
         }
       }
+      const activateAt = window(key).activateAt;
+      if (activateAt > now) {
+        // A pending key: cancel the rotation that scheduled it.
+        for (const other of others) {
+          const entry = nextSchedule.get(other.kid);
+          if (other.alg === key.alg && entry !== undefined && entry.retireAt === activateAt) {
+            nextSchedule.set(other.kid, { ...entry, retireAt: null, removeAt: null });
+            keptSigning.push(other.kid);
+          }
+        }
+      }
+      const after = (k: { kid: string }) => windowOf(nextSchedule.get(k.kid));
+      const gap = signerGap(keys, window, others, after, key.alg, now - skewMs);
+      if (gap !== undefined) {
+        throw new KeyRemovalRefused(
+          `removing ${kid} would leave no ${key.alg} key signing from ${formatInstant(gap)} (see "portaria keys list"); rotate to another key first`,
+        );
+      }
     }
+    if (keptSigning.length > 0) await writeKeySchedule(dir, nextSchedule);
     for (const name of keyFiles) await rm(join(dir, name));
   }
   const files = [...keyFiles];
-  if (schedule.has(kid)) {
-    const next = new Map(schedule);
-    next.delete(kid);
-    await writeKeySchedule(dir, next);
+  if (nextSchedule.has(kid)) {
+    nextSchedule = new Map(nextSchedule);
+    nextSchedule.delete(kid);
+    await writeKeySchedule(dir, nextSchedule);
+    files.push(SCHEDULE_FILE);
+  } else if (keptSigning.length > 0) {
     files.push(SCHEDULE_FILE);
   }
-  return { kid, alg, files };
+  return { kid, alg, keptSigning, files };
+}
+
+/**
+ * The first instant from `from` on at which `before` had a signer of `alg` and `after`
+ * has none (the instants where a signer can change: `from` and every key's activation
+ * and retirement), or undefined.
+ */
+function signerGap<K extends { readonly kid: string; readonly alg: SigningAlgorithm }>(
+  before: readonly K[],
+  windowBefore: (key: K) => Window,
+  after: readonly K[],
+  windowAfter: (key: K) => Window,
+  alg: SigningAlgorithm,
+  from: number,
+): number | undefined {
+  const instants = new Set([from]);
+  for (const key of before) {
+    for (const w of [windowBefore(key), windowAfter(key)]) {
+      if (Number.isFinite(w.activateAt) && w.activateAt > from) instants.add(w.activateAt);
+      if (Number.isFinite(w.retireAt) && w.retireAt > from) instants.add(w.retireAt);
+    }
+  }
+  for (const at of [...instants].sort((a, b) => a - b)) {
+    if (pickSigner(after, windowAfter, alg, at) !== undefined) continue;
+    if (pickSigner(before, windowBefore, alg, at) !== undefined) return at;
+  }
+  return undefined;
 }

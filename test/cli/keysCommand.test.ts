@@ -415,6 +415,67 @@ describe('portaria keys remove', () => {
     }
   });
 
+  test('removing the pending key of a rotation cancels it: the old key keeps signing', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    // b would sign from 00:06, when a retires. Removed before that:
+    const result = await removeKid(cwd, dir, b, '2026-01-01T00:01:00Z');
+    assert.equal(result.code, 0, result.stderr);
+    assert.match(result.stdout, new RegExp(`^Rotation cancelled: ${a} keeps signing`, 'm'));
+    const schedule = JSON.parse(await readFile(join(dir, 'schedule.json'), 'utf8')) as {
+      keys: Record<string, { retireAt: unknown; removeAt: unknown }>;
+    };
+    assert.equal(schedule.keys[b], undefined);
+    assert.deepEqual([schedule.keys[a]?.retireAt, schedule.keys[a]?.removeAt], [null, null]);
+    // Before, a retired at 00:06 with no successor: no signing key on any replica.
+    for (const at of ['2026-01-01T00:06:00Z', '2026-01-02T00:07:00Z', '2027-01-01T00:00:00Z']) {
+      assert.equal((await ringAt(dir, at)).signingKey.kid, a, at);
+    }
+    // And a new rotation can be scheduled.
+    const again = await rotate(cwd, dir, '2026-01-01T00:02:00Z');
+    assert.equal(again.code, 0, again.stderr);
+  });
+
+  test('refuses a removal that would leave no signing key at a later moment', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const b = await generated(cwd, dir);
+    // By hand: a retires at 02:00; b takes over at 01:00 — not at a's retirement, so its
+    // removal is no cancelled rotation.
+    await writeFile(
+      join(dir, 'schedule.json'),
+      JSON.stringify({
+        keys: {
+          [a]: {
+            publishAt: '2025-12-31T00:00:00Z',
+            activateAt: '2025-12-31T00:00:00Z',
+            retireAt: '2026-01-01T02:00:00Z',
+            removeAt: '2026-01-02T03:00:00Z',
+          },
+          [b]: {
+            publishAt: '2026-01-01T00:00:00Z',
+            activateAt: '2026-01-01T01:00:00Z',
+            retireAt: null,
+            removeAt: null,
+          },
+        },
+      }),
+    );
+    const before = await readdir(dir);
+    const result = await removeKid(cwd, dir, b, '2026-01-01T00:00:00Z');
+    assert.equal(result.code, 1);
+    assert.match(
+      result.stderr,
+      new RegExp(`removing ${b} would leave no ES256 key signing from 2026-01-01T02:00:00Z`),
+    );
+    assert.deepEqual(await readdir(dir), before);
+  });
+
   test('finishes a removal cut short: an entry whose file is gone is removed too', async (t) => {
     const cwd = await tempDir(t);
     const dir = join(cwd, 'keys');
