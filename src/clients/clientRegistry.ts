@@ -52,6 +52,14 @@ export function clientIdProblem(value: unknown): string | null {
 }
 
 /** Problems with a scope list, each prefixed with `path`; empty when the list is valid. */
+/**
+ * The most characters a client's scopes may take, space-separated. They travel in every
+ * token the client gets (and to the upstream in `X-Token-Scope`): 4096 keeps an ES256,
+ * EdDSA or RS256 token near 6 KiB, well inside `server.maxHeaderBytes` (16 KiB by
+ * default), so the gateway never issues a token its own listener would refuse (431).
+ */
+export const MAX_SCOPE_TEXT = 4096;
+
 export function scopesProblems(value: unknown, path: string): string[] {
   if (!Array.isArray(value) || !value.every((s) => typeof s === 'string')) {
     return [`${path}: must be an array of scope tokens`];
@@ -68,6 +76,12 @@ export function scopesProblems(value: unknown, path: string): string[] {
       problems.push(`${path}: duplicate scope ${JSON.stringify(scope)}`);
     }
     seen.add(scope);
+  }
+  const length = (value as string[]).join(' ').length;
+  if (length > MAX_SCOPE_TEXT) {
+    problems.push(
+      `${path}: the scopes take ${length} characters space-separated, more than ${MAX_SCOPE_TEXT}: every token carries them, and its Authorization header must fit server.maxHeaderBytes`,
+    );
   }
   return problems;
 }

@@ -108,6 +108,22 @@ describe('loadClientRegistry', () => {
     assert.equal(registry.get('hasOwnProperty'), undefined);
   });
 
+  test('refuses scopes too long for a token the listener accepts, and takes the longest allowed', async (t) => {
+    // 4096 characters space-separated is the limit: 1024 scopes of 3 characters make 4095.
+    const fits = Array.from({ length: 1024 }, (_, i) => i.toString(36).padStart(3, '0'));
+    const file = await writeClients(t, {
+      clients: [
+        { id: 'fits', secrets: [{ hash: HASH }], scopes: fits },
+        { id: 'long', secrets: [{ hash: HASH }], scopes: ['a'.repeat(13_000)] },
+        { id: 'many', secrets: [{ hash: HASH }], scopes: [...fits, 'zzzz'] },
+      ],
+    });
+    assert.deepEqual(await problemsOf(file), [
+      'clients[1].scopes: the scopes take 13000 characters space-separated, more than 4096: every token carries them, and its Authorization header must fit server.maxHeaderBytes',
+      'clients[2].scopes: the scopes take 4100 characters space-separated, more than 4096: every token carries them, and its Authorization header must fit server.maxHeaderBytes',
+    ]);
+  });
+
   test('reports every problem of every client with its path', async (t) => {
     const file = await writeClients(t, {
       version: 1,
