@@ -6,15 +6,13 @@
  *   portaria-gateway --config FILE   production: keys and clients must exist
  *   portaria-gateway --demo          `npm start`: embedded defaults, demo data, demo upstream
  */
+// Only Node's own modules load before the signal handlers below are installed; the
+// gateway's modules (a few hundred milliseconds to evaluate: pino, prom-client, undici,
+// ioredis, ajv…) are imported in main(), after them. Statically imported, they ran first,
+// and a SIGHUP in that time met Node's default action: the process exited (129).
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
-import { createApp, sourceBaseline } from './app.js';
-import { ConfigError } from './config/configError.js';
-import { loadConfig } from './config/loadConfig.js';
-import { startDemoUpstream } from './demo/demoUpstream.js';
-import { DEMO_CLIENT_ID, prepareDemoData } from './demo/prepareDemoData.js';
-import { printDemoWalkthrough } from './demo/walkthrough.js';
 
 const USAGE = `Usage: node dist/main.js --config FILE | --demo
 
@@ -88,6 +86,21 @@ async function main(): Promise<number> {
     process.stderr.write(`portaria: --config and --demo exclude each other\n${USAGE}`);
     return 2;
   }
+  const [
+    { createApp, sourceBaseline },
+    { ConfigError },
+    { loadConfig },
+    { startDemoUpstream },
+    { DEMO_CLIENT_ID, prepareDemoData },
+    { printDemoWalkthrough },
+  ] = await Promise.all([
+    import('./app.js'),
+    import('./config/configError.js'),
+    import('./config/loadConfig.js'),
+    import('./demo/demoUpstream.js'),
+    import('./demo/prepareDemoData.js'),
+    import('./demo/walkthrough.js'),
+  ]);
   const demo = values.demo === true && values.config === undefined && !process.env.PORTARIA_CONFIG;
   const demoUpstream = demo ? await startDemoUpstream() : null;
   try {

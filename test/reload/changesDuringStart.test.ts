@@ -5,14 +5,16 @@
  * gateway runs, and a SIGHUP neither kills the process nor goes unheeded.
  */
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
+import { pathToFileURL } from 'node:url';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { CLIENT_ID, CLIENT_SECRET, TOKEN_PATH } from '../helpers/fixture.js';
-import { runGateway, tempDir, writeGatewayFiles } from '../helpers/process.js';
+import { MAIN_JS, runGateway, tempDir, testEnv, writeGatewayFiles } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const LATE_ID = 'late-partner';
@@ -114,4 +116,52 @@ test('a SIGTERM while the gateway starts ends it at once and leaves no lock file
     (await readdir(join(dir, 'data'))).filter((name) => name.endsWith('.lock')),
     [],
   );
+});
+
+test('a SIGHUP while the gateway modules are still loading does not end it', async (t) => {
+  const dir = await tempDir(t, 'portaria-hup-');
+  const files = await writeGatewayFiles(dir, [[CLIENT_ID, CLIENT_SECRET, ['orders:read']]], {
+    upstream: { default: { upstream: 'http://127.0.0.1:9' } },
+  });
+  // A preload says when Node starts running the entry module: the SIGHUP follows 50 ms
+  // later, while the gateway's modules load (a few hundred milliseconds). Before, they
+  // were static imports evaluated ahead of the handlers, and the process exited (129).
+  const preload = join(dir, 'preload.mjs');
+  await writeFile(preload, "process.stderr.write('entry starting\\n');\n");
+  const child = spawn(
+    process.execPath,
+    ['--import', pathToFileURL(preload).href, MAIN_JS, '--config', files.configFile],
+    { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  let stdout = '';
+  let stderr = '';
+  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
+    stdout += chunk;
+  });
+  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
+    stderr += chunk;
+  });
+  const exited = once(child, 'exit');
+  t.after(async () => {
+    if (child.exitCode === null && child.signalCode === null) {
+      child.kill('SIGKILL');
+      await exited;
+    }
+  });
+  await waitFor(
+    'the entry module',
+    () => (stderr.includes('entry starting') ? true : undefined),
+    5000,
+    1,
+  );
+  await new Promise((resolve) => setTimeout(resolve, 50));
+  child.kill('SIGHUP');
+  await waitFor('listening', () => (/"msg":"listening"/.test(stdout) ? true : undefined), 10_000);
+  await waitFor('the reload', () =>
+    /"signal":"SIGHUP".*signal received: reloading/.test(stdout) ? true : undefined,
+  );
+  assert.equal(child.exitCode, null, stderr);
+  assert.equal(child.signalCode, null);
+  child.kill('SIGTERM');
+  assert.deepEqual(await exited, [0, null]);
 });
