@@ -17,11 +17,11 @@
  * other removal that would leave such a gap later on is refused.
  *
  * Files, under the schedule's lock like a rotation: a cancelled rotation's schedule is
- * written first, then the key file is deleted, then its schedule entry. A crash in between leaves an entry without a key file, which the
- * loader refuses while the key is not yet due for removal (gateways keep their previous
- * ring and log the failed reload) — never a key file without an entry, which would sign
- * at once. Running the command again finishes the job: an entry without a file is removed
- * too.
+ * written first, then the key file is deleted, then its schedule entry. A crash between
+ * the last two leaves an entry without a key file, which the loader refuses while the
+ * key is not yet due for removal (gateways keep their previous ring and log the failed
+ * reload) — never a key file without an entry, which would sign at once. Running the
+ * command again finishes the job: an entry without a file is removed too.
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
