@@ -7,7 +7,7 @@
 import type { Duplex } from 'node:stream';
 import { PortariaError } from '../errors.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
-import { instanceOf } from './replies.js';
+import { instanceOf, pathOnly } from './replies.js';
 import { GatewayResponse } from './requestScope.js';
 
 export function createClientErrorHandler(
@@ -38,10 +38,8 @@ export function createClientErrorHandler(
       const scope = current.scope;
       scope.socketStatus = problem.status;
       scope.reason = problem.reason;
-      const url = current.req.url ?? '';
-      const query = url.indexOf('?');
-      const path = query === -1 ? url : url.slice(0, query);
-      writeSocketProblem(socket, problem, instanceOf(path, scope.id), problemTypeBase, scope.id);
+      const instance = instanceOf(pathOnly(current.req.url), scope.id);
+      writeSocketProblem(socket, problem, instance, problemTypeBase, scope.id);
       return;
     }
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);

@@ -48,7 +48,7 @@ import {
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
-import { instanceOf, sendProblem, sendServerError } from './replies.js';
+import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { continueBody, type GatewayResponse, RequestScope, requestIdFor } from './requestScope.js';
 import { checkSingletonFields } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
@@ -525,12 +525,6 @@ function checkScopes(route: CompiledRoute, principal: Principal): void {
       },
     },
   );
-}
-
-function pathOnly(url: string | undefined): string {
-  if (url === undefined) return '';
-  const q = url.indexOf('?');
-  return q === -1 ? url : url.slice(0, q);
 }
 
 function ignoreSocketError(): void {}

@@ -25,6 +25,13 @@ export function problemBody(error: PortariaError, typeBase: string, instance: st
 }
 
 /** `instancia`: the request path (never the query, which may hold secrets) and request id. */
+/** A request target without its query. */
+export function pathOnly(url: string | undefined): string {
+  if (url === undefined) return '';
+  const q = url.indexOf('?');
+  return q === -1 ? url : url.slice(0, q);
+}
+
 export function instanceOf(path: string, requestId: string): string {
   const shown = path.length > 256 ? path.slice(0, 256) : path;
   return `${shown}#${requestId}`;

@@ -6,16 +6,15 @@
  */
 import assert from 'node:assert/strict';
 import { mkdir, readdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { adminUrlOf } from '../../src/cli/gatewayConfig.js';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { loadConfig } from '../../src/config/loadConfig.js';
-import { createAdminHandler } from '../../src/http/adminRoutes.js';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 import { ManualClock, systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
+import { startAdminApi } from './adminApi.js';
 import { runCli, tempDir } from './runCli.js';
 
 const T0 = '2026-01-01T00:00:00Z';
@@ -185,26 +184,7 @@ describe('portaria CLI with the gateway configuration', () => {
   test('revoke reaches the admin listener named by the configuration, with its token file', async (t) => {
     const ADMIN_TOKEN = 'config-admin-token-0123456789abcdefghij';
     const store = new MemoryRevocationStore(systemClock);
-    const server = createServer(
-      createAdminHandler({
-        metricsText: async () => ({ contentType: 'text/plain', text: '' }),
-        ready: () => ({ ready: true }),
-        problemTypeBase: 'urn:portaria:problem:',
-        revocations: {
-          store,
-          adminToken: ADMIN_TOKEN,
-          maxLifetimeSeconds: 3600,
-          clockSkewSeconds: 60,
-          now: () => Date.now(),
-        },
-      }),
-    );
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    t.after(() => {
-      server.closeAllConnections();
-      return new Promise<void>((resolve) => server.close(() => resolve()));
-    });
-    const { port } = server.address() as { port: number };
+    const port = await startAdminApi(t, store, ADMIN_TOKEN);
     // A listener on every interface is reached on loopback.
     const l = await layout(
       t,

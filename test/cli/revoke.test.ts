@@ -7,15 +7,15 @@ import { writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { createAdminHandler } from '../../src/http/adminRoutes.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import type { RevocationStore } from '../../src/revocation/revocationStore.js';
+import { ADMIN_LIFETIME, ADMIN_SKEW, startAdminApi } from './adminApi.js';
 import { runCli, tempDir } from './runCli.js';
 
 const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
-const LIFETIME = 3600;
-const SKEW = 30;
+const LIFETIME = ADMIN_LIFETIME;
+const SKEW = ADMIN_SKEW;
 
 interface Setup {
   url: string;
@@ -26,26 +26,7 @@ interface Setup {
 
 async function setup(t: TestContext, store?: RevocationStore): Promise<Setup> {
   const revocationStore = store ?? new MemoryRevocationStore(systemClock);
-  const server = createServer(
-    createAdminHandler({
-      metricsText: async () => ({ contentType: 'text/plain', text: '' }),
-      ready: () => ({ ready: true }),
-      problemTypeBase: 'urn:portaria:problem:',
-      revocations: {
-        store: revocationStore,
-        adminToken: ADMIN_TOKEN,
-        maxLifetimeSeconds: LIFETIME,
-        clockSkewSeconds: SKEW,
-        now: () => Date.now(),
-      },
-    }),
-  );
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  t.after(() => {
-    server.closeAllConnections();
-    return new Promise<void>((resolve) => server.close(() => resolve()));
-  });
-  const { port } = server.address() as { port: number };
+  const port = await startAdminApi(t, revocationStore, ADMIN_TOKEN);
   const dir = await tempDir(t);
   const tokenFile = join(dir, 'admin-token');
   await writeFile(tokenFile, `${ADMIN_TOKEN}\n`);

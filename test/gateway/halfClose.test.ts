@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
-import { describe, test } from 'node:test';
+import { describe, type TestContext, test } from 'node:test';
 import { hashChosenSecret } from '../../src/clients/secretHash.js';
 import { DEFAULT_CLIENTS, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
 import { parseResponses, type RawResponse } from '../helpers/rawResponse.js';
@@ -139,13 +139,18 @@ describe('a request followed by a half-close (server.halfClosedRequests: answer,
   });
 });
 
+/** A gateway that takes a client's FIN for the client leaving. */
+function abortingGateway(t: TestContext) {
+  return startGateway(t, {
+    settings: () => ({
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, halfClosedRequests: 'abort' },
+    }),
+  });
+}
+
 describe('server.halfClosedRequests: abort', () => {
   test('the FIN counts as the client leaving: no answer, the upstream request is cancelled, 499', async (t) => {
-    const gw = await startGateway(t, {
-      settings: () => ({
-        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, halfClosedRequests: 'abort' },
-      }),
-    });
+    const gw = await abortingGateway(t);
     let upstreamSawClose = false;
     const slow: typeof gw.upstream.handler = (_req, res) => {
       res.on('close', () => {
@@ -177,65 +182,45 @@ describe('server.halfClosedRequests: abort', () => {
   });
 
   test('the admin listener answers a half-closed request either way', async (t) => {
-    const gw = await startGateway(t, {
-      settings: () => ({
-        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, halfClosedRequests: 'abort' },
-      }),
-    });
+    const gw = await abortingGateway(t);
     const raw = await sendThenHalfClose(gw.adminUrl, 'GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n');
     const res = only(raw);
     assert.equal(res.status, 200);
     assert.match(res.body, /portaria_http_requests_total/);
   });
 
-  test('a GET whose client left while its token was verified is never forwarded (and the stop does not hang)', async (t) => {
-    const gw = await startGateway(t, {
-      settings: () => ({
-        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, halfClosedRequests: 'abort' },
-      }),
-    });
-    // A token not yet in the cache: its verification is asynchronous, and the FIN sent
-    // with the request is read before it ends.
-    const token = await gw.token();
-    const raw = await sendThenHalfClose(
-      gw.url,
-      `GET /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Request-Id: gone-early\r\n\r\n`,
-    );
-    assert.equal(raw, '');
-    const line = await waitFor('the access line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === 'gone-early'),
-    );
-    assert.equal(line.status, 499);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.deepEqual(gw.upstream.received, [], 'the upstream never saw the request');
-    // Before the fix the forwarded exchange, with no client to write to, paused for
-    // ever and the stop waited on it.
-    const stopped = await Promise.race([
-      gw.app.shutdown().then(() => 'stopped'),
-      new Promise((resolve) => setTimeout(resolve, 4000, 'hung')),
-    ]);
-    assert.equal(stopped, 'stopped');
-  });
-  test('a POST whose client left while its token was verified is never forwarded', async (t) => {
-    const gw = await startGateway(t, {
-      settings: () => ({
-        server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, halfClosedRequests: 'abort' },
-      }),
-    });
-    // A token not yet in the cache: its verification is asynchronous, and the FIN sent
-    // with the request is read before it ends.
-    const token = await gw.token();
-    const raw = await sendThenHalfClose(
-      gw.url,
-      `POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+  const goneEarly: [string, string][] = [
+    [
+      'a GET',
+      'GET /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer TOKEN\r\nX-Request-Id: gone-early\r\n\r\n',
+    ],
+    [
+      'a POST',
+      'POST /v1/orders HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer TOKEN\r\n' +
         'Content-Type: application/json\r\nContent-Length: 2\r\nX-Request-Id: gone-early\r\n\r\n{}',
-    );
-    assert.equal(raw, '');
-    const line = await waitFor('the access line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === 'gone-early'),
-    );
-    assert.equal(line.status, 499);
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.deepEqual(gw.upstream.received, [], 'the upstream never saw the request');
-  });
+    ],
+  ];
+  for (const [what, request] of goneEarly) {
+    test(`${what} whose client left while its token was verified is never forwarded (and the stop does not hang)`, async (t) => {
+      const gw = await abortingGateway(t);
+      // A token not yet in the cache: its verification is asynchronous, and the FIN sent
+      // with the request is read before it ends.
+      const token = await gw.token();
+      const raw = await sendThenHalfClose(gw.url, request.replace('TOKEN', token));
+      assert.equal(raw, '');
+      const line = await waitFor('the access line', () =>
+        parsedLogs(gw.logs).find((l) => l.reqId === 'gone-early'),
+      );
+      assert.equal(line.status, 499);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.deepEqual(gw.upstream.received, [], 'the upstream never saw the request');
+      // Before the fix the forwarded exchange, with no client to write to, paused for
+      // ever and the stop waited on it.
+      const stopped = await Promise.race([
+        gw.app.shutdown().then(() => 'stopped'),
+        new Promise((resolve) => setTimeout(resolve, 4000, 'hung')),
+      ]);
+      assert.equal(stopped, 'stopped');
+    });
+  }
 });

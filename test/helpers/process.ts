@@ -139,13 +139,13 @@ export interface RunningProcess {
 export function runGateway(
   t: TestContext,
   args: string[],
-  options: { cwd?: string; env?: Record<string, string> } = {},
+  options: { cwd?: string; env?: Record<string, string>; nodeArgs?: string[] } = {},
 ): RunningProcess {
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {
     if (value !== undefined && !name.startsWith('PORTARIA_')) env[name] = value;
   }
-  const child = spawn(process.execPath, [MAIN_JS, ...args], {
+  const child = spawn(process.execPath, [...(options.nodeArgs ?? []), MAIN_JS, ...args], {
     cwd: options.cwd ?? process.cwd(),
     env: { ...env, ...options.env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -5,7 +5,6 @@
  * gateway runs, and a SIGHUP neither kills the process nor goes unheeded.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdir, writeFile } from 'node:fs/promises';
 import { createServer, type Server, type Socket } from 'node:net';
@@ -14,7 +13,7 @@ import { type TestContext, test } from 'node:test';
 import { pathToFileURL } from 'node:url';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { CLIENT_ID, CLIENT_SECRET, TOKEN_PATH } from '../helpers/fixture.js';
-import { MAIN_JS, runGateway, tempDir, testEnv, writeGatewayFiles } from '../helpers/process.js';
+import { runGateway, tempDir, writeGatewayFiles } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 
 const LATE_ID = 'late-partner';
@@ -128,40 +127,16 @@ test('a SIGHUP while the gateway modules are still loading does not end it', asy
   // were static imports evaluated ahead of the handlers, and the process exited (129).
   const preload = join(dir, 'preload.mjs');
   await writeFile(preload, "process.stderr.write('entry starting\\n');\n");
-  const child = spawn(
-    process.execPath,
-    ['--import', pathToFileURL(preload).href, MAIN_JS, '--config', files.configFile],
-    { env: testEnv(), stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  let stdout = '';
-  let stderr = '';
-  child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
-    stdout += chunk;
+  const gateway = runGateway(t, ['--config', files.configFile], {
+    nodeArgs: ['--import', pathToFileURL(preload).href],
   });
-  child.stderr.setEncoding('utf8').on('data', (chunk: string) => {
-    stderr += chunk;
-  });
-  const exited = once(child, 'exit');
-  t.after(async () => {
-    if (child.exitCode === null && child.signalCode === null) {
-      child.kill('SIGKILL');
-      await exited;
-    }
-  });
-  await waitFor(
-    'the entry module',
-    () => (stderr.includes('entry starting') ? true : undefined),
-    5000,
-    1,
-  );
+  await gateway.waitForOutput('stderr', /entry starting/, 5000);
   await new Promise((resolve) => setTimeout(resolve, 50));
-  child.kill('SIGHUP');
-  await waitFor('listening', () => (/"msg":"listening"/.test(stdout) ? true : undefined), 10_000);
-  await waitFor('the reload', () =>
-    /"signal":"SIGHUP".*signal received: reloading/.test(stdout) ? true : undefined,
-  );
-  assert.equal(child.exitCode, null, stderr);
-  assert.equal(child.signalCode, null);
-  child.kill('SIGTERM');
-  assert.deepEqual(await exited, [0, null]);
+  gateway.child.kill('SIGHUP');
+  await gateway.waitForOutput('stdout', /"msg":"listening"/, 10_000);
+  await gateway.waitForOutput('stdout', /"signal":"SIGHUP".*signal received: reloading/, 5000);
+  assert.equal(gateway.child.exitCode, null, gateway.stderr());
+  assert.equal(gateway.child.signalCode, null);
+  gateway.child.kill('SIGTERM');
+  assert.deepEqual(await gateway.exited, { code: 0, signal: null });
 });
