@@ -15,11 +15,11 @@ import { ConfigError } from './config/configError.js';
 import type { Config } from './config/types.js';
 import { createAdminHandler } from './http/adminRoutes.js';
 import { createClientErrorHandler } from './http/clientErrors.js';
+import { declinedUpgrades } from './http/declinedUpgrade.js';
 import { openApiDocumentFor } from './http/openApiDocument.js';
 import { PublicGateway } from './http/publicGateway.js';
 import { GatewayResponse } from './http/requestScope.js';
 import { StaticDocument } from './http/staticDocument.js';
-import { reparseWithoutUpgrade } from './http/upgradeOffers.js';
 import { createIssuerKeySet } from './keys/issuerKeySet.js';
 import { latePublications } from './keys/latePublication.js';
 import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
@@ -334,6 +334,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     },
     gateway.handleRequest as Parameters<typeof createServer>[1],
   );
+  // Node's count is per listener; lines past it are dropped (Node < 24) or refused.
+  publicServer.maxHeadersCount = config.server.maxHeaderLines;
   if (config.server.halfClosedRequests === 'answer') answerAfterHalfClose(publicServer);
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node
   // would answer a bare 417): the request is handled like any other, `Expect` not forwarded.
@@ -345,9 +347,15 @@ export async function createApp(options: AppOptions): Promise<App> {
   publicServer.on('connect', (req: IncomingMessage, socket: Duplex) =>
     gateway.refuseConnect(req, socket),
   );
+  // Older Node emits `upgrade` for offers other than WebSocket too (declinedUpgrade.ts).
+  const declined = declinedUpgrades(
+    publicServer,
+    { request: gateway.handleRequest, expectingContinue: gateway.handleContinue },
+    config.server.requestTimeoutMs,
+  );
   publicServer.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
     if (offersWebSocket(req)) gateway.handleUpgrade(req, socket, head);
-    else reparseWithoutUpgrade(publicServer, req, socket, head);
+    else declined.answer(req, socket, head);
   });
   publicServer.on(
     'clientError',
@@ -376,9 +384,11 @@ export async function createApp(options: AppOptions): Promise<App> {
         audit: (level, event, detail) => logger[level](detail, event),
       },
       problemTypeBase: config.problemTypeBase,
+      maxHeaderLines: config.server.maxHeaderLines,
       ready: () => readiness(),
     }),
   );
+  adminServer.maxHeadersCount = config.server.maxHeaderLines;
   // Always on the admin listener: its answers hold no upstream work to cancel.
   answerAfterHalfClose(adminServer);
 
@@ -575,6 +585,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       graceOver = true;
       publicServer.closeAllConnections();
       webSockets.close();
+      declined.closeAll();
       await closed;
     }
     clearInterval(idleSweep);

@@ -48,6 +48,7 @@ export const configSchema = {
         requestTimeoutMs: { ...positiveMs, default: 30_000 },
         keepAliveTimeoutMs: { ...positiveMs, default: 5_000 },
         maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1_048_576, default: 16_384 },
+        maxHeaderLines: { type: 'integer', minimum: 16, maximum: 10_000, default: 100 },
         shutdownGraceMs: { ...positiveMs, default: 30_000 },
         trustForwardedHeaders: { type: 'boolean', default: false },
         closeWebSocketsAtTokenExpiry: { type: 'boolean', default: true },

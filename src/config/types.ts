@@ -23,6 +23,11 @@ export interface ServerConfig extends ListenerConfig {
   readonly keepAliveTimeoutMs: number;
   /** Largest total size of request headers, bytes (Node's `maxHeaderSize`). */
   readonly maxHeaderBytes: number;
+  /**
+   * Most header lines in one request; a request that reaches it is refused with 431 and
+   * its connection closed (Node drops lines past its count: see http/headerLines.ts).
+   */
+  readonly maxHeaderLines: number;
   /** On SIGTERM: how long in-flight requests may take before connections are cut. */
   readonly shutdownGraceMs: number;
   /**

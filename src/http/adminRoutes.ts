@@ -14,6 +14,7 @@ import {
   REVOCATIONS_PATH,
   type RevocationAdminDeps,
 } from './adminRevocations.js';
+import { reachesHeaderLines, tooManyHeaderLines } from './headerLines.js';
 import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js';
 
 export interface AdminDeps {
@@ -21,6 +22,8 @@ export interface AdminDeps {
   /** `degraded`: ready, but something to report (e.g. a stale revocation list). */
   readonly ready: () => { ready: boolean; reason?: string; degraded?: string };
   readonly problemTypeBase: string;
+  /** `server.maxHeaderLines`: a request reaching it is refused (headerLines.ts). */
+  readonly maxHeaderLines: number;
   /** The revocation API; absent (or no admin token): it answers 404. */
   readonly revocations?: RevocationAdminDeps;
 }
@@ -37,6 +40,9 @@ async function handleAdmin(
   deps: AdminDeps,
 ): Promise<void> {
   const path = (req.url ?? '').split('?')[0] ?? '';
+  if (reachesHeaderLines(req, deps.maxHeaderLines)) {
+    return sendProblem(res, tooManyHeaderLines(), deps.problemTypeBase, instanceOf(path, 'admin'));
+  }
   if (path === REVOCATIONS_PATH) {
     return handleRevocations(req, res, deps.revocations, deps.problemTypeBase);
   }

@@ -48,6 +48,8 @@ import {
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import { bearerToken } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { chunkedOfferRefused, isDeclinedUpgrade } from './declinedUpgrade.js';
+import { reachesHeaderLines, tooManyHeaderLines } from './headerLines.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { continueBody, type GatewayResponse, RequestScope, requestIdFor } from './requestScope.js';
 import { checkSingletonFields } from './singletonFields.js';
@@ -89,6 +91,7 @@ export interface PublicGatewayDeps {
 export class PublicGateway {
   readonly #d: PublicGatewayDeps;
   readonly #typeBase: string;
+  readonly #maxHeaderLines: number;
   readonly #proto: 'http' | 'https' = 'http';
   /** `revocationFreshness.isStale`, or null when no method class is ever refused. */
   readonly #revocationStale: (() => boolean) | null;
@@ -104,6 +107,7 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#d = deps;
     this.#typeBase = deps.config.problemTypeBase;
+    this.#maxHeaderLines = deps.config.server.maxHeaderLines;
     const fresh = deps.revocationFreshness;
     this.#revocationStale =
       fresh !== undefined && (fresh.refuse.safe || fresh.refuse.unsafe) ? fresh.isStale : null;
@@ -240,6 +244,7 @@ export class PublicGateway {
 
   /** Synchronous up to the first I/O: a cached token reaches the forwarder without a tick. */
   #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
+    if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
     const authorizationLines = checkSingletonFields(req);
     const transferEncoding = req.headers['transfer-encoding'];
     if (transferEncoding !== undefined) checkTransferCoding(req, transferEncoding);
@@ -295,6 +300,7 @@ export class PublicGateway {
     done: UpgradeDone,
   ): Promise<void> {
     // No new tunnel during the drain: it would hold the stop for the whole grace.
+    if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
     if (this.#d.draining()) throw shuttingDown();
     const authorizationLines = checkSingletonFields(req);
     const target = parseRequestTarget(req.url ?? '');
@@ -581,6 +587,8 @@ function checkTransferCoding(req: IncomingMessage, value: string): void {
       { reason: 'http10-transfer-encoding', headers: { connection: 'close' } },
     );
   }
+  // A declined upgrade offer on older Node: no parser left to read a chunked body.
+  if (isDeclinedUpgrade(req)) throw chunkedOfferRefused();
   if (isChunkedOnly(value)) return;
   throw new PortariaError('not-implemented', 'Only the chunked transfer coding is supported.', {
     reason: 'transfer-coding',

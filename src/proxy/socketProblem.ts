@@ -69,7 +69,9 @@ export function writeSocketProblem(
     `content-length: ${Buffer.byteLength(body)}\r\n` +
     'connection: close\r\n';
   if (error.headers !== undefined) {
-    for (const [name, value] of Object.entries(error.headers)) head += `${name}: ${value}\r\n`;
+    for (const [name, value] of Object.entries(error.headers)) {
+      if (name !== 'connection') head += `${name}: ${value}\r\n`;
+    }
   }
   if (requestId !== undefined) head += `x-request-id: ${requestId}\r\n`;
   socket.end(`${head}\r\n${body}`, () => socket.destroy());

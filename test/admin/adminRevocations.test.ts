@@ -37,6 +37,7 @@ async function startAdminServer(
     metricsText: async () => ({ contentType: 'text/plain', text: '' }),
     ready: () => ({ ready: true }),
     problemTypeBase: 'urn:portaria:problem:',
+    maxHeaderLines: 100,
     ...(options.off
       ? {}
       : {

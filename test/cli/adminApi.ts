@@ -18,6 +18,7 @@ export async function startAdminApi(
       metricsText: async () => ({ contentType: 'text/plain', text: '' }),
       ready: () => ({ ready: true }),
       problemTypeBase: 'urn:portaria:problem:',
+      maxHeaderLines: 100,
       revocations: {
         store,
         adminToken,

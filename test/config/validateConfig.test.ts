@@ -239,6 +239,7 @@ describe('validateConfig', () => {
         requestTimeoutMs: 30_000,
         keepAliveTimeoutMs: 5_000,
         maxHeaderBytes: 16_384,
+        maxHeaderLines: 100,
         shutdownGraceMs: 30_000,
         trustForwardedHeaders: false,
         closeWebSocketsAtTokenExpiry: true,
