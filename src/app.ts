@@ -359,8 +359,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   publicServer.on(
     'clientError',
-    createClientErrorHandler(config.problemTypeBase, (reason) =>
-      logger.info({ reason }, 'request refused by the HTTP parser'),
+    createClientErrorHandler(
+      config.problemTypeBase,
+      (reason) => logger.info({ reason }, 'request refused by the HTTP parser'),
+      (reqId, bytes) => logger.info({ reqId, bytes }, 'bytes after the request ignored'),
     ),
   );
   const horizon = revocationHorizon(config);

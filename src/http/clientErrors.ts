@@ -3,6 +3,12 @@
  * (431), a request too slow to arrive (408), malformed framing such as both
  * `Content-Length` and `Transfer-Encoding` (RFC 9112 §6.1: a request smuggling vector;
  * 400) — with problem details and `Connection: close` instead of Node's bare default.
+ *
+ * Bytes the parser refuses *after* a complete request (one byte more than its
+ * `Content-Length`, data after `Connection: close`) never replace that request's
+ * answer: the request may already have been carried out upstream, and a client told
+ * 400 would send it again. Its answer goes out with `Connection: close`, the connection
+ * closes after it, and the stray bytes are logged as a count.
  */
 import type { Duplex } from 'node:stream';
 import { PortariaError } from '../errors.js';
@@ -10,22 +16,35 @@ import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js'
 import { instanceOf, pathOnly } from './replies.js';
 import { GatewayResponse } from './requestScope.js';
 
+/** What Node's parser attaches to its errors (`prepareError` in Node's http server). */
+type ParserError = NodeJS.ErrnoException & {
+  reason?: string;
+  bytesParsed?: number;
+  rawPacket?: Buffer;
+};
+
 export function createClientErrorHandler(
   problemTypeBase: string,
   onError: (reason: string) => void,
+  onStrayBytes: (requestId: string, bytes: number) => void,
 ) {
-  return (error: NodeJS.ErrnoException & { reason?: string }, socket: Duplex): void => {
+  return (error: ParserError, socket: Duplex): void => {
     socket.on('error', () => {});
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
     }
-    const problem = problemFor(error);
-    onError(problem.reason);
     // A response still being written on this keep-alive socket (Node's own test): nothing
     // can be added after it. Otherwise earlier responses are complete: ours starts here.
     const current = (socket as Duplex & { _httpMessage?: { headersSent?: boolean } | null })
       ._httpMessage;
+    if (current instanceof GatewayResponse && current.req.complete) {
+      answerThenClose(current, socket);
+      onStrayBytes(current.scope.id, strayByteCount(error));
+      return;
+    }
+    const problem = problemFor(error);
+    onError(problem.reason);
     if (current?.headersSent === true) {
       socket.destroy();
       return;
@@ -46,7 +65,29 @@ export function createClientErrorHandler(
   };
 }
 
-function problemFor(error: NodeJS.ErrnoException & { reason?: string }): PortariaError {
+/** Lets the complete request's answer go out, and nothing after it on this connection. */
+function answerThenClose(res: GatewayResponse, socket: Duplex): void {
+  if (!res.headersSent) res.shouldKeepAlive = false;
+  // Node closes after an answer that says `Connection: close`; one already sent saying
+  // keep-alive is followed by a close here, once it is written.
+  else res.once('finish', () => socket.end());
+  // The parser is done with this connection: what else arrives is not read.
+  socket.removeAllListeners('data');
+  socket.on('data', () => {});
+}
+
+/**
+ * The refused chunk's bytes from the first one the parser refused. llhttp reports the
+ * offending byte's position, except after `Connection: close`, where it reports the
+ * position past it.
+ */
+function strayByteCount(error: ParserError): number {
+  const packet = error.rawPacket?.length ?? 0;
+  const first = (error.bytesParsed ?? 0) - (error.code === 'HPE_CLOSED_CONNECTION' ? 1 : 0);
+  return Math.max(0, packet - first);
+}
+
+function problemFor(error: ParserError): PortariaError {
   // llhttp names both-length-headers by the header it met second; its reason text is stable.
   if (error.reason?.includes("can't be present with")) {
     return new PortariaError(

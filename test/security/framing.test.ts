@@ -16,7 +16,7 @@ import {
   type RawResponse,
   rawProblemOf,
 } from '../helpers/rawResponse.js';
-import { parsedLogs, waitFor } from '../helpers/wait.js';
+import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
 const HEADERS_TIMEOUT_MS = 500;
 const MAX_HEADER_BYTES = 2048;
@@ -578,5 +578,53 @@ describe('refusals and what follows them on the connection', () => {
       [400, 401],
     );
     assert.equal(gw.upstream.received.length, 0);
+  });
+});
+
+describe('bytes after a complete request', () => {
+  // The upstream carried the request out: its answer is the client's, whatever follows.
+  const cases: ReadonlyArray<[string, string, string]> = [
+    ['HTTP/1.1 with Connection: close', 'HTTP/1.1', 'Connection: close\r\n'],
+    ['HTTP/1.0 without keep-alive', 'HTTP/1.0', ''],
+    ['HTTP/1.1 keep-alive, then bytes that are no request', 'HTTP/1.1', ''],
+  ];
+  for (const [name, version, connection] of cases) {
+    test(`${name}: one more byte than announced → the upstream's answer, then the connection closes`, async (t) => {
+      const { gw, token } = await framingGateway(t);
+      const stray = connection === '' && version === 'HTTP/1.1' ? 'X\r\n\r\n' : 'X';
+      const raw = await rawRequest(
+        gw.url,
+        `POST /v1/transfer ${version}\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n${connection}` +
+          `Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 9\r\n\r\namount=10${stray}`,
+        3000,
+      );
+      const answer = onlyResponse(raw);
+      assert.equal(answer.status, 200, raw.slice(0, 300));
+      assert.equal(headerOf(answer, 'x-upstream'), 'yes', 'the upstream’s own answer');
+      assert.equal(headerOf(answer, 'connection'), 'close');
+      assert.deepEqual(
+        gw.upstream.received.map((r) => [r.method, r.url, r.body.toString()]),
+        [['POST', '/v1/transfer', 'amount=10']],
+      );
+      const line = await waitFor('the stray-bytes line', () =>
+        parsedLogs(gw.logs).find((l) => l.msg === 'bytes after the request ignored'),
+      );
+      assert.equal(line.reqId, headerOf(answer, 'x-request-id'));
+      assert.equal(line.bytes, stray.length);
+      assert.doesNotMatch(JSON.stringify(line), /amount/, 'a count, never the bytes');
+    });
+  }
+
+  test('the access line keeps the upstream’s status', async (t) => {
+    const { gw, token } = await framingGateway(t);
+    const raw = await rawRequest(
+      gw.url,
+      `POST /v1/transfer HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+        'Connection: close\r\nContent-Length: 9\r\n\r\namount=10X',
+      3000,
+    );
+    const reqId = headerOf(onlyResponse(raw), 'x-request-id') as string;
+    const line = await accessLineOf(gw.logs, reqId);
+    assert.equal(line.status, 200);
   });
 });
