@@ -630,3 +630,45 @@ describe('what reaches the upstream, and what comes back', () => {
     assert.deepEqual(paths, ['/v1/live/http:/evil?x=https:/y']);
   });
 });
+
+describe('a handshake that announces a body', () => {
+  const cases: ReadonlyArray<[string, string]> = [
+    ['Content-Length: 5', 'Content-Length: 5\r\n\r\nhello'],
+    ['Transfer-Encoding: chunked', 'Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n'],
+    ['Content-Length announced, body never sent', 'Content-Length: 100\r\n\r\n'],
+  ];
+  for (const [name, tail] of cases) {
+    test(`${name} → 400 at once, nothing reaches the upstream`, async (t) => {
+      const upstream = await wsUpstream(t);
+      const gw = await gatewayFor(t, [{ id: 'live', upstream: upstream.url }]);
+      const token = await gw.token();
+      const started = performance.now();
+      const raw = await rawRequest(
+        gw.url,
+        handshake('/v1/live', token, 'with-body').replace(/\r\n\r\n$/, `\r\n${tail}`),
+        3000,
+      );
+      const res = onlyResponse(raw);
+      assert.equal(res.status, 400, raw.slice(0, 200));
+      assert.equal(headerOf(res, 'connection'), 'close');
+      assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:invalid-request');
+      assert.ok(performance.now() - started < 2000, 'not held until the route times out');
+      assert.equal(upstream.upgrades, 0);
+      const line = await upgradeLineOf(gw.logs, 'with-body');
+      assert.equal(line.status, 400);
+      assert.equal(line.reason, 'upgrade-with-body');
+    });
+  }
+
+  test('Content-Length: 0 is no body: the handshake goes through', async (t) => {
+    const upstream = await wsUpstream(t);
+    const gw = await gatewayFor(t, [{ id: 'live', upstream: upstream.url }]);
+    const socket = rawClient(t, gw);
+    socket.write(
+      handshake('/v1/live', await gw.token()).replace(/\r\n\r\n$/, '\r\nContent-Length: 0\r\n\r\n'),
+    );
+    const [chunk] = (await once(socket, 'data')) as [Buffer];
+    assert.match(chunk.toString('latin1'), /^HTTP\/1\.1 101 /);
+    assert.equal(upstream.upgrades, 1);
+  });
+});
