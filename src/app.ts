@@ -5,6 +5,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { createServer, type IncomingMessage, type Server } from 'node:http';
+import { Server as NetServer, type Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { createClientAuthenticator } from './clients/authenticateClient.js';
 import {
@@ -336,6 +337,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   );
   // Node's count is per listener; lines past it are dropped (Node < 24) or refused.
   publicServer.maxHeadersCount = config.server.maxHeaderLines;
+  // The drain needs every connection, idle or not (see stopGracefully).
+  const publicConnections = new Set<Socket>();
+  publicServer.on('connection', (socket: Socket) => {
+    publicConnections.add(socket);
+    socket.once('close', () => publicConnections.delete(socket));
+  });
   if (config.server.halfClosedRequests === 'answer') answerAfterHalfClose(publicServer);
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node
   // would answer a bare 417): the request is handled like any other, `Expect` not forwarded.
@@ -574,10 +581,23 @@ export async function createApp(options: AppOptions): Promise<App> {
     // the grace period still closes its tunnel within a second.
     for (const source of sources) source.close();
     for (const set of issuerSets) set.keys.close();
-    const closed = new Promise<void>((resolve) => publicServer.close(() => resolve()));
-    // A keep-alive connection busy when the drain began goes idle later: close it then.
-    publicServer.closeIdleConnections();
-    const idleSweep = setInterval(() => publicServer.closeIdleConnections(), 50);
+    // Stop accepting, without http.Server#close's sweep of idle connections: a client
+    // told keep-alive may have its next request on the way on one (it would be reset).
+    // Every answer from now on says `Connection: close` (and Node closes after it); an
+    // idle connection ends when its keep-alive time runs out, as announced to the client
+    // in `Keep-Alive: timeout=`; one that never sent a byte, after the same time.
+    const closed = new Promise<void>((resolve) =>
+      NetServer.prototype.close.call(publicServer, () => resolve()),
+    );
+    for (const socket of publicConnections) {
+      const current = (socket as Socket & { _httpMessage?: unknown })._httpMessage;
+      if (current instanceof GatewayResponse && !current.headersSent) {
+        current.shouldKeepAlive = false;
+      }
+    }
+    const unusedSweep = setTimeout(() => {
+      for (const socket of publicConnections) if (socket.bytesRead === 0) socket.destroy();
+    }, config.server.keepAliveTimeoutMs);
     const grace = new Promise<'timeout'>((resolve) =>
       setTimeout(resolve, config.server.shutdownGraceMs, 'timeout').unref(),
     );
@@ -590,7 +610,9 @@ export async function createApp(options: AppOptions): Promise<App> {
       declined.closeAll();
       await closed;
     }
-    clearInterval(idleSweep);
+    clearTimeout(unusedSweep);
+    // http.Server#close now only stops its timeout checks: no connection is left.
+    publicServer.close(() => {});
     webSockets.close();
     clearInterval(everySecond);
     await forwarder.close();

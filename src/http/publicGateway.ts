@@ -301,13 +301,6 @@ export class PublicGateway {
   ): Promise<void> {
     // No new tunnel during the drain: it would hold the stop for the whole grace.
     if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
-    // RFC 6455 §4.1: a handshake is a GET without content. A body would be announced
-    // upstream and never sent (the socket becomes the tunnel), stalling until the 504.
-    if (hasBody(req)) {
-      throw new PortariaError('invalid-request', 'An upgrade request must not carry a body.', {
-        reason: 'upgrade-with-body',
-      });
-    }
     if (this.#d.draining()) throw shuttingDown();
     const authorizationLines = checkSingletonFields(req);
     const target = parseRequestTarget(req.url ?? '');
@@ -328,6 +321,13 @@ export class PublicGateway {
       throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
         reason: 'upgrade-on-open-path',
         headers: { allow },
+      });
+    }
+    // RFC 6455 §4.1: a handshake is a GET without content. A body would be announced
+    // upstream and never sent (the socket becomes the tunnel), stalling until the 504.
+    if (hasBody(req)) {
+      throw new PortariaError('invalid-request', 'An upgrade request must not carry a body.', {
+        reason: 'upgrade-with-body',
       });
     }
     const principal = await this.#authenticate(req, target.search, authorizationLines);

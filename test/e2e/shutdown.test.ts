@@ -5,10 +5,11 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
-import { createServer, type Server } from 'node:http';
+import { Agent, createServer, request, type Server } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
+import { headerOf, onlyResponse } from '../helpers/rawResponse.js';
 import { waitFor } from '../helpers/wait.js';
 
 const SECRET = 'shutdown-secret-0123456789abcdefghijklmnopqrstu';
@@ -64,10 +65,15 @@ async function slowUpstream(t: TestContext, maxHoldMs: number): Promise<SlowUpst
   return upstream;
 }
 
-async function startProcess(t: TestContext, upstreamUrl: string, shutdownGraceMs: number) {
+async function startProcess(
+  t: TestContext,
+  upstreamUrl: string,
+  shutdownGraceMs: number,
+  keepAliveTimeoutMs = 1000,
+) {
   const dir = await tempDir(t, 'portaria-shutdown-');
   const files = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
-    server: { shutdownGraceMs, keepAliveTimeoutMs: 1000 },
+    server: { shutdownGraceMs, keepAliveTimeoutMs },
     upstream: { default: { upstream: upstreamUrl } },
     log: { level: 'info' },
   });
@@ -291,5 +297,114 @@ describe('shutdown of the real process', () => {
     assert.match(stdout, /"msg":"listening"/, 'log lines are held back in a buffer');
     proc.child.kill('SIGTERM');
     assert.equal((await proc.exited).code, 0);
+  });
+});
+
+/** One GET over `agent`; its status and Connection header, or the error code. */
+function get(
+  agent: Agent,
+  url: string,
+  token: string,
+): Promise<{ status: number; connection: string | undefined } | { error: string }> {
+  return new Promise((resolve) => {
+    const req = request(url, { agent, headers: { authorization: `Bearer ${token}` } }, (res) => {
+      res.resume();
+      res.on('end', () =>
+        resolve({ status: res.statusCode ?? 0, connection: res.headers.connection }),
+      );
+      res.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? 'error' }));
+    });
+    req.on('error', (error: NodeJS.ErrnoException) => resolve({ error: error.code ?? 'error' }));
+    req.end();
+  });
+}
+
+describe('keep-alive connections during the drain', () => {
+  test('every response written after SIGTERM carries Connection: close', async (t) => {
+    const upstream = await slowUpstream(t, 5000);
+    const { proc, files, token } = await startProcess(t, upstream.url, 5000);
+    const agent = new Agent({ keepAlive: true, maxSockets: 8 });
+    t.after(() => agent.destroy());
+    const inFlight = Array.from({ length: 8 }, (_, i) =>
+      get(agent, `${files.publicUrl}/v1/orders/${i}`, token),
+    );
+    await waitFor('8 requests at the upstream', () =>
+      upstream.arrivals.length === 8 ? true : undefined,
+    );
+    proc.child.kill('SIGTERM');
+    await proc.waitForOutput('stdout', /shutting down: draining/);
+    upstream.release();
+    assert.deepEqual(
+      await Promise.all(inFlight),
+      Array.from({ length: 8 }, () => ({ status: 200, connection: 'close' })),
+    );
+    assert.equal((await proc.exited).code, 0);
+  });
+
+  test('an idle keep-alive connection still takes a request sent after SIGTERM, answered with close', async (t) => {
+    const upstream = await slowUpstream(t, 0);
+    upstream.release();
+    const { proc, files, token } = await startProcess(t, upstream.url, 5000, 3000);
+    // One connection answered with keep-alive before the signal, idle when it comes.
+    const socket = connect({ host: '127.0.0.1', port: files.publicPort });
+    socket.on('error', () => {});
+    t.after(() => socket.destroy());
+    const closed = once(socket, 'close');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+    });
+    const ask = (path: string) =>
+      socket.write(`GET ${path} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    ask('/v1/orders/before');
+    await waitFor('the first answer', () => (received.includes('"}') ? true : undefined));
+    const first = onlyResponse(received);
+    assert.equal(first.status, 200);
+    assert.equal(headerOf(first, 'connection'), 'keep-alive');
+    received = '';
+    proc.child.kill('SIGTERM');
+    await proc.waitForOutput('stdout', /shutting down: draining/);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.ok(!socket.destroyed, 'the idle connection is still open 200 ms into the drain');
+    ask('/v1/orders/after');
+    await closed;
+    const second = onlyResponse(received);
+    assert.equal(second.status, 200);
+    assert.equal(headerOf(second, 'connection'), 'close');
+    assert.deepEqual(upstream.arrivals, ['/v1/orders/before', '/v1/orders/after']);
+    assert.equal((await proc.exited).code, 0);
+  });
+
+  test('clients that send their next request as soon as each answer arrives see no reset across drains', async (t) => {
+    const resets: string[] = [];
+    let answered = 0;
+    for (let round = 0; round < 3; round++) {
+      const upstream = await slowUpstream(t, 30);
+      upstream.release();
+      const { proc, files, token } = await startProcess(t, upstream.url, 5000, 5000);
+      const agent = new Agent({ keepAlive: true, maxSockets: 16 });
+      let stopped = false;
+      const client = async (i: number): Promise<void> => {
+        for (let n = 0; n < 1000 && !stopped; n++) {
+          const result = await get(agent, `${files.publicUrl}/v1/orders/${i}`, token);
+          if ('error' in result) {
+            // The listener is closed: a new connection is refused. Anything else is a
+            // request lost on a connection the gateway closed under it.
+            if (result.error !== 'ECONNREFUSED') resets.push(result.error);
+            return;
+          }
+          answered++;
+        }
+      };
+      const clients = Array.from({ length: 16 }, (_, i) => client(i));
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      proc.child.kill('SIGTERM');
+      assert.equal((await proc.exited).code, 0);
+      stopped = true;
+      await Promise.all(clients);
+      agent.destroy();
+    }
+    assert.ok(answered > 0);
+    assert.deepEqual(resets, []);
   });
 });

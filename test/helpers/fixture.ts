@@ -150,8 +150,8 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   }));
   const clientsFile = join(dir, options.clientsFile ?? 'clients.json');
   await writeFile(clientsFile, JSON.stringify({ clients }));
+  const custom = options.settings?.(upstream.url) ?? {};
   const settings = {
-    server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000 },
     admin: { host: '127.0.0.1', port: 0 },
     issuer: 'https://portaria.test',
     audience: 'partner-api',
@@ -166,7 +166,17 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
       perClient: { enabled: false },
       failedSecretBackoff: { enabled: false },
     },
-    ...(options.settings?.(upstream.url) ?? {}),
+    ...custom,
+    // A drain waits for idle keep-alive connections until their announced time is up:
+    // at 1 s fetch does not keep them (undici subtracts its own margin), so the
+    // teardown's drain ends with the test's last answer.
+    server: {
+      host: '127.0.0.1',
+      port: 0,
+      shutdownGraceMs: 2000,
+      keepAliveTimeoutMs: 1000,
+      ...((custom as { server?: Record<string, unknown> }).server ?? {}),
+    },
   };
   const config = validateConfig(settings, { baseDir: dir });
   const configFile = options.configFile ? join(dir, 'portaria.json') : undefined;
