@@ -30,8 +30,9 @@
  *   continuation byte means something different to every decoder. Valid UTF-8
  *   (`%C3%A9`) passes, unless it encodes a character that some upstream stack would fold
  *   into another (Unicode NFKC changes it: a full-width `／`, a ligature, a decomposed
- *   accent), a space other than U+0020 or an invisible format character (U+00A0,
- *   U+200B): `/v1%EF%BC%8Freports` is `/v1/reports` after normalisation;
+ *   accent), a space other than U+0020, an invisible format character (U+00A0,
+ *   U+200B) or another default-ignorable code point (U+034F, a variation selector):
+ *   `/v1%EF%BC%8Freports` is `/v1/reports` after normalisation;
  * - a segment ending in `.` or in an encoded space (`/v1/reports.`, `/v1/reports%20`):
  *   Windows and IIS drop them, so the upstream would serve `/v1/reports` to a path the
  *   route table saw as another; for the same reason a stream marker (`:$`, as in
@@ -250,14 +251,19 @@ function checkWindowsAliases(path: string): void {
 /** A stream type marker (`::$DATA`, `:name:$DATA`), or a whole segment shaped like `NAME~1.EXT`. */
 const WINDOWS_ALIAS = /:\$|(?:^|\/)[^/.]{1,6}~\d+(?:\.[^/.]{1,3})?(?:\/|$)/;
 
-/** Spaces other than U+0020, and invisible format characters (zero-width, bidi controls). */
-const UNUSUAL_SPACE_OR_FORMAT = /[\p{White_Space}\p{Cf}]/u;
+/**
+ * Spaces other than U+0020, invisible format characters (zero-width, bidi controls), and
+ * every other default-ignorable code point (UAX #44; variation selectors, U+034F, the
+ * Hangul fillers, reserved ones): invisible, and dropped by NFKC_Casefold, so an upstream
+ * folding paths with it serves `/v1/admin<U+034F>/x` as `/v1/admin/x`.
+ */
+const UNUSUAL_SPACE_OR_INVISIBLE = /[\p{White_Space}\p{Cf}\p{Default_Ignorable_Code_Point}]/u;
 
 /**
  * The path's percent-encoded bytes must form UTF-8 (RFC 3629: shortest form, no
  * surrogates, at most U+10FFFF; the caller checked every `%XX` is well-formed, so
  * `decodeURIComponent` fails only on such sequences, ECMA-262 Decode), and the text must
- * not change under NFKC nor hold unusual spaces or format characters. Only paths with
+ * not change under NFKC nor hold unusual spaces or invisible characters. Only paths with
  * encoded non-ASCII bytes get here (ASCII controls and spaces are refused before).
  */
 function checkEncodedText(path: string): void {
@@ -269,7 +275,7 @@ function checkEncodedText(path: string): void {
   }
   // An encoded U+0020 inside a segment is a plain space: only the others count here.
   if (
-    UNUSUAL_SPACE_OR_FORMAT.test(text.replaceAll(' ', '')) ||
+    UNUSUAL_SPACE_OR_INVISIBLE.test(text.replaceAll(' ', '')) ||
     text.normalize('NFKC') !== text ||
     foldsToAscii(text)
   ) {

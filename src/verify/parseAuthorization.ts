@@ -10,17 +10,14 @@
  * Node keeps only the first of duplicate Authorization headers in `headers`, so the raw
  * header list is counted.
  *
- * Whether the token is a compact JWS at all (`assertCompactJws`, token-invalid) is the
- * verifier's first step on a verified-token cache miss: a token found in the cache passed
- * it when it was verified, so the common case skips the pattern match.
+ * Whether the token is a compact JWS in its one spelling (`compactJws.ts`, token-invalid)
+ * is the verifier's first step on a verified-token cache miss: a token found in the cache
+ * passed it when it was verified, so the common case skips the pattern match.
  */
 import { PortariaError } from '../errors.js';
 
 /** Larger tokens are refused before parsing; ours are well under 1 KiB. */
 export const MAX_TOKEN_LENGTH = 8192;
-
-/** Three base64url segments: a compact JWS (RFC 7515 §7.1). */
-const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
 const MAY_NAME_ACCESS = /access/i;
 
@@ -80,13 +77,6 @@ export function bearerToken(
   if (token.length > MAX_TOKEN_LENGTH)
     throw invalid('token-too-long', 'The access token is too long.');
   return token;
-}
-
-/** Throws token-invalid unless `token` has the compact JWS form (three base64url parts). */
-export function assertCompactJws(token: string): void {
-  if (!COMPACT_JWS.test(token)) {
-    throw invalid('malformed', 'The access token is not a compact JWT.');
-  }
 }
 
 export function invalid(reason: string, detail: string): PortariaError {

@@ -1,10 +1,10 @@
 /**
  * Verifies a bearer JWT in a fixed order that fails closed (STYLE habit 5):
- *   (verified-token cache) → compact JWS form → protected header grammar → `alg`
- *   allowlist → issuer by the (unverified) `iss` → the issuer's `alg` allowlist → key by
- *   `kid` from that issuer's key source → signature → `typ` and time claims with the
- *   issuer's skew → `iss`/`aud` → (route scopes, by the caller) → revocation, on every
- *   request, cached or not.
+ *   (verified-token cache) → compact JWS form in canonical base64url → protected header
+ *   grammar → `alg` allowlist → issuer by the (unverified) `iss` → the issuer's `alg`
+ *   allowlist → key by `kid` from that issuer's key source → signature length for that
+ *   key → signature → `typ` and time claims with the issuer's skew → `iss`/`aud` →
+ *   (route scopes, by the caller) → revocation, on every request, cached or not.
  *
  * Keys come only from the trusted issuers' own sources (our key ring in memory for our
  * own issuer; a configured key set for an external one): `jwk`, `jku`, `x5u` and `x5c`
@@ -27,7 +27,9 @@ import { parseScope } from '../domain/scope.js';
 import { PortariaError } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
-import { assertCompactJws, invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
+import { assertCompactJws, base64urlLength, signatureSegmentLength } from './compactJws.js';
+import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
+import { signatureLength } from './signatureLength.js';
 import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
 /**
@@ -105,7 +107,7 @@ export class TokenVerifier {
       hooks?.cacheLookup?.(true);
       return this.#notRevoked(cached);
     }
-    // Not a compact JWS: refused before it counts as a cache lookup (as before the cache).
+    // Not a compact JWS in its one spelling: refused before it counts as a cache lookup.
     assertCompactJws(token);
     hooks?.cacheLookup?.(false);
     const started = performance.now();
@@ -163,6 +165,11 @@ export class TokenVerifier {
       throw invalid('unknown-kid', UNVERIFIABLE);
     }
     if (key.alg !== alg) throw invalid('alg-mismatch', UNVERIFIABLE);
+    // Any other length is another spelling or no signature at all; refused before the
+    // cryptography, with the shared detail: the key was found, which must not show.
+    if (signatureSegmentLength(token) !== base64urlLength(signatureLength(alg, key.key))) {
+      throw invalid('non-canonical', UNVERIFIABLE);
+    }
 
     let payload: Record<string, unknown>;
     try {

@@ -14,7 +14,9 @@
  * the key share one slot: the later verified one takes it, and the other is verified
  * again on its next use. Only a fully verified token is ever stored, so a token made to
  * end like another one (a copied signature) can neither be served for it nor displace
- * it without a valid signature of its own.
+ * it without a valid signature of its own. Each token has one spelling (`compactJws.ts`)
+ * except an ECDSA signature's (r, n − s) twin, which verifies on its own and gets its own
+ * entry with the same principal: nothing here or after it keys a decision on the text.
  *
  * `clear()` (a key left the ring) starts a new generation: a verification that began
  * before it — its key looked up in the old ring, its signature check still running —

@@ -2,6 +2,11 @@ import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { parseRequestTarget, TOKEN_PATH } from '../../src/domain/requestPath.js';
 import { isPortariaError } from '../../src/errors.js';
+import {
+  codePointName,
+  INVISIBLE_IGNORABLES,
+  percentEncoded,
+} from '../helpers/defaultIgnorable.js';
 
 const accepted: ReadonlyArray<readonly [string, string, string]> = [
   ['/', '/', ''],
@@ -159,6 +164,58 @@ describe('parseRequestTarget', () => {
     } catch (error) {
       assert.ok(isPortariaError(error));
       assert.equal(error.detail, 'The request path must not contain "." or ".." segments.');
+    }
+  });
+});
+
+describe('default-ignorable code points in a path', () => {
+  /** The verdict on `raw`: `accepted` or the private reason of the refusal. */
+  function verdict(raw: string): string {
+    try {
+      parseRequestTarget(raw);
+      return 'accepted';
+    } catch (error) {
+      assert.ok(isPortariaError(error) && error.code === 'invalid-path');
+      return error.reason;
+    }
+  }
+
+  test('every assigned one that is not white space or Cf is refused, percent-encoded and raw', () => {
+    assert.equal(INVISIBLE_IGNORABLES.length, 265);
+    for (const codePoint of INVISIBLE_IGNORABLES) {
+      const name = codePointName(codePoint);
+      const char = String.fromCodePoint(codePoint);
+      assert.equal(
+        verdict(`/v1/admin${percentEncoded(codePoint)}/x`),
+        'ambiguous-unicode',
+        `${name} percent-encoded`,
+      );
+      // Raw: as a string, and as Node hands raw UTF-8 octets over (one latin1 unit each).
+      assert.equal(verdict(`/v1/admin${char}/x`), 'invalid-character', `${name} raw`);
+      assert.equal(
+        verdict(`/v1/admin${Buffer.from(char).toString('latin1')}/x`),
+        'invalid-character',
+        `${name} raw octets`,
+      );
+    }
+  });
+
+  const reserved: [string, string][] = [
+    ['/v1/admin%E2%81%A5/x', 'U+2065, reserved default-ignorable'],
+    ['/v1/admin%EF%BF%B0/x', 'U+FFF0, reserved default-ignorable'],
+    ['/v1/admin%F3%A0%80%80/x', 'U+E0000, reserved default-ignorable'],
+    ['/v1/admin%F3%A0%BF%BF/x', 'U+E0FFF, reserved default-ignorable'],
+  ];
+  for (const [raw, name] of reserved) {
+    test(`refuses ${raw} (${name}) with reason ambiguous-unicode`, () => {
+      assert.equal(verdict(raw), 'ambiguous-unicode');
+    });
+  }
+
+  test('visible neighbours of the fillers and selectors still pass', () => {
+    // U+115E and U+1161 (Hangul jamo), U+17B6 (a Khmer vowel sign), U+1820 (a Mongolian letter).
+    for (const raw of ['/v1/%E1%85%9E', '/v1/%E1%85%A1', '/v1/%E1%9E%B6', '/v1/%E1%A0%A0']) {
+      assert.equal(verdict(raw), 'accepted', raw);
     }
   });
 });

@@ -14,7 +14,9 @@ test('full verifications are counted by issuer and outcome, with duration and to
   const gateway = await startGateway(t, { clock });
   const token = await gateway.token();
   clock.advance(30_000);
-  for (const authorization of [`Bearer ${token}`, `Bearer ${token}`, `Bearer ${token}x`]) {
+  // Another signature of the right length: a full verification that fails.
+  const forged = `${token.slice(0, -20)}${token.at(-20) === 'A' ? 'B' : 'A'}${token.slice(-19)}`;
+  for (const authorization of [`Bearer ${token}`, `Bearer ${token}`, `Bearer ${forged}`]) {
     const res = await fetch(`${gateway.url}/v1/anything`, { headers: { authorization } });
     await res.arrayBuffer();
   }

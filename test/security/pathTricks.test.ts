@@ -7,6 +7,11 @@
 import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
 import {
+  codePointName,
+  INVISIBLE_IGNORABLES,
+  percentEncoded,
+} from '../helpers/defaultIgnorable.js';
+import {
   CLIENT_ID,
   CLIENT_SECRET,
   type Gateway,
@@ -15,7 +20,7 @@ import {
 } from '../helpers/fixture.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { headerOf, onlyResponse, type RawResponse, rawProblemOf } from '../helpers/rawResponse.js';
-import { accessLineOf } from '../helpers/wait.js';
+import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
 /** Routes with scopes and no default upstream: a path no route serves is 404 after auth. */
 function scopedRoutes(upstreamUrl: string) {
@@ -291,5 +296,47 @@ describe('a route-scoped prefix cannot be bypassed', () => {
       gw.upstream.received.map((r) => r.url),
       ['/v1/orders/1'],
     );
+  });
+});
+
+describe('invisible code points cannot hide a scope-guarded prefix', () => {
+  // `/v1/reports<U+034F>/x` is no prefix of the reports route, so the scope-less default
+  // route would forward it; an upstream folding paths with NFKC_Casefold drops the
+  // default-ignorable code point and serves `/v1/reports/x`.
+  test('each one, percent-encoded and raw, with an orders-only token → 400, nothing forwarded', async (t) => {
+    const { gw, token } = await ordersToken(t);
+    const refused = new Set<string>();
+    for (const codePoint of INVISIBLE_IGNORABLES) {
+      const name = codePointName(codePoint);
+      const res = await send(gw, 'GET', `/v1/reports${percentEncoded(codePoint)}/x`, token);
+      assert.equal(res.status, 400, `${name} percent-encoded`);
+      assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:invalid-path', name);
+      refused.add(headerOf(res, 'x-request-id') as string);
+
+      // Raw UTF-8 octets on the request line (RFC 9112 §3.2 allows only ASCII there): the
+      // HTTP parser refuses them before the path check, which refuses them too
+      // (test/domain/requestPath.test.ts).
+      const raw = await rawRequest(
+        gw.url,
+        Buffer.concat([
+          Buffer.from('GET /v1/reports'),
+          Buffer.from(String.fromCodePoint(codePoint)),
+          Buffer.from(
+            `/x HTTP/1.1\r\nHost: gateway.test\r\nAuthorization: Bearer ${token}\r\nConnection: close\r\n\r\n`,
+          ),
+        ]),
+      ).then(onlyResponse);
+      assert.equal(raw.status, 400, `${name} raw`);
+      assert.equal(rawProblemOf(raw).tipo, 'urn:portaria:problem:invalid-request', name);
+    }
+    assert.deepEqual(
+      gw.upstream.received.map((r) => r.url),
+      [],
+    );
+    const lines = await waitFor('every access line', () => {
+      const found = parsedLogs(gw.logs).filter((l) => refused.has(l.reqId as string));
+      return found.length === refused.size ? found : undefined;
+    });
+    assert.deepEqual(new Set(lines.map((l) => l.reason)), new Set(['ambiguous-unicode']));
   });
 });
