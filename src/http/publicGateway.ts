@@ -282,7 +282,7 @@ export class PublicGateway {
       route,
       target,
       principal,
-      { requestId: scope.id, clientIp: req.socket.remoteAddress ?? '', proto: this.#proto },
+      { requestId: scope.id, peerAddress: req.socket.remoteAddress, proto: this.#proto },
       this.#onForwardFailure,
     );
   }
@@ -332,7 +332,7 @@ export class PublicGateway {
       route,
       target,
       principal,
-      { requestId: scope.id, clientIp: req.socket.remoteAddress ?? '', proto: this.#proto },
+      { requestId: scope.id, peerAddress: req.socket.remoteAddress, proto: this.#proto },
       done,
     );
   }
