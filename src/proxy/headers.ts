@@ -248,9 +248,14 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
       out.push(name, value);
     }
 
-    const hops = viaProxy ? proxies.hops(ctx.peerAddress, incoming[XFF]) : [ctx.peerAddress ?? ''];
-    const client = hops[0] as string;
-    out.push(XFF, hops.length === 1 ? client : hops.join(', '), REAL_IP, client);
+    let client = ctx.peerAddress ?? '';
+    let forwardedFor = client;
+    if (viaProxy) {
+      const hops = proxies.hops(ctx.peerAddress, incoming[XFF]);
+      client = hops[0] as string;
+      forwardedFor = hops.join(', ');
+    }
+    out.push(XFF, forwardedFor, REAL_IP, client);
     if (!hasProto) out.push(XFP, ctx.proto);
     if (!hasHost && ctx.host !== undefined) out.push(XFH, ctx.host);
     out.push(FORWARDED, forwardedElement(client, host, proto), REQUEST_ID, ctx.requestId);
