@@ -27,6 +27,7 @@ import { isKeyDirectoryEntry, loadKeyRing } from './keys/loadKeyRing.js';
 import { RemoteKeySet } from './keys/remoteKeySet.js';
 import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
+import { TrustedProxies } from './lib/trustedProxies.js';
 import { unwritableFileReason } from './lib/writableFile.js';
 import { createTokenLimiter } from './limits/createTokenLimiter.js';
 import { PairAttempts } from './limits/pairAttempts.js';
@@ -221,10 +222,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   let routes = compileRouteTable(config);
+  const trustedProxies = new TrustedProxies(config.server.trustedProxies);
   const headerPolicy = createHeaderPolicy({
     identityHeaders: config.identityHeaders,
     forwardAuthorization: config.forwardAuthorization,
-    trustForwardedHeaders: config.server.trustForwardedHeaders,
+    trustedProxies,
+    forwardCallerHeaders: config.forwardCallerHeaders,
   });
   const forwarder = createForwarder({
     routesOrigins: routes.origins,
@@ -287,7 +290,7 @@ export async function createApp(options: AppOptions): Promise<App> {
               clock,
             )
           : null,
-      trustForwardedHeaders: config.server.trustForwardedHeaders,
+      trustedProxies,
       onLimited: (reason) => metrics.tokenLimitRefusal(reason),
     },
     jwks,

@@ -50,7 +50,12 @@ export const configSchema = {
         maxHeaderBytes: { type: 'integer', minimum: 1024, maximum: 1_048_576, default: 16_384 },
         maxHeaderLines: { type: 'integer', minimum: 16, maximum: 10_000, default: 100 },
         shutdownGraceMs: { ...positiveMs, default: 30_000 },
-        trustForwardedHeaders: { type: 'boolean', default: false },
+        trustedProxies: {
+          type: 'array',
+          uniqueItems: true,
+          items: { type: 'string', minLength: 1, maxLength: 64 },
+          default: [],
+        },
         closeWebSocketsAtTokenExpiry: { type: 'boolean', default: true },
         halfClosedRequests: { enum: ['answer', 'abort'], default: 'answer' },
       },
@@ -251,6 +256,12 @@ export const configSchema = {
       additionalProperties: { type: 'string', pattern: '^[A-Za-z0-9-]{1,64}$' },
     },
     forwardAuthorization: { type: 'boolean', default: true },
+    forwardCallerHeaders: {
+      type: 'array',
+      uniqueItems: true,
+      items: { type: 'string', minLength: 1, maxLength: 64 },
+      default: [],
+    },
     problemTypeBase: { type: 'string', minLength: 1, default: 'urn:portaria:problem:' },
     metrics: {
       type: 'object',

@@ -31,10 +31,12 @@ export interface ServerConfig extends ListenerConfig {
   /** On SIGTERM: how long in-flight requests may take before connections are cut. */
   readonly shutdownGraceMs: number;
   /**
-   * Trust incoming `X-Forwarded-For/Proto/Host` (set only behind a proxy you control).
-   * When false they are replaced, never appended to.
+   * Addresses, CIDRs or range names (`loopback`, `linklocal`, `uniquelocal`) of the
+   * proxies in front of the gateway. The client's address is the first `X-Forwarded-For`
+   * hop from the right that is not one of them (the peer, when the peer is not); only a
+   * trusted peer's `X-Forwarded-Proto/-Host` are kept. Empty: every peer is the client.
    */
-  readonly trustForwardedHeaders: boolean;
+  readonly trustedProxies: readonly string[];
   /**
    * Close a WebSocket tunnel when the token that opened it expires. A tunnel whose token
    * is revoked is closed either way.
@@ -220,6 +222,11 @@ export interface Config {
   readonly identityHeaders: Readonly<Record<string, string>>;
   /** Forward the `Authorization` header to upstreams (they may re-verify). */
   readonly forwardAuthorization: boolean;
+  /**
+   * Caller-written address, host, path and method fields (`config/callerHeaders.ts`)
+   * let through to upstreams, lowercase; every other one is removed.
+   */
+  readonly forwardCallerHeaders: readonly string[];
   /** Base of problem-details `tipo` URIs; the code is appended. */
   readonly problemTypeBase: string;
   readonly metrics: {

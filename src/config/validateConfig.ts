@@ -9,7 +9,10 @@
 import { isAbsolute, resolve } from 'node:path';
 import { Ajv, type ErrorObject } from 'ajv';
 import { deepFreeze } from '../lib/deepFreeze.js';
+import { trustedProxyProblem } from '../lib/trustedProxies.js';
+import { CALLER_HEADERS, headerKey } from './callerHeaders.js';
 import { ConfigError } from './configError.js';
+import { REMOVED_SETTINGS } from './removedSettings.js';
 import { configSchema } from './schema.js';
 import type { Config } from './types.js';
 
@@ -58,6 +61,7 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   if (problems.length > 0) throw new ConfigError(dedupe(problems));
 
   const config = input as unknown as MutableConfig;
+  config.forwardCallerHeaders = [...new Set(config.forwardCallerHeaders.map(headerKey))];
   for (const route of config.routes) route.timeoutMs ??= config.upstream.timeoutMs;
   const fallback = config.upstream.default as {
     scopes?: string[];
@@ -102,6 +106,16 @@ function mappings(value: unknown): [number, Loose][] {
   const out: [number, Loose][] = [];
   value.forEach((item, i) => {
     if (isMapping(item)) out.push([i, item]);
+  });
+  return out;
+}
+
+/** The string entries of a list, with their indexes (others are the schema's). */
+function strings(value: unknown): [number, string][] {
+  if (!Array.isArray(value)) return [];
+  const out: [number, string][] = [];
+  value.forEach((item, i) => {
+    if (typeof item === 'string') out.push([i, item]);
   });
   return out;
 }
@@ -231,6 +245,19 @@ function ruleProblems(config: Loose): string[] {
     problems.push('tokenLimits.failedSecretBackoff.maxDelayMs: must be at least baseDelayMs');
   }
 
+  for (const [i, entry] of strings(section(config.server).trustedProxies)) {
+    const problem = trustedProxyProblem(entry);
+    if (problem !== null) problems.push(`server.trustedProxies[${i}]: ${problem}`);
+  }
+  const callerHeaders = new Set(CALLER_HEADERS);
+  for (const [i, name] of strings(config.forwardCallerHeaders)) {
+    if (!callerHeaders.has(headerKey(name))) {
+      problems.push(
+        `forwardCallerHeaders[${i}]: "${name}" is not a header the gateway removes (one of ${CALLER_HEADERS.join(', ')})`,
+      );
+    }
+  }
+
   const serverPort = section(config.server).port;
   const adminPort = section(config.admin).port;
   if (typeof serverPort === 'number' && serverPort !== 0 && serverPort === adminPort) {
@@ -320,8 +347,11 @@ function formatAjvError(error: ErrorObject): string | null {
     return `${path || '(root)'}[${JSON.stringify(key)}]: is not a valid name (${error.message ?? 'invalid'})`;
   }
   switch (error.keyword) {
-    case 'additionalProperties':
-      return `${join(path, String(params.additionalProperty))}: unknown setting`;
+    case 'additionalProperties': {
+      const setting = join(path, String(params.additionalProperty));
+      const removed = REMOVED_SETTINGS.find((r) => r.path.join('.') === setting);
+      return `${setting}: ${removed === undefined ? 'unknown setting' : removed.instead}`;
+    }
     case 'required':
       return `${join(path, String(params.missingProperty))}: is required`;
     case 'enum':

@@ -287,7 +287,7 @@ export class PublicGateway {
       route,
       target,
       principal,
-      { requestId: scope.id, clientIp: req.socket.remoteAddress ?? '', proto: this.#proto },
+      { requestId: scope.id, peerAddress: req.socket.remoteAddress, proto: this.#proto },
       this.#onForwardFailure,
     );
   }
@@ -345,7 +345,7 @@ export class PublicGateway {
       route,
       target,
       principal,
-      { requestId: scope.id, clientIp: req.socket.remoteAddress ?? '', proto: this.#proto },
+      { requestId: scope.id, peerAddress: req.socket.remoteAddress, proto: this.#proto },
       done,
     );
   }

@@ -19,6 +19,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
 import { pairKey } from '../limits/limitKeys.js';
 import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
 import { sourceAddress } from '../limits/sourceAddress.js';
@@ -42,8 +43,8 @@ export interface TokenRouteDeps {
   readonly limiter: TokenLimiter | null;
   /** One check at a time for a pair that failed lately; null when the back-off is off. */
   readonly attempts: PairAttempts | null;
-  /** `server.trustForwardedHeaders`: the source address comes from `X-Forwarded-For`. */
-  readonly trustForwardedHeaders: boolean;
+  /** `server.trustedProxies`: which `X-Forwarded-For` hop is the source address. */
+  readonly trustedProxies: TrustedProxies;
   /** A request refused by a token limit. */
   readonly onLimited: (reason: LimitReason) => void;
 }
@@ -81,11 +82,7 @@ async function limitedExchange(
   limiter: TokenLimiter,
   beforeBody: () => void,
 ): Promise<TokenExchange> {
-  const address = sourceAddress(
-    req.socket.remoteAddress,
-    req.headers['x-forwarded-for'],
-    deps.trustForwardedHeaders,
-  );
+  const address = sourceAddress(deps.trustedProxies.clientAddress(req));
   refuseIfWaiting(await limiter.takeAddress(address), 'address', deps);
   const request = parseTokenRequest(await readBoundedBody(req, deps.bodyLimitBytes, beforeBody));
   const { clientId } = request;

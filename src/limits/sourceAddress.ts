@@ -1,10 +1,8 @@
 /**
- * The source the token limits count: the TCP peer, or — only when
- * `server.trustForwardedHeaders` says a proxy we control sits in front — the last
- * `X-Forwarded-For` entry, the one that proxy appended for the peer it saw. Entries
- * before it were written by whoever sent the request and are never trusted (taking the
- * first one would let every request pick its own address and escape the limits). An
- * entry that is not an IP address falls back to the TCP peer.
+ * The source the token limits count, from the client's address as `server.trustedProxies`
+ * decides it (`lib/trustedProxies.ts`: the TCP peer, or behind trusted proxies the first
+ * `X-Forwarded-For` hop from the right that is not one of them; entries further left
+ * were written by whoever sent the request and would let it pick its own bucket).
  *
  * An IPv4 address counts on its own (IPv4-mapped IPv6, `::ffff:192.0.2.1`, and the NAT64
  * well-known prefix, `64:ff9b::192.0.2.1`, as the IPv4 address). An IPv6 address counts
@@ -16,17 +14,8 @@ import { isIP } from 'node:net';
 
 const UNKNOWN = 'unknown';
 
-export function sourceAddress(
-  peer: string | undefined,
-  forwardedFor: string | string[] | undefined,
-  trustForwarded: boolean,
-): string {
-  if (trustForwarded && forwardedFor !== undefined) {
-    const header = typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(',');
-    const last = header.slice(header.lastIndexOf(',') + 1).trim();
-    if (isIP(last) !== 0) return limitKeyOf(last);
-  }
-  return peer === undefined || peer === '' || isIP(peer) === 0 ? UNKNOWN : limitKeyOf(peer);
+export function sourceAddress(client: string | undefined): string {
+  return client === undefined || isIP(client) === 0 ? UNKNOWN : limitKeyOf(client);
 }
 
 /** `address` is a valid IP address (isIP ≠ 0). */

@@ -58,7 +58,8 @@ export interface ForwarderHooks {
 
 export interface ForwardContext {
   readonly requestId: string;
-  readonly clientIp: string;
+  /** The TCP peer's address (`req.socket.remoteAddress`). */
+  readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
 }
 
@@ -355,7 +356,7 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
     const headers = policy.upstreamRequestHeaderList(req.headers, {
       principal,
       requestId: ctx.requestId,
-      clientIp: ctx.clientIp,
+      peerAddress: ctx.peerAddress,
       host: req.headers.host,
       proto: ctx.proto,
     });

@@ -13,12 +13,18 @@
  *   all stripping, so a `Connection: x-client-id` trick cannot remove them;
  * - `Authorization` only if `forwardAuthorization`; `Host` and `Expect` are dropped (the
  *   upstream client sets the upstream's host; Node already answered `100-continue`);
- * - `X-Forwarded-For/-Proto/-Host` (de facto) and `Forwarded` (RFC 7239): trusted only
- *   behind a proxy we control. Trusted: the client IP is appended to `X-Forwarded-For`
- *   and incoming proto/host are kept. Untrusted: all are replaced from the connection,
- *   and every other `X-Forwarded-*` field (`-Port`, `-Prefix`, `-Scheme`, `-Ssl`, …,
- *   which frameworks honour to rebuild URLs), `Forwarded`, `X-Real-IP` and the
- *   path-override fields `X-Original-URL` / `X-Rewrite-URL` are removed;
+ * - the caller-written address, host, path and method fields (`config/callerHeaders.ts`:
+ *   `True-Client-IP`, `X-Original-Host`, `X-HTTP-Method-Override`, …) are removed, in
+ *   every case and `_` spelling, unless `forwardCallerHeaders` names them (then their
+ *   `-` spelling passes);
+ * - `X-Forwarded-For`, `X-Real-IP` and `Forwarded` (RFC 7239) are always the gateway's:
+ *   they name the client's address as `server.trustedProxies` decides it
+ *   (`lib/trustedProxies.ts`), `X-Forwarded-For` followed by the trusted proxies and the
+ *   peer. A peer that is a trusted proxy keeps its other `X-Forwarded-*` fields and
+ *   `X-Original-URL` / `X-Rewrite-URL`. Any other peer is the client: `-Proto` and
+ *   `-Host` are set from the connection, and every other `X-Forwarded-*` field (`-Port`,
+ *   `-Prefix`, `-Scheme`, `-Ssl`, …, which frameworks honour to rebuild URLs) and the
+ *   path-override fields are removed;
  * - `X-Request-Id` is always ours.
  *
  * The hot path builds flat `[name, value, name, value, …]` lists (what undici's dispatch
@@ -31,14 +37,17 @@
  * sets no header.
  */
 import type { IncomingHttpHeaders } from 'node:http';
+import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';
 import type { Principal } from '../domain/principal.js';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
 
 export type ForwardedProto = 'http' | 'https';
 
 export interface UpstreamRequestContext {
   readonly principal: Principal;
   readonly requestId: string;
-  readonly clientIp: string;
+  /** The TCP peer's address; the client's is derived from it (`server.trustedProxies`). */
+  readonly peerAddress: string | undefined;
   /** The `Host` the client used, for `X-Forwarded-Host`. */
   readonly host: string | undefined;
   readonly proto: ForwardedProto;
@@ -52,7 +61,10 @@ export interface HeaderPolicyOptions {
   /** Claim name → header name. */
   readonly identityHeaders: Readonly<Record<string, string>>;
   readonly forwardAuthorization: boolean;
-  readonly trustForwardedHeaders: boolean;
+  /** `server.trustedProxies`, compiled. */
+  readonly trustedProxies: TrustedProxies;
+  /** Caller-written fields let through (`forwardCallerHeaders`), lowercase. */
+  readonly forwardCallerHeaders: readonly string[];
 }
 
 export interface HeaderPolicy {
@@ -91,24 +103,30 @@ const REQUEST_ID = 'x-request-id';
 const XFF = 'x-forwarded-for';
 const XFP = 'x-forwarded-proto';
 const XFH = 'x-forwarded-host';
-const FORWARDED_FAMILY = [
-  XFF,
-  XFP,
-  XFH,
-  'x-forwarded-port',
-  'x-real-ip',
-  'forwarded',
-  'x-original-url',
-  'x-rewrite-url',
-];
-/** Every field named so is proxy-set; untrusted, none reaches the upstream. */
+const REAL_IP = 'x-real-ip';
+const FORWARDED = 'forwarded';
+/** Always set by the gateway from the client's address it decided. */
+const ADDRESS_FIELDS = [XFF, REAL_IP, FORWARDED];
+/** Kept from a trusted proxy, removed from anyone else. */
+const PROXY_FIELDS = [XFP, XFH, 'x-forwarded-port', 'x-original-url', 'x-rewrite-url'];
+/** Every field named so is proxy-set; from an untrusted peer none reaches the upstream. */
 const FORWARDED_PREFIX = 'x-forwarded';
 const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+/** An RFC 9110 §5.6.2 token: a `Forwarded` parameter value that needs no quotes. */
+const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HOP_BY_HOP: ReadonlySet<string> = new Set(HOP_BY_HOP_HEADERS);
 
-function normalizeName(name: string): string {
-  const lower = name.toLowerCase();
-  return lower.includes('_') ? lower.replaceAll('_', '-') : lower;
+const normalizeName = headerKey;
+
+/** A `Forwarded` parameter value (RFC 7239 §4): a token, else a quoted-string. */
+function forwardedValue(value: string): string {
+  return TOKEN.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
+}
+
+/** `for=` of `Forwarded` (RFC 7239 §6): IPv6 in brackets, quoted; none known: `unknown`. */
+function forwardedNode(address: string): string {
+  if (address === '') return 'unknown';
+  return address.includes(':') ? `"[${address}]"` : forwardedValue(address);
 }
 
 /**
@@ -142,6 +160,21 @@ function claimValue(value: unknown): string | undefined {
   return text !== undefined && FIELD_VALUE.test(text) ? text : undefined;
 }
 
+/**
+ * One `Forwarded` element (RFC 7239 §4) for the client's hop: its address and the host
+ * and scheme it used, as `X-Forwarded-Host/-Proto` say. A repeated field is not one host.
+ */
+function forwardedElement(
+  client: string,
+  host: string | string[] | undefined,
+  proto: string | string[],
+): string {
+  let element = `for=${forwardedNode(client)}`;
+  if (typeof host === 'string' && host !== '') element += `;host=${forwardedValue(host)}`;
+  if (typeof proto === 'string' && TOKEN.test(proto)) element += `;proto=${proto}`;
+  return element;
+}
+
 function toObject(list: HeaderList): OutgoingHeaders {
   const out: OutgoingHeaders = Object.create(null);
   for (let i = 0; i < list.length; i += 2)
@@ -161,7 +194,8 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
   const claims = [...byHeader.values()];
   const identityNames = [...byHeader.keys()];
   const identity: ReadonlySet<string> = new Set(identityNames);
-  const trust = opts.trustForwardedHeaders;
+  const proxies = opts.trustedProxies;
+  const passed = new Set(opts.forwardCallerHeaders.map(normalizeName));
 
   // Removed from every forwarded request; identity headers are set again afterwards. The
   // default identity names stay reserved under a custom mapping: an upstream written
@@ -175,47 +209,56 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     ...DEFAULT_IDENTITY_HEADERS,
   ]);
   if (!opts.forwardAuthorization) requestDrop.add('authorization');
-  if (!trust) for (const name of FORWARDED_FAMILY) requestDrop.add(name);
-  // `_` spellings of every field we drop or set are dropped too.
+  for (const name of ADDRESS_FIELDS) requestDrop.add(name);
+  for (const name of CALLER_HEADERS) if (!passed.has(name)) requestDrop.add(name);
+  // From a peer that is not a trusted proxy, the proxy fields go too.
+  const untrustedDrop: ReadonlySet<string> = new Set([...requestDrop, ...PROXY_FIELDS]);
+  // `_` spellings of every field we drop or set are dropped too, passed or trusted or not.
   const guarded: ReadonlySet<string> = new Set([
-    ...requestDrop,
-    ...FORWARDED_FAMILY,
+    ...untrustedDrop,
+    ...CALLER_HEADERS,
     'authorization',
   ]);
 
   const upstreamList = (incoming: IncomingHttpHeaders, ctx: UpstreamRequestContext): HeaderList => {
     const out: HeaderList = [];
     const nominated = nominatedFields(incoming.connection);
-    let forwardedFor: string | string[] | undefined;
+    const viaProxy = proxies.trusts(ctx.peerAddress);
+    const drop = viaProxy ? requestDrop : untrustedDrop;
+    let proto: string | string[] = ctx.proto;
+    let host: string | string[] | undefined = ctx.host;
     let hasProto = false;
     let hasHost = false;
     for (const name in incoming) {
       const value = incoming[name];
-      if (value === undefined || requestDrop.has(name)) continue;
+      if (value === undefined || drop.has(name)) continue;
       if (name.includes('_') && guarded.has(name.replaceAll('_', '-'))) continue;
-      if (!trust && (name.startsWith(FORWARDED_PREFIX) || name.startsWith('x_forwarded'))) {
+      if (!viaProxy && (name.startsWith(FORWARDED_PREFIX) || name.startsWith('x_forwarded'))) {
         continue;
       }
       if (nominated?.includes(name)) continue;
-      // Only reached when forwarded headers are trusted (else they are in requestDrop).
-      if (name === XFF) {
-        forwardedFor = value;
-        continue;
+      // Only reached from a trusted proxy (else they are in untrustedDrop).
+      if (name === XFP) {
+        hasProto = true;
+        proto = value;
+      } else if (name === XFH) {
+        hasHost = true;
+        host = value;
       }
-      if (name === XFP) hasProto = true;
-      else if (name === XFH) hasHost = true;
       out.push(name, value);
     }
 
-    out.push(
-      XFF,
-      forwardedFor === undefined
-        ? ctx.clientIp
-        : `${typeof forwardedFor === 'string' ? forwardedFor : forwardedFor.join(', ')}, ${ctx.clientIp}`,
-    );
+    let client = ctx.peerAddress ?? '';
+    let forwardedFor = client;
+    if (viaProxy) {
+      const hops = proxies.hops(ctx.peerAddress, incoming[XFF]);
+      client = hops[0] as string;
+      forwardedFor = hops.join(', ');
+    }
+    out.push(XFF, forwardedFor, REAL_IP, client);
     if (!hasProto) out.push(XFP, ctx.proto);
     if (!hasHost && ctx.host !== undefined) out.push(XFH, ctx.host);
-    out.push(REQUEST_ID, ctx.requestId);
+    out.push(FORWARDED, forwardedElement(client, host, proto), REQUEST_ID, ctx.requestId);
 
     const principal = ctx.principal;
     for (let i = 0; i < claims.length; i++) {

@@ -59,7 +59,8 @@ import { classifyUpstreamError, upstreamProblem } from './upstreamErrors.js';
 
 export interface WebSocketContext {
   readonly requestId: string;
-  readonly clientIp: string;
+  /** The TCP peer's address (`req.socket.remoteAddress`). */
+  readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
 }
 
@@ -403,7 +404,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       const headers = policy.upstreamRequestHeaders(req.headers, {
         principal,
         requestId: ctx.requestId,
-        clientIp: ctx.clientIp,
+        peerAddress: ctx.peerAddress,
         host: req.headers.host,
         proto: ctx.proto,
       });

@@ -72,6 +72,7 @@ const HOMES: Record<string, readonly string[]> = {
   yaml: ['config'],
   ajv: ['config'],
   ioredis: ['redis'],
+  'proxy-addr': ['lib'],
 };
 
 interface Edge {

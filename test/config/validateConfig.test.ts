@@ -203,6 +203,56 @@ describe('validateConfig', () => {
     });
   }
 
+  const oldTrust: [string, unknown][] = [
+    ['true', true],
+    ['false', false],
+    ['"yes"', 'yes'],
+  ];
+  for (const [name, value] of oldTrust) {
+    test(`server.trustForwardedHeaders: ${name} is refused, naming server.trustedProxies`, async () => {
+      assert.deepEqual(
+        await problemsOf(() => validate({ server: { trustForwardedHeaders: value } })),
+        [
+          'server.trustForwardedHeaders: replaced by server.trustedProxies, the addresses or CIDRs of the proxies in front of the gateway (e.g. [10.0.0.0/8]); remove trustForwardedHeaders (false is trustedProxies: [])',
+        ],
+      );
+    });
+  }
+
+  test('server.trustedProxies takes addresses, CIDRs and range names, and refuses the rest', async () => {
+    const good = ['10.0.0.0/8', '192.0.2.7', 'fd00::/8', '::1', 'loopback', 'uniquelocal'];
+    assert.deepEqual(validate({ server: { trustedProxies: good } }).server.trustedProxies, good);
+    assert.deepEqual(
+      await problemsOf(() =>
+        validate({ server: { trustedProxies: ['10.0.0.0/8', 'lb.internal', '10.0.0.0/40', 7] } }),
+      ),
+      [
+        'server.trustedProxies[3]: must be string',
+        'server.trustedProxies[1]: "lb.internal" is not an IP address, a CIDR (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal',
+        'server.trustedProxies[2]: "10.0.0.0/40" is not an IP address, a CIDR (10.0.0.0/8, fd00::/8) or one of loopback, linklocal, uniquelocal',
+      ],
+    );
+  });
+
+  test('forwardCallerHeaders takes removed caller headers in any case and _ spelling, lowercased', () => {
+    const config = validate({
+      forwardCallerHeaders: ['CF-Connecting-IP', 'x_original_host', 'X-Original-Host'],
+    });
+    assert.deepEqual(config.forwardCallerHeaders, ['cf-connecting-ip', 'x-original-host']);
+  });
+
+  test('forwardCallerHeaders refuses a name that is not a removed caller header', async () => {
+    const problems = await problemsOf(() =>
+      validate({ forwardCallerHeaders: ['X-Forwarded-For', 'X-Client-IP', 'X-Client-Id'] }),
+    );
+    assert.equal(problems.length, 2);
+    assert.match(
+      problems[0] as string,
+      /^forwardCallerHeaders\[0\]: "X-Forwarded-For" is not a header the gateway removes \(one of true-client-ip, x-client-ip, .*x-method-override\)$/,
+    );
+    assert.match(problems[1] as string, /^forwardCallerHeaders\[2\]: "X-Client-Id" is not/);
+  });
+
   test('the route id "default" is reserved for upstream.default', async () => {
     assert.deepEqual(await problemsOf(() => validate({ routes: [route('default', '/x')] })), [
       'routes: the id "default" is reserved for upstream.default',
@@ -241,7 +291,7 @@ describe('validateConfig', () => {
         maxHeaderBytes: 16_384,
         maxHeaderLines: 100,
         shutdownGraceMs: 30_000,
-        trustForwardedHeaders: false,
+        trustedProxies: [],
         closeWebSocketsAtTokenExpiry: true,
         halfClosedRequests: 'answer',
       },
@@ -292,6 +342,7 @@ describe('validateConfig', () => {
       upstream: { default: null, timeoutMs: 30_000, connections: 128 },
       identityHeaders: { sub: 'X-Client-Id', scope: 'X-Token-Scope', jti: 'X-Token-Jti' },
       forwardAuthorization: true,
+      forwardCallerHeaders: [],
       problemTypeBase: 'urn:portaria:problem:',
       metrics: { maxClientLabels: 100 },
       log: { level: 'info', pretty: false },

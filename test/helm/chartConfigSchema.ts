@@ -8,6 +8,7 @@
  * `test/tools/writeChartSchema.ts` writes it into `helm/portaria/values.schema.json`; a
  * test compares, so the chart and the gateway cannot drift apart.
  */
+import { REMOVED_SETTINGS } from '../../src/config/removedSettings.js';
 import { configSchema } from '../../src/config/schema.js';
 
 /** Settings the chart sets itself, as paths of `properties` names. */
@@ -40,6 +41,17 @@ export function chartConfigSchema(): JsonObject {
       );
     }
     delete properties[last];
+  }
+  // Let removed settings through the schema, so the chart's fail guard names what
+  // replaces them (a schema error could only call them unknown).
+  for (const { path, instead } of REMOVED_SETTINGS) {
+    let node = schema;
+    for (const name of path.slice(0, -1)) {
+      node = (node.properties as JsonObject)[name] as JsonObject;
+    }
+    (node.properties as JsonObject)[path[path.length - 1] as string] = {
+      description: `Removed: ${instead}. The chart refuses it.`,
+    };
   }
   return {
     description:

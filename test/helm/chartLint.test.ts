@@ -359,6 +359,16 @@ describe('fail guards', () => {
       /updateStrategy\.maxSurge \(0\) and updateStrategy\.maxUnavailable \(00%\) are both 0/,
     ],
     [
+      'the removed config.server.trustForwardedHeaders (it names trustedProxies)',
+      { config: { server: { trustForwardedHeaders: true } } },
+      /config\.server\.trustForwardedHeaders: replaced by config\.server\.trustedProxies/,
+    ],
+    [
+      'the removed config.server.trustForwardedHeaders even when false',
+      { config: { server: { trustForwardedHeaders: false } } },
+      /replaced by config\.server\.trustedProxies/,
+    ],
+    [
       'pretty logs (pino-pretty is not in the image)',
       { config: { log: { pretty: true } } },
       /config.log.pretty needs pino-pretty/,

@@ -28,7 +28,7 @@ async function gatewayBehindProxy(
   const gw = await startGateway(t, {
     clock,
     settings: () => ({
-      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustForwardedHeaders: true },
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustedProxies: ['loopback'] },
       ...(redis === null
         ? {}
         : { redis: { url: redis.url, keyPrefix: 'lockout:', commandTimeoutMs: 500 } }),

@@ -21,19 +21,25 @@ function limited(clock: ManualClock, tokenLimits: Record<string, unknown>) {
 }
 
 /**
- * A gateway that trusts X-Forwarded-For, with a per-address bucket of one request;
- * returns a function posting valid credentials "via" an X-Forwarded-For value.
+ * A gateway behind `trustedProxies` (default: loopback), with a per-address bucket of one
+ * request; returns a function posting valid credentials "via" an X-Forwarded-For value,
+ * from 127.0.0.1 or the given loopback address.
  */
-async function behindTrustedProxy(t: TestContext): Promise<(xff: string) => Promise<number>> {
+async function behindTrustedProxy(
+  t: TestContext,
+  trustedProxies: string[] = ['loopback'],
+): Promise<(xff: string, from?: string) => Promise<number>> {
   const gw = await startGateway(t, {
     clock: new ManualClock(),
     settings: () => ({
-      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustForwardedHeaders: true },
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 2000, trustedProxies },
       tokenLimits: { ...limitsOff(), perAddress: { enabled: true, ratePerSecond: 1, burst: 1 } },
     }),
   });
-  return (xff) =>
-    postToken(gw.url, credentials(), { headers: { 'x-forwarded-for': xff } }).then((r) => r.status);
+  return (xff, from = '127.0.0.1') =>
+    postToken(gw.url, credentials(), { from, headers: { 'x-forwarded-for': xff } }).then(
+      (r) => r.status,
+    );
 }
 
 describe('per-address limit', () => {
@@ -98,7 +104,7 @@ describe('per-address limit', () => {
     assert.equal(await attempt(gw.url, '127.0.0.2'), '429 after 1');
   });
 
-  test('behind a trusted proxy the last X-Forwarded-For entry is the address, never an earlier one', async (t) => {
+  test('behind a trusted proxy the first untrusted hop from the right is the address, never an earlier one', async (t) => {
     const via = await behindTrustedProxy(t);
     assert.equal(await via('203.0.113.1, 198.51.100.7'), 200);
     assert.equal(
@@ -117,7 +123,30 @@ describe('per-address limit', () => {
     assert.equal(await via('2001:db8:1:3::1'), 200, 'the next /64 has its own bucket');
   });
 
-  test('without trustForwardedHeaders X-Forwarded-For is ignored', async (t) => {
+  test('behind two trusted proxies the hop before them is the address', async (t) => {
+    const via = await behindTrustedProxy(t, ['loopback', '10.0.0.0/8']);
+    assert.equal(await via('6.6.6.6, 198.51.100.7, 10.0.0.9'), 200);
+    assert.equal(await via('7.7.7.7, 198.51.100.7, 10.0.0.3'), 429, 'the same client');
+    assert.equal(await via('198.51.100.7'), 429, 'the same client, one proxy less');
+    assert.equal(await via('6.6.6.6, 198.51.100.8, 10.0.0.9'), 200, 'another client');
+  });
+
+  test('a garbage X-Forwarded-For entry keys on the trusted hop that wrote it', async (t) => {
+    const via = await behindTrustedProxy(t, ['loopback', '10.0.0.0/8']);
+    assert.equal(await via('junk, 10.0.0.9'), 200);
+    assert.equal(await via('10.0.0.9'), 429, 'keyed on 10.0.0.9');
+    assert.equal(await via('198.51.100.7:4711'), 200, 'keyed on the peer, 127.0.0.1');
+    assert.equal(await via('[2001:db8::1]'), 429, 'the peer again');
+  });
+
+  test('from a peer outside trustedProxies X-Forwarded-For is ignored', async (t) => {
+    const via = await behindTrustedProxy(t, ['127.0.0.1']);
+    assert.equal(await via('198.51.100.7', '127.0.0.2'), 200);
+    assert.equal(await via('198.51.100.8', '127.0.0.2'), 429, 'keyed on 127.0.0.2');
+    assert.equal(await via('198.51.100.8'), 200, 'through the trusted peer: the client');
+  });
+
+  test('without trusted proxies X-Forwarded-For is ignored', async (t) => {
     const clock = new ManualClock();
     const gw = await startGateway(
       t,

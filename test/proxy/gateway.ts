@@ -10,6 +10,7 @@ import type { TestContext } from 'node:test';
 import type { RouteConfig } from '../../src/config/types.js';
 import { parseRequestTarget } from '../../src/domain/requestPath.js';
 import { isPortariaError, PortariaError } from '../../src/errors.js';
+import { TrustedProxies } from '../../src/lib/trustedProxies.js';
 import { createForwarder, type ForwarderHooks } from '../../src/proxy/forwarder.js';
 import { createHeaderPolicy } from '../../src/proxy/headers.js';
 import { compileRouteTable } from '../../src/proxy/routeTable.js';
@@ -86,7 +87,7 @@ function writeProblem(res: ServerResponse, error: unknown, instancia: string): v
 export async function startGateway(
   t: TestContext,
   routes: RouteConfig[],
-  options: { connections?: number; trustForwardedHeaders?: boolean } = {},
+  options: { connections?: number; trustedProxies?: readonly string[] } = {},
 ): Promise<TestGateway> {
   const table = compileRouteTable({
     routes,
@@ -95,7 +96,8 @@ export async function startGateway(
   const headerPolicy = createHeaderPolicy({
     identityHeaders: IDENTITY_HEADERS,
     forwardAuthorization: true,
-    trustForwardedHeaders: options.trustForwardedHeaders ?? false,
+    trustedProxies: new TrustedProxies(options.trustedProxies ?? []),
+    forwardCallerHeaders: [],
   });
   const hookCalls: HookCall[] = [];
   const hooks: ForwarderHooks = {
@@ -124,7 +126,7 @@ export async function startGateway(
     if (matched === null) throw new PortariaError('not-found', 'No route for this path.');
     const ctx = {
       requestId,
-      clientIp: req.socket.remoteAddress ?? '',
+      peerAddress: req.socket.remoteAddress,
       proto: 'http' as const,
     };
     return { target, matched, ctx };

@@ -1,29 +1,33 @@
 import assert from 'node:assert/strict';
 import type { IncomingHttpHeaders } from 'node:http';
 import { describe, test } from 'node:test';
-import { createHeaderPolicy, type UpstreamRequestContext } from '../../src/proxy/headers.js';
+import { TrustedProxies } from '../../src/lib/trustedProxies.js';
+import {
+  createHeaderPolicy,
+  type HeaderPolicyOptions,
+  type UpstreamRequestContext,
+} from '../../src/proxy/headers.js';
 import { IDENTITY_HEADERS, principal } from './fixtures.js';
 
-const untrusted = createHeaderPolicy({
-  identityHeaders: IDENTITY_HEADERS,
-  forwardAuthorization: true,
-  trustForwardedHeaders: false,
-});
-const trusted = createHeaderPolicy({
-  identityHeaders: IDENTITY_HEADERS,
-  forwardAuthorization: true,
-  trustForwardedHeaders: true,
-});
-const noAuthorization = createHeaderPolicy({
-  identityHeaders: IDENTITY_HEADERS,
-  forwardAuthorization: false,
-  trustForwardedHeaders: false,
-});
+function policyOf(options: Partial<HeaderPolicyOptions> = {}) {
+  return createHeaderPolicy({
+    identityHeaders: IDENTITY_HEADERS,
+    forwardAuthorization: true,
+    trustedProxies: new TrustedProxies([]),
+    forwardCallerHeaders: [],
+    ...options,
+  });
+}
+
+const untrusted = policyOf();
+/** The peer (ctx) and 10.0.0.0/8 are trusted proxies. */
+const trusted = policyOf({ trustedProxies: new TrustedProxies(['203.0.113.7', '10.0.0.0/8']) });
+const noAuthorization = policyOf({ forwardAuthorization: false });
 
 const ctx: UpstreamRequestContext = {
   principal: principal(),
   requestId: 'req-1',
-  clientIp: '203.0.113.7',
+  peerAddress: '203.0.113.7',
   host: 'api.example.com',
   proto: 'https',
 };
@@ -33,6 +37,8 @@ const GATEWAY_SET = {
   'x-forwarded-for': '203.0.113.7',
   'x-forwarded-proto': 'https',
   'x-forwarded-host': 'api.example.com',
+  'x-real-ip': '203.0.113.7',
+  forwarded: 'for=203.0.113.7;host=api.example.com;proto=https',
   'x-request-id': 'req-1',
   'x-client-id': 'client-a',
   'x-token-scope': 'orders:read orders:write',
@@ -130,10 +136,8 @@ describe('upstream request headers', () => {
   });
 
   test('claim values: arrays joined by a space, numbers in decimal, other types omitted', () => {
-    const policy = createHeaderPolicy({
+    const policy = policyOf({
       identityHeaders: { roles: 'X-Roles', tier: 'X-Tier', flag: 'X-Flag', bad: 'X-Bad' },
-      forwardAuthorization: true,
-      trustForwardedHeaders: false,
     });
     const headers = policy.upstreamRequestHeaders(
       { 'x-flag': 'spoofed', x_bad: 'spoofed' },
@@ -174,12 +178,14 @@ describe('upstream request headers', () => {
     assert.deepEqual(headers, GATEWAY_SET);
   });
 
-  test('trusted X-Forwarded-For gets the client appended and proto and host are kept', () => {
+  test('from a trusted proxy: X-Forwarded-For from the client on, proto and host kept', () => {
     const headers = upstream(trusted, {
-      'x-forwarded-for': '198.51.100.1, 10.0.0.1',
+      'x-forwarded-for': '6.6.6.6, 198.51.100.1, 10.0.0.1',
       'x-forwarded-proto': 'http',
       'x-forwarded-host': 'public.example',
-      forwarded: 'for=198.51.100.1',
+      'x-forwarded-prefix': '/shop',
+      'x-real-ip': '6.6.6.6',
+      forwarded: 'for=6.6.6.6',
       x_forwarded_for: '10.9.9.9',
     });
     assert.deepEqual(headers, {
@@ -187,12 +193,109 @@ describe('upstream request headers', () => {
       'x-forwarded-for': '198.51.100.1, 10.0.0.1, 203.0.113.7',
       'x-forwarded-proto': 'http',
       'x-forwarded-host': 'public.example',
-      forwarded: 'for=198.51.100.1',
+      'x-forwarded-prefix': '/shop',
+      'x-real-ip': '198.51.100.1',
+      forwarded: 'for=198.51.100.1;host=public.example;proto=http',
     });
   });
 
+  test('a peer the trusted policy does not list is the client', () => {
+    const headers = upstream(
+      trusted,
+      { 'x-forwarded-for': '198.51.100.1', 'x-forwarded-host': 'public.example' },
+      { ...ctx, peerAddress: '192.0.2.9' },
+    );
+    assert.deepEqual(headers, {
+      ...GATEWAY_SET,
+      'x-forwarded-for': '192.0.2.9',
+      'x-real-ip': '192.0.2.9',
+      forwarded: 'for=192.0.2.9;host=api.example.com;proto=https',
+    });
+  });
+
+  /** [what, client address, Host, Forwarded]. */
+  const forwardedCases: [string, string | undefined, string, string][] = [
+    [
+      'an IPv6 client',
+      '2001:db8::1',
+      'api.example.com',
+      'for="[2001:db8::1]";host=api.example.com;proto=https',
+    ],
+    [
+      'no peer address',
+      undefined,
+      'api.example.com',
+      'for=unknown;host=api.example.com;proto=https',
+    ],
+    [
+      'a host with a port',
+      '192.0.2.1',
+      'api.example.com:8443',
+      'for=192.0.2.1;host="api.example.com:8443";proto=https',
+    ],
+    ['a host with a quote', '192.0.2.1', 'a"b\\c', 'for=192.0.2.1;host="a\\"b\\\\c";proto=https'],
+  ];
+  for (const [what, peer, host, forwarded] of forwardedCases) {
+    test(`Forwarded for ${what} is ${forwarded}`, () => {
+      const headers = upstream(untrusted, {}, { ...ctx, peerAddress: peer, host });
+      assert.equal(headers.forwarded, forwarded);
+    });
+  }
+
   test('trusted but absent X-Forwarded-* are set from the connection', () => {
     assert.deepEqual(upstream(trusted, {}), GATEWAY_SET);
+  });
+
+  /** Every caller-written address, host, path and method field. */
+  const callerHeaders = [
+    'true-client-ip',
+    'x-client-ip',
+    'client-ip',
+    'x-cluster-client-ip',
+    'cf-connecting-ip',
+    'fastly-client-ip',
+    'x-originating-ip',
+    'x-remote-ip',
+    'x-remote-addr',
+    'x-original-forwarded-for',
+    'x-envoy-external-address',
+    'x-envoy-original-path',
+    'x-host',
+    'x-original-host',
+    'x-http-host-override',
+    'x-original-uri',
+    'x-http-method-override',
+    'x-http-method',
+    'x-method-override',
+  ];
+  for (const name of callerHeaders) {
+    test(`${name} and its _ spellings are removed, from clients and trusted proxies`, () => {
+      const under = name.replaceAll('-', '_');
+      const incoming = {
+        [name]: 'spoofed',
+        [under]: 'spoofed',
+        [name.replace('-', '_')]: 'spoofed',
+      };
+      assert.deepEqual(upstream(untrusted, incoming), GATEWAY_SET);
+      assert.deepEqual(upstream(trusted, incoming), GATEWAY_SET);
+    });
+  }
+
+  test('forwardCallerHeaders lets the named ones through, never their _ spelling', () => {
+    const policy = policyOf({
+      forwardCallerHeaders: ['x-original-host', 'x-http-method-override'],
+    });
+    const headers = upstream(policy, {
+      'x-original-host': 'shop.example',
+      x_original_host: 'smuggled',
+      'x-http-method-override': 'PATCH',
+      'x-method-override': 'TRACE',
+    });
+    assert.deepEqual(headers, {
+      ...GATEWAY_SET,
+      'x-original-host': 'shop.example',
+      'x-http-method-override': 'PATCH',
+    });
   });
 
   test('X-Forwarded-Host is omitted when the client sent no Host', () => {

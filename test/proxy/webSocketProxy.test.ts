@@ -4,6 +4,7 @@ import http, { type IncomingHttpHeaders } from 'node:http';
 import { describe, type TestContext, test } from 'node:test';
 import WebSocket, { WebSocketServer } from 'ws';
 import { parseRequestTarget } from '../../src/domain/requestPath.js';
+import { TrustedProxies } from '../../src/lib/trustedProxies.js';
 import { createHeaderPolicy } from '../../src/proxy/headers.js';
 import { compileRouteTable } from '../../src/proxy/routeTable.js';
 import { createWebSocketProxy, RELAYED_BODY_LIMIT } from '../../src/proxy/webSocketProxy.js';
@@ -233,7 +234,8 @@ describe('webSocketProxy', () => {
       headerPolicy: createHeaderPolicy({
         identityHeaders: IDENTITY_HEADERS,
         forwardAuthorization: true,
-        trustForwardedHeaders: false,
+        trustedProxies: new TrustedProxies([]),
+        forwardCallerHeaders: [],
       }),
       problemTypeBase: PROBLEM_BASE,
     });
@@ -248,7 +250,7 @@ describe('webSocketProxy', () => {
       upgrades++;
       const target = parseRequestTarget(req.url ?? '');
       const id = `req-${upgrades}`;
-      const ctx = { requestId: id, clientIp: '127.0.0.1', proto: 'http' as const };
+      const ctx = { requestId: id, peerAddress: '127.0.0.1', proto: 'http' as const };
       const matched = table.match(target.path);
       assert.ok(matched);
       proxy.upgrade(req, socket, head, matched, target, principal(), ctx, (status, reason) =>

@@ -5,6 +5,7 @@
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
+import { createServer as createHttpServer, type IncomingMessage } from 'node:http';
 import { createServer as createTcpServer, type Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { decodeJwt } from 'jose';
@@ -147,17 +148,17 @@ const SPOOFED_FORWARDING = [
 ];
 
 describe('X-Forwarded-* from the client', () => {
-  test('are replaced from the connection by default (trustForwardedHeaders false)', async (t) => {
+  test('are replaced from the connection by default (no trusted proxies)', async (t) => {
     const { gw, token } = await gatewayAndToken(t);
-    assert.equal(gw.config.server.trustForwardedHeaders, false);
+    assert.deepEqual(gw.config.server.trustedProxies, []);
     assert.equal((await get(gw, token, SPOOFED_FORWARDING)).status, 200);
     const seen = onlyReceived(gw);
     assert.deepEqual(valuesOf(seen, 'x-forwarded-for'), ['127.0.0.1']);
     assert.deepEqual(valuesOf(seen, 'x-forwarded-proto'), ['http']);
     assert.deepEqual(valuesOf(seen, 'x-forwarded-host'), ['gateway.test']);
     assert.deepEqual(valuesOf(seen, 'x-forwarded-port'), []);
-    assert.deepEqual(valuesOf(seen, 'forwarded'), []);
-    assert.deepEqual(valuesOf(seen, 'x-real-ip'), []);
+    assert.deepEqual(valuesOf(seen, 'forwarded'), ['for=127.0.0.1;host=gateway.test;proto=http']);
+    assert.deepEqual(valuesOf(seen, 'x-real-ip'), ['127.0.0.1']);
     // Fields frameworks honour to rebuild a URL or override the path: never the client's.
     for (const name of [
       'x-forwarded-prefix',
@@ -170,10 +171,176 @@ describe('X-Forwarded-* from the client', () => {
       assert.deepEqual(valuesOf(seen, name), [], name);
     }
   });
+});
 
-  test('are kept and appended to when server.trustForwardedHeaders is true', async (t) => {
+/** Caller-written address, host, path and method fields, one per family member. */
+const CALLER_HEADERS: readonly string[] = [
+  'True-Client-IP',
+  'X-Client-IP',
+  'Client-IP',
+  'X-Cluster-Client-IP',
+  'CF-Connecting-IP',
+  'Fastly-Client-IP',
+  'X-Originating-IP',
+  'X-Remote-IP',
+  'X-Remote-Addr',
+  'X-Original-Forwarded-For',
+  'X-Envoy-External-Address',
+  'X-Envoy-Original-Path',
+  'X-Host',
+  'X-Original-Host',
+  'X-HTTP-Host-Override',
+  'X-Original-URI',
+  'X-HTTP-Method-Override',
+  'X-HTTP-Method',
+  'X-Method-Override',
+];
+
+/** `name` as written, lowercased, uppercased and with `_` for `-` in two cases. */
+function spellings(name: string): string[] {
+  const under = name.replaceAll('-', '_');
+  return [name, name.toLowerCase(), name.toUpperCase(), under, under.toLowerCase()];
+}
+
+/** One line per spelling of each name, the value naming the spelling. */
+function callerLines(names: readonly string[]): string[] {
+  return names.flatMap((name) => spellings(name).map((s) => `${s}: spoofed-${s}`));
+}
+
+describe('caller-written address, host, path and method fields', () => {
+  for (const name of CALLER_HEADERS) {
+    test(`${name}, in every case and _ spelling, never reaches the upstream`, async (t) => {
+      const { gw, token } = await gatewayAndToken(t);
+      const res = await get(gw, token, callerLines([name]));
+      assert.equal(res.status, 200);
+      const seen = onlyReceived(gw);
+      assert.deepEqual(valuesOf(seen, name.toLowerCase()), []);
+      assert.doesNotMatch(JSON.stringify(seen.rawHeaders), /spoofed/);
+    });
+  }
+
+  test('a method override cannot turn a POST into TRACE or PROPFIND at the upstream', async (t) => {
+    const { gw, token } = await gatewayAndToken(t);
+    const head = [
+      'POST /v1/orders/1 HTTP/1.1',
+      'Host: gateway.test',
+      `Authorization: Bearer ${token}`,
+      'X-HTTP-Method-Override: TRACE',
+      'X-HTTP-Method: PROPFIND',
+      'X_Method_Override: DELETE',
+      'Content-Length: 2',
+      'Connection: close',
+    ];
+    const res = onlyResponse(await rawRequest(gw.url, `${head.join('\r\n')}\r\n\r\n{}`));
+    assert.equal(res.status, 200);
+    const seen = onlyReceived(gw);
+    assert.equal(seen.method, 'POST');
+    assert.doesNotMatch(JSON.stringify(seen.rawHeaders), /TRACE|PROPFIND|DELETE/);
+  });
+
+  test('forwardCallerHeaders lets a named one through in its - spelling, and only that one', async (t) => {
     const { gw, token } = await gatewayAndToken(t, () => ({
-      server: { host: '127.0.0.1', port: 0, trustForwardedHeaders: true },
+      forwardCallerHeaders: ['X-Original-Host', 'cf-connecting-ip'],
+    }));
+    const res = await get(gw, token, [
+      'X-Original-Host: shop.example',
+      'X_Original_Host: smuggled',
+      'CF-Connecting-IP: 192.0.2.44',
+      'X-Host: spoofed',
+      'X-HTTP-Method-Override: TRACE',
+    ]);
+    assert.equal(res.status, 200);
+    const seen = onlyReceived(gw);
+    assert.deepEqual(seen.headers['x-original-host'], 'shop.example');
+    assert.deepEqual(seen.headers['cf-connecting-ip'], '192.0.2.44');
+    assert.doesNotMatch(JSON.stringify(seen.rawHeaders), /smuggled|spoofed|TRACE/);
+  });
+
+  test('none of them reaches the upstream of a WebSocket handshake', async (t) => {
+    const upstream = await upgradeRecorder(t);
+    const { gw, token } = await gatewayAndToken(t, () => ({
+      upstream: { default: { upstream: upstream.url } },
+    }));
+    const head = [
+      'GET /v1/chat HTTP/1.1',
+      'Host: gateway.test',
+      'Connection: Upgrade',
+      'Upgrade: websocket',
+      'Sec-WebSocket-Version: 13',
+      'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+      `Authorization: Bearer ${token}`,
+      ...callerLines(CALLER_HEADERS),
+      'X-Forwarded-For: 6.6.6.6',
+      'X-Real-IP: 6.6.6.6',
+    ];
+    const res = await rawRequest(gw.url, `${head.join('\r\n')}\r\n\r\n`);
+    assert.match(res, /^HTTP\/1\.1 101 /);
+    const seen = upstream.received[0];
+    assert.ok(seen, 'the handshake reached the upstream');
+    assert.doesNotMatch(JSON.stringify(seen), /spoofed|6\.6\.6\.6/);
+    assert.deepEqual(headerValues(seen, 'x-forwarded-for'), ['127.0.0.1']);
+    assert.deepEqual(headerValues(seen, 'x-real-ip'), ['127.0.0.1']);
+  });
+});
+
+describe('server.trustedProxies', () => {
+  /** [X-Forwarded-For sent, trustedProxies, X-Forwarded-For, X-Real-IP and Forwarded's for= upstream]. */
+  const cases: [string, string[], string, string, string][] = [
+    ['203.0.113.9', ['127.0.0.1'], '203.0.113.9, 127.0.0.1', '203.0.113.9', 'for=203.0.113.9'],
+    [
+      '6.6.6.6, 203.0.113.9',
+      ['loopback'],
+      '203.0.113.9, 127.0.0.1',
+      '203.0.113.9',
+      'for=203.0.113.9',
+    ],
+    [
+      '6.6.6.6, 203.0.113.9, 10.1.2.3',
+      ['127.0.0.1', '10.0.0.0/8'],
+      '203.0.113.9, 10.1.2.3, 127.0.0.1',
+      '203.0.113.9',
+      'for=203.0.113.9',
+    ],
+    ['10.0.0.7', ['loopback', 'uniquelocal'], '10.0.0.7, 127.0.0.1', '10.0.0.7', 'for=10.0.0.7'],
+    [
+      '6.6.6.6, 2001:DB8::1',
+      ['127.0.0.0/8'],
+      '2001:DB8::1, 127.0.0.1',
+      '2001:DB8::1',
+      'for="[2001:DB8::1]"',
+    ],
+    ['not-an-ip', ['loopback'], '127.0.0.1', '127.0.0.1', 'for=127.0.0.1'],
+    ['203.0.113.9:4711', ['loopback'], '127.0.0.1', '127.0.0.1', 'for=127.0.0.1'],
+    ['[2001:db8::1]', ['loopback'], '127.0.0.1', '127.0.0.1', 'for=127.0.0.1'],
+    [
+      '6.6.6.6, ,, 203.0.113.9',
+      ['loopback'],
+      '203.0.113.9, 127.0.0.1',
+      '203.0.113.9',
+      'for=203.0.113.9',
+    ],
+    ['203.0.113.9', ['10.0.0.0/8'], '127.0.0.1', '127.0.0.1', 'for=127.0.0.1'],
+    ['203.0.113.9', [], '127.0.0.1', '127.0.0.1', 'for=127.0.0.1'],
+  ];
+  for (const [xff, trusted, upstreamXff, realIp, forwardedFor] of cases) {
+    test(`X-Forwarded-For "${xff}" from 127.0.0.1 trusting ${JSON.stringify(trusted)} reaches the upstream as "${upstreamXff}"`, async (t) => {
+      const { gw, token } = await gatewayAndToken(t, () => ({
+        server: { host: '127.0.0.1', port: 0, trustedProxies: trusted },
+      }));
+      const res = await get(gw, token, [`X-Forwarded-For: ${xff}`, 'X-Real-IP: 6.6.6.6']);
+      assert.equal(res.status, 200);
+      const seen = onlyReceived(gw);
+      assert.deepEqual(valuesOf(seen, 'x-forwarded-for'), [upstreamXff]);
+      assert.deepEqual(valuesOf(seen, 'x-real-ip'), [realIp]);
+      assert.deepEqual(valuesOf(seen, 'forwarded'), [
+        `${forwardedFor};host=gateway.test;proto=http`,
+      ]);
+    });
+  }
+
+  test('a trusted peer keeps its X-Forwarded-Proto/-Host; the gateway writes Forwarded and X-Real-IP', async (t) => {
+    const { gw, token } = await gatewayAndToken(t, () => ({
+      server: { host: '127.0.0.1', port: 0, trustedProxies: ['loopback'] },
     }));
     assert.equal((await get(gw, token, SPOOFED_FORWARDING)).status, 200);
     const seen = onlyReceived(gw);
@@ -181,9 +348,54 @@ describe('X-Forwarded-* from the client', () => {
     assert.deepEqual(valuesOf(seen, 'x-forwarded-for'), ['6.6.6.6, 127.0.0.1']);
     assert.deepEqual(valuesOf(seen, 'x-forwarded-proto'), ['https']);
     assert.deepEqual(valuesOf(seen, 'x-forwarded-host'), ['evil.example']);
-    assert.deepEqual(valuesOf(seen, 'forwarded'), ['for=6.6.6.6;proto=https']);
+    assert.deepEqual(valuesOf(seen, 'x-real-ip'), ['6.6.6.6']);
+    assert.deepEqual(valuesOf(seen, 'forwarded'), ['for=6.6.6.6;host=evil.example;proto=https']);
+  });
+
+  test('a peer outside the list is a client: its forwarding fields are replaced', async (t) => {
+    const { gw, token } = await gatewayAndToken(t, () => ({
+      server: { host: '127.0.0.1', port: 0, trustedProxies: ['10.0.0.0/8', '::1'] },
+    }));
+    assert.equal((await get(gw, token, SPOOFED_FORWARDING)).status, 200);
+    const seen = onlyReceived(gw);
+    assert.deepEqual(valuesOf(seen, 'x-forwarded-for'), ['127.0.0.1']);
+    assert.deepEqual(valuesOf(seen, 'x-forwarded-proto'), ['http']);
+    assert.deepEqual(valuesOf(seen, 'x-forwarded-host'), ['gateway.test']);
+    assert.deepEqual(valuesOf(seen, 'x-forwarded-port'), []);
   });
 });
+
+/** [name, raw rawHeaders] of each upgrade an upstream received; it answers 101 and closes. */
+interface UpgradeRecorder {
+  url: string;
+  received: string[][];
+}
+
+async function upgradeRecorder(t: TestContext): Promise<UpgradeRecorder> {
+  const recorder: UpgradeRecorder = { url: '', received: [] };
+  const server = createHttpServer((_req, res) => res.end('plain'));
+  server.on('upgrade', (req: IncomingMessage, socket: Socket) => {
+    recorder.received.push(req.rawHeaders);
+    socket.on('error', () => {});
+    socket.end(
+      'HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n' +
+        'Sec-WebSocket-Accept: s3pPLMBiTxaQ9kYGzzhZRbK+xOo=\r\n\r\n',
+    );
+  });
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  t.after(() => {
+    server.closeAllConnections();
+    return new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+  recorder.url = `http://127.0.0.1:${(server.address() as { port: number }).port}`;
+  return recorder;
+}
+
+/** Values of `name` in a raw header list, reading `_` as `-` and ignoring case. */
+function headerValues(rawHeaders: string[], name: string): string[] {
+  return valuesOf({ rawHeaders } as ReceivedRequest, name);
+}
 
 /** Request hop-by-hop lines that must not cross the gateway. */
 const HOP_BY_HOP_REQUEST: [string, string][] = [

@@ -233,6 +233,9 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if and .Values.persistence.existingClaim (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
 {{- fail "persistence.existingClaim is mounted by every pod: use it with one replica only (several replicas keep their data in Redis and an emptyDir)" -}}
 {{- end -}}
+{{- if hasKey ((.Values.config | default dict).server | default dict) "trustForwardedHeaders" -}}
+{{- fail "config.server.trustForwardedHeaders: replaced by config.server.trustedProxies, the addresses or CIDRs of the proxies in front of the gateway (e.g. [10.0.0.0/8]); remove trustForwardedHeaders (false is trustedProxies: [])" -}}
+{{- end -}}
 {{- if dig "log" "pretty" false (.Values.config | default dict) -}}
 {{- fail "config.log.pretty needs pino-pretty, a development dependency the image does not install: keep JSON logs in the cluster" -}}
 {{- end -}}
