@@ -72,7 +72,15 @@ export async function readClientsFile(file: string): Promise<ClientsFileData> {
   return document as ClientsFileData;
 }
 
-export async function addClient(file: string, entry: ClientsFileEntry): Promise<void> {
+/**
+ * Adds a client. Returns an existing id that differs from the new one only in Unicode
+ * spelling (equal under NFKC), for the CLI to point out: ids are never normalised, so
+ * both are registered, as two clients.
+ */
+export async function addClient(
+  file: string,
+  entry: ClientsFileEntry,
+): Promise<string | undefined> {
   // The first client makes the directory (as the atomic write would), before the lock.
   try {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
@@ -80,7 +88,7 @@ export async function addClient(file: string, entry: ClientsFileEntry): Promise<
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new ClientsFileError(`${file}: cannot create its directory (${code})`);
   }
-  await withFileLock(file, async () => {
+  return withFileLock(file, async () => {
     const data = await readClientsFile(file);
     if (data.clients.some((c) => c.id === entry.id)) {
       throw new ClientsFileError(`client ${JSON.stringify(entry.id)} already exists in ${file}`);
@@ -88,6 +96,8 @@ export async function addClient(file: string, entry: ClientsFileEntry): Promise<
     const next: ClientsFileData = { clients: [...data.clients, entry] };
     buildClientRegistry(next, `clients.file (${file})`);
     await writeClientsFile(file, next);
+    const folded = entry.id.normalize('NFKC');
+    return data.clients.find((c) => c.id.normalize('NFKC') === folded)?.id;
   });
 }
 
