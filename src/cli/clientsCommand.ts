@@ -16,6 +16,7 @@ import {
   removeClient,
   rotateClientSecret,
 } from '../clients/clientsFile.js';
+import { escapedId, lookalikesOf } from '../clients/lookalikeIds.js';
 import { generateSecret, hashChosenSecret, hashGeneratedSecret } from '../clients/secretHash.js';
 import { CLIENT_ID_RULE, clientIdProblem } from '../domain/clientId.js';
 import {
@@ -212,6 +213,16 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
         .trimEnd()}\n`,
     );
   }
+  const ids = clients.map((c) => c.id);
+  const noted = new Set<string>();
+  for (const id of ids) {
+    const alike = lookalikesOf(ids, id);
+    if (alike.length === 0 || noted.has(id)) continue;
+    for (const other of alike) noted.add(other);
+    ctx.out(
+      `Note: ${[id, ...alike].map(escapedId).join(', ')} look alike but are different clients (ids are compared byte for byte).\n`,
+    );
+  }
 }
 
 async function disable(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -282,15 +293,7 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
 function noteLookalike(ctx: CliContext, id: string, lookalike: string | undefined): void {
   if (lookalike === undefined) return;
   ctx.out(
-    `Note: the existing client ${JSON.stringify(lookalike)} is the same name in another Unicode spelling (${escaped(lookalike)}, this one ${escaped(id)}); ids are compared byte for byte, so these are two clients.\n`,
-  );
-}
-
-/** Non-ASCII characters as `\u` escapes, so two spellings that look the same read differently. */
-function escaped(id: string): string {
-  return JSON.stringify(id).replace(
-    /[^\x20-\x7e]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`,
+    `Note: the existing client ${JSON.stringify(lookalike)} is the same name in another Unicode spelling (${escapedId(lookalike)}, this one ${escapedId(id)}); ids are compared byte for byte, so these are two clients.\n`,
   );
 }
 

@@ -20,6 +20,7 @@ import { replaceFile } from '../lib/atomicWrite.js';
 import { withFileLock } from '../lib/fileLock.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
+import { escapedId, lookalikesOf } from './lookalikeIds.js';
 
 export interface ClientsFileSecret {
   hash: string;
@@ -96,8 +97,10 @@ export async function addClient(
     const next: ClientsFileData = { clients: [...data.clients, entry] };
     buildClientRegistry(next, `clients.file (${file})`);
     await writeClientsFile(file, next);
-    const folded = entry.id.normalize('NFKC');
-    return data.clients.find((c) => c.id.normalize('NFKC') === folded)?.id;
+    return lookalikesOf(
+      data.clients.map((c) => c.id),
+      entry.id,
+    )[0];
   });
 }
 
@@ -107,7 +110,7 @@ export async function disableClient(file: string, id: string): Promise<boolean> 
     const data = await readClientsFile(file);
     const entry = data.clients.find((c) => c.id === id);
     if (entry === undefined) {
-      throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+      throw noClient(file, id, data);
     }
     if (entry.disabled === true) return false;
     entry.disabled = true;
@@ -122,7 +125,7 @@ export async function removeClient(file: string, id: string): Promise<void> {
     const data = await readClientsFile(file);
     const next: ClientsFileData = { clients: data.clients.filter((c) => c.id !== id) };
     if (next.clients.length === data.clients.length) {
-      throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+      throw noClient(file, id, data);
     }
     buildClientRegistry(next, `clients.file (${file})`);
     await writeClientsFile(file, next);
@@ -167,7 +170,7 @@ async function rotateLocked(
   const data = await readClientsFile(file);
   const entry = data.clients.find((c) => c.id === id);
   if (entry === undefined) {
-    throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+    throw noClient(file, id, data);
   }
   const { nowMs, overlapMs } = rotation;
   const endMs = nowMs + overlapMs;
@@ -193,6 +196,19 @@ async function rotateLocked(
   buildClientRegistry(data, `clients.file (${file})`);
   await writeClientsFile(file, data);
   return { kept: previous.map((s) => s.expiresAt), dropped };
+}
+
+/** "No such client", naming a client whose id differs only in Unicode spelling. */
+function noClient(file: string, id: string, data: ClientsFileData): ClientsFileError {
+  const [lookalike] = lookalikesOf(
+    data.clients.map((c) => c.id),
+    id,
+  );
+  const hint =
+    lookalike === undefined
+      ? ''
+      : ` (${escapedId(lookalike)} differs from ${escapedId(id)} only in Unicode spelling; ids are compared byte for byte)`;
+  return new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}${hint}`);
 }
 
 /** A stored secret's expiry, ms since the epoch; null when it has none (the file is validated). */

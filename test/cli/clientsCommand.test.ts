@@ -128,9 +128,24 @@ describe('portaria clients', () => {
     assert.deepEqual(registry.ids(), [NFC_ID, NFD_ID]);
     assert.equal(registry.get(NFD_ID)?.scope, 'b');
 
+    const listed = await runCli(['clients', 'list', '--clients-file', file], { cwd });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.ok(
+      listed.stdout.endsWith(
+        'Note: "caf\\u00e9-partner", "cafe\\u0301-partner" look alike but are different clients (ids are compared byte for byte).\n',
+      ),
+      listed.stdout,
+    );
+
     const removed = await runCli(['clients', 'remove', NFD_ID, '--clients-file', file], { cwd });
     assert.equal(removed.code, 0, removed.stderr);
     assert.deepEqual((await loadClientRegistry(file)).ids(), [NFC_ID]);
+    const again = await runCli(['clients', 'disable', NFD_ID, '--clients-file', file], { cwd });
+    assert.equal(again.code, 1);
+    assert.equal(
+      again.stderr,
+      `portaria: clients disable: no client ${JSON.stringify(NFD_ID)} in ${file} ("caf\\u00e9-partner" differs from "cafe\\u0301-partner" only in Unicode spelling; ids are compared byte for byte)\n`,
+    );
   });
 
   for (const [name, id, flaw] of [
