@@ -7,7 +7,7 @@
  * ever prints a stored hash. Ids, scopes and lifetimes are checked with the registry's
  * own rules, so the CLI cannot write a file the gateway would refuse.
  */
-import { clientIdProblem, lifetimeProblem, scopesProblems } from '../clients/clientRegistry.js';
+import { lifetimeProblem, scopesProblems } from '../clients/clientRegistry.js';
 import {
   addClient,
   type ClientsFileEntry,
@@ -16,7 +16,9 @@ import {
   removeClient,
   rotateClientSecret,
 } from '../clients/clientsFile.js';
+import { escapedId, lookalikesOf } from '../clients/lookalikeIds.js';
 import { generateSecret, hashChosenSecret, hashGeneratedSecret } from '../clients/secretHash.js';
+import { CLIENT_ID_RULE, clientIdProblem } from '../domain/clientId.js';
 import {
   type CliContext,
   envValue,
@@ -28,6 +30,7 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
+import { displayWidth, padToWidth } from './displayWidth.js';
 import { CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
 
 export const DEFAULT_CLIENTS_FILE = './data/clients.json';
@@ -59,7 +62,8 @@ Run "portaria clients <command> --help" for a command's options.
 
 const ADD_HELP = `Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
 
-Registers a client. By default a 256-bit secret is generated, printed once and stored
+Registers a client. The id is any Unicode text of ${CLIENT_ID_RULE}; ids are compared byte
+for byte, so two spellings of one name (NFC "é", NFD "e" + U+0301) are two clients. By default a 256-bit secret is generated, printed once and stored
 only as a hash. With --secret-stdin the secret is read from standard input instead
 (at least ${MIN_CHOSEN_SECRET} characters) and stored as a scrypt hash.
 
@@ -163,16 +167,18 @@ async function add(args: readonly string[], ctx: CliContext): Promise<void> {
       );
     }
     entry.secrets.push({ hash: await hashChosenSecret(secret) });
-    await addClient(file, entry);
+    const lookalike = await addClient(file, entry);
     ctx.out(`Added client ${JSON.stringify(id)} (scopes: ${scopes.join(' ')}) to ${file}.\n`);
+    noteLookalike(ctx, id, lookalike);
     ctx.out('The secret read from stdin is stored as a scrypt hash.\n');
     return;
   }
 
   const secret = generateSecret();
   entry.secrets.push({ hash: hashGeneratedSecret(secret) });
-  await addClient(file, entry);
+  const lookalike = await addClient(file, entry);
   ctx.out(`Added client ${JSON.stringify(id)} (scopes: ${scopes.join(' ')}) to ${file}.\n`);
+  noteLookalike(ctx, id, lookalike);
   ctx.out(`client id:     ${id}\n`);
   ctx.out(`client secret: ${secret}\n`);
   ctx.out('Store the secret now: it cannot be shown again (only its hash is kept).\n');
@@ -196,14 +202,25 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
       String(c.secretCount),
     ]),
   ];
+  // Aligned by terminal columns, not UTF-16 units: ids may be CJK, emoji or decomposed.
   const widths =
-    rows[0]?.map((_, col) => Math.max(...rows.map((r) => (r[col] ?? '').length))) ?? [];
+    rows[0]?.map((_, col) => Math.max(...rows.map((r) => displayWidth(r[col] ?? '')))) ?? [];
   for (const row of rows) {
     ctx.out(
       `${row
-        .map((cell, col) => cell.padEnd(widths[col] ?? 0))
+        .map((cell, col) => padToWidth(cell, widths[col] ?? 0))
         .join('  ')
         .trimEnd()}\n`,
+    );
+  }
+  const ids = clients.map((c) => c.id);
+  const noted = new Set<string>();
+  for (const id of ids) {
+    const alike = lookalikesOf(ids, id);
+    if (alike.length === 0 || noted.has(id)) continue;
+    for (const other of alike) noted.add(other);
+    ctx.out(
+      `Note: ${[id, ...alike].map(escapedId).join(', ')} look alike but are different clients (ids are compared byte for byte).\n`,
     );
   }
 }
@@ -270,6 +287,14 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   const file = await clientsFile(parsed, ctx);
   await removeClient(file, id);
   ctx.out(`Removed client ${JSON.stringify(id)} from ${file}.\n`);
+}
+
+/** Ids are never normalised: say so when the new one differs from another only in spelling. */
+function noteLookalike(ctx: CliContext, id: string, lookalike: string | undefined): void {
+  if (lookalike === undefined) return;
+  ctx.out(
+    `Note: the existing client ${JSON.stringify(lookalike)} is the same name in another Unicode spelling (${escapedId(lookalike)}, this one ${escapedId(id)}); ids are compared byte for byte, so these are two clients.\n`,
+  );
 }
 
 /** `30m`, `24h`, `7d`, `90s` or plain seconds → seconds; null when invalid or over 365 days. */

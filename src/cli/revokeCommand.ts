@@ -9,6 +9,7 @@
  * the gateway unreachable, 2 usage error.
  */
 import { readFile } from 'node:fs/promises';
+import { clientIdProblem } from '../domain/clientId.js';
 import {
   type CliContext,
   envValue,
@@ -41,6 +42,7 @@ Options:
   --expires-at SECONDS   that token's "exp" (epoch seconds), so the entry can be
                          forgotten sooner (default: the longest token lifetime)
   --client ID            revoke every token of this client issued at or before --before
+                         (any Unicode id, matched byte for byte: no normalisation)
   --before TIME          cut-off: RFC 3339 date-time (2026-01-01T12:00:00Z) or epoch
                          seconds (default: now plus the gateway's clock skew, so a
                          token stamped by a clock running ahead is covered too)
@@ -127,6 +129,8 @@ function requestBody(
   if (expiresAt !== undefined) throw new UsageError(CMD, '--expires-at goes with --jti only');
   if (client === '' || client === undefined)
     throw new UsageError(CMD, '--client: must not be empty');
+  const problem = clientIdProblem(client);
+  if (problem) throw new UsageError(CMD, `--client: a client id ${problem}`);
   if (before === undefined) return { clientId: client };
   if (SECONDS.test(before)) return { clientId: client, issuedBefore: Number(before) };
   if (RFC3339.test(before)) return { clientId: client, issuedBefore: before };

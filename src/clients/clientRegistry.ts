@@ -9,13 +9,15 @@
  *
  * Everything is validated before anything is used; every problem is reported at once
  * with its path (`clients[2].scopes: …`). The result is immutable; lookups go through a
- * `Map`, so ids such as `__proto__` or `constructor` are plain keys.
+ * `Map`, so ids such as `__proto__` or `constructor` are plain keys, compared byte for
+ * byte (ids follow `domain/clientId.ts`: any Unicode text, never normalised).
  *
- * The rules for ids, scopes and lifetimes are exported for the CLI, which must refuse
- * exactly what this loader refuses.
+ * The rules for scopes and lifetimes are exported for the CLI, which must refuse exactly
+ * what this loader refuses (as must it for ids, with the same `clientIdProblem`).
  */
 import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../config/configError.js';
+import { clientIdProblem } from '../domain/clientId.js';
 import { isScopeToken } from '../domain/scope.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
 import { type ParsedHash, parseSecretHash } from './secretHash.js';
@@ -40,16 +42,9 @@ export interface ClientRecord {
 export const MAX_SECRETS_PER_CLIENT = 2;
 export const MAX_LIFETIME_SECONDS = 86_400;
 
-const CLIENT_ID = /^[\x21-\x7E]{1,128}$/;
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
 const CLIENT_FIELDS = new Set(['id', 'secrets', 'scopes', 'lifetimeSeconds', 'disabled']);
 const SECRET_FIELDS = new Set(['hash', 'expiresAt']);
-
-/** Why `value` is not a client id (1–128 printable ASCII characters, no spaces), or null. */
-export function clientIdProblem(value: unknown): string | null {
-  if (typeof value === 'string' && CLIENT_ID.test(value)) return null;
-  return 'must be 1 to 128 printable ASCII characters without spaces';
-}
 
 /** Problems with a scope list, each prefixed with `path`; empty when the list is valid. */
 /**

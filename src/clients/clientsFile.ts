@@ -20,6 +20,7 @@ import { replaceFile } from '../lib/atomicWrite.js';
 import { withFileLock } from '../lib/fileLock.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
+import { escapedId, lookalikesOf } from './lookalikeIds.js';
 
 export interface ClientsFileSecret {
   hash: string;
@@ -72,7 +73,15 @@ export async function readClientsFile(file: string): Promise<ClientsFileData> {
   return document as ClientsFileData;
 }
 
-export async function addClient(file: string, entry: ClientsFileEntry): Promise<void> {
+/**
+ * Adds a client. Returns an existing id that differs from the new one only in Unicode
+ * spelling (equal under NFKC), for the CLI to point out: ids are never normalised, so
+ * both are registered, as two clients.
+ */
+export async function addClient(
+  file: string,
+  entry: ClientsFileEntry,
+): Promise<string | undefined> {
   // The first client makes the directory (as the atomic write would), before the lock.
   try {
     await mkdir(dirname(file), { recursive: true, mode: 0o700 });
@@ -80,7 +89,7 @@ export async function addClient(file: string, entry: ClientsFileEntry): Promise<
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new ClientsFileError(`${file}: cannot create its directory (${code})`);
   }
-  await withFileLock(file, async () => {
+  return withFileLock(file, async () => {
     const data = await readClientsFile(file);
     if (data.clients.some((c) => c.id === entry.id)) {
       throw new ClientsFileError(`client ${JSON.stringify(entry.id)} already exists in ${file}`);
@@ -88,6 +97,10 @@ export async function addClient(file: string, entry: ClientsFileEntry): Promise<
     const next: ClientsFileData = { clients: [...data.clients, entry] };
     buildClientRegistry(next, `clients.file (${file})`);
     await writeClientsFile(file, next);
+    return lookalikesOf(
+      data.clients.map((c) => c.id),
+      entry.id,
+    )[0];
   });
 }
 
@@ -97,7 +110,7 @@ export async function disableClient(file: string, id: string): Promise<boolean> 
     const data = await readClientsFile(file);
     const entry = data.clients.find((c) => c.id === id);
     if (entry === undefined) {
-      throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+      throw noClient(file, id, data);
     }
     if (entry.disabled === true) return false;
     entry.disabled = true;
@@ -112,7 +125,7 @@ export async function removeClient(file: string, id: string): Promise<void> {
     const data = await readClientsFile(file);
     const next: ClientsFileData = { clients: data.clients.filter((c) => c.id !== id) };
     if (next.clients.length === data.clients.length) {
-      throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+      throw noClient(file, id, data);
     }
     buildClientRegistry(next, `clients.file (${file})`);
     await writeClientsFile(file, next);
@@ -157,7 +170,7 @@ async function rotateLocked(
   const data = await readClientsFile(file);
   const entry = data.clients.find((c) => c.id === id);
   if (entry === undefined) {
-    throw new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}`);
+    throw noClient(file, id, data);
   }
   const { nowMs, overlapMs } = rotation;
   const endMs = nowMs + overlapMs;
@@ -183,6 +196,19 @@ async function rotateLocked(
   buildClientRegistry(data, `clients.file (${file})`);
   await writeClientsFile(file, data);
   return { kept: previous.map((s) => s.expiresAt), dropped };
+}
+
+/** "No such client", naming a client whose id differs only in Unicode spelling. */
+function noClient(file: string, id: string, data: ClientsFileData): ClientsFileError {
+  const [lookalike] = lookalikesOf(
+    data.clients.map((c) => c.id),
+    id,
+  );
+  const hint =
+    lookalike === undefined
+      ? ''
+      : ` (${escapedId(lookalike)} differs from ${escapedId(id)} only in Unicode spelling; ids are compared byte for byte)`;
+  return new ClientsFileError(`no client ${JSON.stringify(id)} in ${file}${hint}`);
 }
 
 /** A stored secret's expiry, ms since the epoch; null when it has none (the file is validated). */

@@ -24,15 +24,25 @@ export interface Principal {
 }
 
 /**
- * The longest `jti` and client id a revocation can name (admin API, revocation log):
- * the verifier refuses a token whose ids it could not revoke.
+ * The longest `jti` a revocation can name (admin API, revocation log): the verifier
+ * refuses a token whose ids it could not revoke. Client ids follow `clientId.ts`.
  */
 export const MAX_TOKEN_ID_LENGTH = 512;
-export const MAX_CLIENT_ID_LENGTH = 256;
 
-/** 1 to `max` characters, no control characters: an id a revocation can name. */
+/**
+ * 1 to `max` characters, no control characters, no lone surrogates: a token id a
+ * revocation can name. A lone surrogate has no UTF-8 form: Redis would store U+FFFD in
+ * its place, and a replica loading the list would then hold a different id.
+ */
 export function isRevocableId(value: string, max: number): boolean {
-  return value.length > 0 && value.length <= max && !CONTROL.test(value);
+  return value.length > 0 && value.length <= max && !CONTROL_OR_LONE_SURROGATE.test(value);
 }
 
-const CONTROL = /\p{Cc}/u;
+/** True when `value` has no lone surrogate, i.e. it has a UTF-8 form. */
+export function isWellFormedText(value: string): boolean {
+  return !LONE_SURROGATE.test(value);
+}
+
+const LONE_SURROGATE = /\p{Cs}/u;
+/** `Cc`, or `Cs`: with the `u` flag a surrogate matches only when it is not half of a pair. */
+const CONTROL_OR_LONE_SURROGATE = /[\p{Cc}\p{Cs}]/u;

@@ -19,6 +19,7 @@
  *       accepts a token up to `exp` + skew); without it, until now + maxLifetimeSeconds
  *       + 2 × skew (the latest any token issued so far is still accepted).
  *   { "clientId": "…", "issuedBefore"?: "<RFC 3339 date-time>" | <epoch seconds> }
+ *       `clientId` is any client id (`domain/clientId.ts`), matched byte for byte;
  *       revokes every token of the client whose `iat` is at or before the cut-off
  *       (default: now + clock skew, which also covers tokens stamped by an issuer whose
  *       clock runs ahead).
@@ -39,7 +40,8 @@
  * reason) and every revocation that could not be stored. The admin token never appears.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { isRevocableId, MAX_CLIENT_ID_LENGTH, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
+import { CLIENT_ID_RULE, isClientId } from '../domain/clientId.js';
+import { isRevocableId, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
 import { PortariaError } from '../errors.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
@@ -243,7 +245,7 @@ export function parseRevocation(
     if (!isRevocableId(jti, MAX_TOKEN_ID_LENGTH)) {
       throw invalidRequest(
         'bad-jti',
-        `jti must be 1 to ${MAX_TOKEN_ID_LENGTH} characters without control characters.`,
+        `jti must be 1 to ${MAX_TOKEN_ID_LENGTH} characters without control characters or lone surrogates.`,
       );
     }
     if (!Object.hasOwn(record, 'expiresAt')) {
@@ -269,11 +271,8 @@ export function parseRevocation(
   const clientId = record.clientId;
   if (typeof clientId !== 'string')
     throw invalidRequest('wrong-type', 'clientId must be a string.');
-  if (!isRevocableId(clientId, MAX_CLIENT_ID_LENGTH)) {
-    throw invalidRequest(
-      'bad-client-id',
-      `clientId must be 1 to ${MAX_CLIENT_ID_LENGTH} characters without control characters.`,
-    );
+  if (!isClientId(clientId)) {
+    throw invalidRequest('bad-client-id', `clientId must be ${CLIENT_ID_RULE}.`);
   }
   // Default cut-off: now plus the skew, so that a token issued just before the revocation by
   // a replica or issuer whose clock runs ahead (its iat up to the skew later) is covered.

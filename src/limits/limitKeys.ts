@@ -2,10 +2,10 @@
  * The keys the token limits track, bounded whatever the request holds.
  *
  * A `clientId` is client-chosen (known or not: an unknown id is limited like a known
- * one, so the limiter does not reveal which ids exist). An id that a client could
- * legitimately have (1–128 visible ASCII characters, the registry's rule) is its own
- * key; anything else is replaced by a space and its SHA-256 (a space never appears in a
- * valid id, so the two forms cannot collide). A source address is an IPv4 address or an
+ * one, so the limiter does not reveal which ids exist). An id of 1–128 visible ASCII
+ * characters is its own key; anything else (a Unicode id, one with a space, a longer
+ * one) is replaced by a space and the SHA-256 of its UTF-8 bytes (the plain form never
+ * holds a space, so the two forms cannot collide). A source address is an IPv4 address or an
  * IPv6 /64 (`sourceAddress`), which never holds a space, so `<address> <client>` names
  * a pair unambiguously.
  */

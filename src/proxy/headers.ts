@@ -32,14 +32,14 @@
  * forms are the same lists folded into an object.
  *
  * Field names arrive lowercased (Node's parser and undici guarantee it). Claim values:
- * strings as is, arrays of strings joined by a space, finite numbers in decimal; an
- * absent claim, another type, or a value that is not a valid field value (RFC 9110 §5.5)
- * sets no header.
+ * strings, arrays of strings joined by a space, finite numbers in decimal, each encoded by
+ * `identityHeaderValue` (percent-encoding); an absent claim or another type sets no header.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';
 import type { Principal } from '../domain/principal.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
+import { identityHeaderValue } from './identityHeaderValue.js';
 
 export type ForwardedProto = 'http' | 'https';
 
@@ -111,7 +111,6 @@ const ADDRESS_FIELDS = [XFF, REAL_IP, FORWARDED];
 const PROXY_FIELDS = [XFP, XFH, 'x-forwarded-port', 'x-original-url', 'x-rewrite-url'];
 /** Every field named so is proxy-set; from an untrusted peer none reaches the upstream. */
 const FORWARDED_PREFIX = 'x-forwarded';
-const FIELD_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** An RFC 9110 §5.6.2 token: a `Forwarded` parameter value that needs no quotes. */
 const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HOP_BY_HOP: ReadonlySet<string> = new Set(HOP_BY_HOP_HEADERS);
@@ -157,7 +156,7 @@ function claimValue(value: unknown): string | undefined {
   if (typeof value === 'string') text = value;
   else if (typeof value === 'number') text = Number.isFinite(value) ? String(value) : undefined;
   else if (isStringArray(value)) text = value.join(' ');
-  return text !== undefined && FIELD_VALUE.test(text) ? text : undefined;
+  return text === undefined ? undefined : identityHeaderValue(text);
 }
 
 /**

@@ -17,9 +17,10 @@
  */
 import type { KeyObject, webcrypto } from 'node:crypto';
 import { errors, jwtVerify } from 'jose';
+import { isClientId } from '../domain/clientId.js';
 import {
   isRevocableId,
-  MAX_CLIENT_ID_LENGTH,
+  isWellFormedText,
   MAX_TOKEN_ID_LENGTH,
   type Principal,
 } from '../domain/principal.js';
@@ -203,13 +204,14 @@ export class TokenVerifier {
       throw invalid('bad-claims', 'The access token claims are malformed.');
     }
     const clientId = typeof payload.client_id === 'string' ? payload.client_id : sub;
-    // Every token accepted must be revocable, by jti and by client.
-    if (
-      !isRevocableId(jti, MAX_TOKEN_ID_LENGTH) ||
-      !isRevocableId(clientId, MAX_CLIENT_ID_LENGTH)
-    ) {
+    // Every token accepted must be revocable, by jti and by client: its client id is one
+    // the registry could hold, so the admin API can name it.
+    if (!isRevocableId(jti, MAX_TOKEN_ID_LENGTH) || !isClientId(clientId)) {
       throw invalid('unrevocable-ids', 'The access token claims are malformed.');
     }
+    // `sub` goes to the upstream (X-Client-Id by default): it must have a UTF-8 form.
+    if (!isWellFormedText(sub))
+      throw invalid('bad-claims', 'The access token claims are malformed.');
     const scopeText = scope ?? '';
     return Object.freeze({
       subject: sub,

@@ -322,16 +322,40 @@ describe('admin revocation API: POST', () => {
       'issuedBefore is allowed with clientId only.',
     ],
     ['a numeric jti', { jti: 42 }, 'jti must be a string.'],
-    ['an empty jti', { jti: '' }, 'jti must be 1 to 512 characters without control characters.'],
+    [
+      'an empty jti',
+      { jti: '' },
+      'jti must be 1 to 512 characters without control characters or lone surrogates.',
+    ],
+    [
+      'a jti with a lone surrogate',
+      { jti: 'j\ud800' },
+      'jti must be 1 to 512 characters without control characters or lone surrogates.',
+    ],
     [
       'a clientId with a control character',
       { clientId: 'a\u0007b' },
-      'clientId must be 1 to 256 characters without control characters.',
+      'clientId must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates.',
+    ],
+    [
+      'a clientId with a C1 control character',
+      { clientId: 'é\u0085' },
+      'clientId must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates.',
     ],
     [
       'a clientId over 256 characters',
       { clientId: 'c'.repeat(257) },
-      'clientId must be 1 to 256 characters without control characters.',
+      'clientId must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates.',
+    ],
+    [
+      'a clientId of 86 CJK characters (258 bytes)',
+      { clientId: '客'.repeat(86) },
+      'clientId must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates.',
+    ],
+    [
+      'a clientId with a lone surrogate',
+      { clientId: 'c\ud83d' },
+      'clientId must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates.',
     ],
     [
       'a date that does not exist',

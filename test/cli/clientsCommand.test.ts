@@ -2,10 +2,12 @@ import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
+import { displayWidth } from '../../src/cli/displayWidth.js';
 import { createClientAuthenticator } from '../../src/clients/authenticateClient.js';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { verifySecret } from '../../src/clients/secretHash.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { runCli, tempDir } from './runCli.js';
 
 const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
@@ -74,6 +76,94 @@ describe('portaria clients', () => {
     const reloaded = createClientAuthenticator(await loadClientRegistry(file), new ManualClock());
     assert.deepEqual(await reloaded('acme', secret), { ok: false, reason: 'disabled-client' });
   });
+
+  test('Unicode ids: added as given, listed aligned, their secrets authenticate', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const secrets = new Map<string, string>();
+    for (const [, id] of UNICODE_CLIENT_IDS) {
+      const added = await runCli(['clients', 'add', id, '--scopes', 'a', '--clients-file', file], {
+        cwd,
+      });
+      assert.equal(added.code, 0, added.stderr);
+      assert.ok(added.stdout.startsWith(`Added client ${JSON.stringify(id)} (scopes: a)`));
+      assert.match(added.stdout, new RegExp(`^client id: {5}${id}$`, 'mu'));
+      secrets.set(id, SECRET_LINE.exec(added.stdout)?.[1] ?? assert.fail(added.stdout));
+    }
+    const registry = await loadClientRegistry(file);
+    const auth = createClientAuthenticator(registry, new ManualClock());
+    for (const [id, secret] of secrets) assert.equal((await auth(id, secret)).ok, true, id);
+
+    const listed = await runCli(['clients', 'list', '--clients-file', file], { cwd });
+    assert.equal(listed.code, 0, listed.stderr);
+    const lines = listed.stdout.trimEnd().split('\n');
+    assert.deepEqual(
+      lines.slice(1).map((l) => l.slice(0, l.indexOf('  '))),
+      UNICODE_CLIENT_IDS.map(([, id]) => id),
+    );
+    // The SCOPES column starts at the same terminal column on every row.
+    const columns = lines.map((l) => displayWidth(l.slice(0, l.search(/ {2}(SCOPES|a) /) + 2)));
+    assert.equal(new Set(columns).size, 1, listed.stdout);
+  });
+
+  test('the NFD spelling of an existing NFC id is a second client, with a note saying so', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const nfc = await runCli(['clients', 'add', NFC_ID, '--scopes', 'a', '--clients-file', file], {
+      cwd,
+    });
+    assert.equal(nfc.code, 0, nfc.stderr);
+    assert.doesNotMatch(nfc.stdout, /Note:/);
+    const nfd = await runCli(['clients', 'add', NFD_ID, '--scopes', 'b', '--clients-file', file], {
+      cwd,
+    });
+    assert.equal(nfd.code, 0, nfd.stderr);
+    assert.ok(
+      nfd.stdout.includes(
+        `Note: the existing client ${JSON.stringify(NFC_ID)} is the same name in another Unicode spelling ("caf\\u00e9-partner", this one "cafe\\u0301-partner"); ids are compared byte for byte, so these are two clients.\n`,
+      ),
+      nfd.stdout,
+    );
+    const registry = await loadClientRegistry(file);
+    assert.deepEqual(registry.ids(), [NFC_ID, NFD_ID]);
+    assert.equal(registry.get(NFD_ID)?.scope, 'b');
+
+    const listed = await runCli(['clients', 'list', '--clients-file', file], { cwd });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.ok(
+      listed.stdout.endsWith(
+        'Note: "caf\\u00e9-partner", "cafe\\u0301-partner" look alike but are different clients (ids are compared byte for byte).\n',
+      ),
+      listed.stdout,
+    );
+
+    const removed = await runCli(['clients', 'remove', NFD_ID, '--clients-file', file], { cwd });
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.deepEqual((await loadClientRegistry(file)).ids(), [NFC_ID]);
+    const again = await runCli(['clients', 'disable', NFD_ID, '--clients-file', file], { cwd });
+    assert.equal(again.code, 1);
+    assert.equal(
+      again.stderr,
+      `portaria: clients disable: no client ${JSON.stringify(NFD_ID)} in ${file} ("caf\\u00e9-partner" differs from "cafe\\u0301-partner" only in Unicode spelling; ids are compared byte for byte)\n`,
+    );
+  });
+
+  for (const [name, id, flaw] of [
+    ['a newline', 'a\nb', 'control character U+000A at index 1'],
+    ['a C1 control', 'é\u0085', 'control character U+0085 at index 1'],
+    ['86 CJK characters', '客'.repeat(86), 'it takes 258 bytes'],
+  ] as const) {
+    test(`clients add refuses an id with ${name}, naming the rule (exit 2)`, async (t) => {
+      const cwd = await tempDir(t);
+      const r = await runCli(['clients', 'add', id, '--scopes', 'a'], { cwd });
+      assert.equal(r.code, 2);
+      assert.equal(
+        r.stderr,
+        `portaria: clients add: client id ${JSON.stringify(id)}: must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (${flaw}) (see "portaria clients add --help")\n`,
+      );
+      assert.deepEqual(await readdir(cwd), []);
+    });
+  }
 
   test('stores a secret read from stdin as a scrypt hash', async (t) => {
     const cwd = await tempDir(t);

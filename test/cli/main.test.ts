@@ -29,8 +29,8 @@ describe('portaria command line', () => {
       'portaria: clients add: option --scopes needs a value (see "portaria clients add --help")',
     ],
     [
-      ['clients', 'add', 'a b', '--scopes', 'x'],
-      'portaria: clients add: client id "a b": must be 1 to 128 printable ASCII characters without spaces (see "portaria clients add --help")',
+      ['clients', 'add', 'a\tb', '--scopes', 'x'],
+      'portaria: clients add: client id "a\\tb": must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (control character U+0009 at index 1) (see "portaria clients add --help")',
     ],
     [
       ['clients', 'add', 'acme', '--scopes', 'a,b"c'],

@@ -10,6 +10,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import type { RevocationStore } from '../../src/revocation/revocationStore.js';
+import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { ADMIN_LIFETIME, ADMIN_SKEW, startAdminApi } from './adminApi.js';
 import { runCli, tempDir } from './runCli.js';
 
@@ -75,6 +76,25 @@ describe('portaria revoke', () => {
     assert.deepEqual(s.store.entries().clients, [
       { clientId: 'acme', issuedBefore: cut, expiresAt: cut + LIFETIME + SKEW },
     ]);
+  });
+
+  test('--client takes any Unicode id and revokes exactly that one (NFD is not NFC)', async (t) => {
+    const s = await setup(t);
+    for (const id of [...UNICODE_CLIENT_IDS.map(([, id]) => id), NFD_ID]) {
+      const r = await runCli(
+        ['revoke', '--client', id, '--admin-url', s.url, '--token-file', s.tokenFile],
+        { cwd: s.dir },
+      );
+      assert.equal(r.code, 0, r.stderr);
+      assert.ok(
+        r.stdout.startsWith(`Revoked every token of client ${JSON.stringify(id)} `),
+        r.stdout,
+      );
+      const now = Math.floor(Date.now() / 1000);
+      assert.equal(s.store.isRevoked({ tokenId: 't', clientId: id, issuedAt: now }), true, id);
+    }
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(s.store.isRevoked({ tokenId: 't', clientId: NFC_ID, issuedAt: now }), false);
   });
 
   test('--expires-at in the past: the API refusal is printed, exit 1', async (t) => {
@@ -182,6 +202,14 @@ describe('portaria revoke', () => {
     [['--jti', 'a', '--admin-url', 'ftp://x'], '--admin-url: must be an http or https URL'],
     [['--jti', 'a', '--frobnicate'], 'unknown option --frobnicate'],
     [['--jti', 'a', 'extra'], 'unexpected argument "extra"'],
+    [
+      ['--client', 'a\tb'],
+      '--client: a client id must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (control character U+0009 at index 1)',
+    ],
+    [
+      ['--client', '客'.repeat(86)],
+      '--client: a client id must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (it takes 258 bytes)',
+    ],
   ] as const) {
     test(`usage error (exit 2): ${message}`, async (t) => {
       const s = await setup(t);

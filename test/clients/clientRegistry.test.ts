@@ -6,6 +6,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { hashChosenSecret, hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { ConfigError } from '../../src/config/configError.js';
+import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 
 const HASH = hashGeneratedSecret('a secret');
 
@@ -130,7 +131,7 @@ describe('loadClientRegistry', () => {
       clients: [
         { id: 'ok', secrets: [{ hash: HASH }], scopes: ['a'] },
         'not an object',
-        { id: 'has space', secrets: [{ hash: 'md5:abc' }], scopes: 'a b', lifetimeSeconds: 0 },
+        { id: 'has\ttab', secrets: [{ hash: 'md5:abc' }], scopes: 'a b', lifetimeSeconds: 0 },
         {
           id: 'x',
           secrets: [{ hash: HASH, expiresAt: '2026-02-30T00:00:00Z', note: 1 }],
@@ -145,7 +146,7 @@ describe('loadClientRegistry', () => {
     assert.deepEqual(await problemsOf(file), [
       'version: unknown field',
       'clients[1]: must be an object',
-      'clients[2].id: must be 1 to 128 printable ASCII characters without spaces',
+      'clients[2].id: must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (control character U+0009 at index 3)',
       'clients[2].scopes: must be an array of scope tokens',
       'clients[2].lifetimeSeconds: must be an integer number of seconds from 1 to 86400',
       'clients[2].secrets[0].hash: must be "sha256:<base64url>" or "scrypt:N:r:p:<salt>:<hash>"',
@@ -157,7 +158,7 @@ describe('loadClientRegistry', () => {
       'clients[3].secrets[0].expiresAt: must be an RFC 3339 date-time (2026-12-01T00:00:00Z)',
       'clients[4].scopes: must list at least one scope',
       'clients[4].secrets: must hold 1 or 2 secrets',
-      'clients[5].id: must be 1 to 128 printable ASCII characters without spaces',
+      'clients[5].id: must be a string of 1 to 256 bytes of UTF-8 without control characters or lone surrogates',
       'clients[5].scopes: must be an array of scope tokens',
       'clients[5].lifetimeSeconds: must be an integer number of seconds from 1 to 86400',
       'clients[5].secrets: must hold 1 or 2 secrets',
@@ -176,15 +177,47 @@ describe('loadClientRegistry', () => {
     ]);
   });
 
-  test('accepts ids of 1 and 128 printable characters and refuses 129', async (t) => {
+  test('accepts any Unicode id of 1 to 256 UTF-8 bytes and refuses longer ones', async (t) => {
     const entry = (id: string) => ({ id, secrets: [{ hash: HASH }], scopes: ['a'] });
-    const good = await writeClients(t, { clients: [entry('a'), entry('~'.repeat(128))] });
-    assert.equal((await loadClientRegistry(good)).size, 2);
-    const bad = await writeClients(t, { clients: [entry('a'.repeat(129)), entry('é')] });
+    const ids = [
+      'a',
+      'a'.repeat(256),
+      `${'客'.repeat(85)}x`,
+      'Acme Corp 100%',
+      ...UNICODE_CLIENT_IDS.map(([, id]) => id),
+    ];
+    const good = await writeClients(t, { clients: ids.map(entry) });
+    const registry = await loadClientRegistry(good);
+    assert.deepEqual(registry.ids(), ids);
+    for (const id of ids) assert.equal(registry.get(id)?.id, id);
+    const bad = await writeClients(t, {
+      clients: [
+        entry('a'.repeat(257)),
+        entry('客'.repeat(86)),
+        entry('x\u2028\u0085'),
+        entry('\ud800'),
+      ],
+    });
     assert.deepEqual(await problemsOf(bad), [
-      'clients[0].id: must be 1 to 128 printable ASCII characters without spaces',
-      'clients[1].id: must be 1 to 128 printable ASCII characters without spaces',
+      'clients[0].id: must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (it takes 257 bytes)',
+      'clients[1].id: must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (it takes 258 bytes)',
+      'clients[2].id: must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (control character U+0085 at index 2)',
+      'clients[3].id: must be 1 to 256 bytes of UTF-8 without control characters or lone surrogates (lone surrogate U+D800 at index 0)',
     ]);
+  });
+
+  test('the NFC and NFD spellings of one name are two clients, looked up byte for byte', async (t) => {
+    const entry = (id: string, scope: string) => ({
+      id,
+      secrets: [{ hash: HASH }],
+      scopes: [scope],
+    });
+    const file = await writeClients(t, { clients: [entry(NFC_ID, 'nfc'), entry(NFD_ID, 'nfd')] });
+    const registry = await loadClientRegistry(file);
+    assert.equal(registry.size, 2);
+    assert.equal(registry.get(NFC_ID)?.scope, 'nfc');
+    assert.equal(registry.get(NFD_ID)?.scope, 'nfd');
+    assert.equal(registry.get(NFC_ID.toUpperCase()), undefined);
   });
 
   test('accepts lifetimes from 1 to 86400 seconds only as integers', async (t) => {

@@ -71,7 +71,7 @@ describe('clientsFile', () => {
   test('refuses to add an entry the gateway would refuse', async (t) => {
     const file = join(await tempDir(t), 'clients.json');
     await assert.rejects(
-      addClient(file, { id: 'a b', secrets: [{ hash: HASH }], scopes: ['a'] }),
+      addClient(file, { id: 'a\nb', secrets: [{ hash: HASH }], scopes: ['a'] }),
       ConfigError,
     );
     assert.deepEqual(await readdir(join(file, '..')), []);

@@ -291,6 +291,22 @@ describe('bearer verification at the edge', () => {
     ['a jti over 512 characters', { jti: 'j'.repeat(513) }, {}, 'token-invalid'],
     ['a jti with a control character', { jti: 'a\u0000b' }, {}, 'token-invalid'],
     ['a client_id over 256 characters', { client_id: 'c'.repeat(257) }, {}, 'token-invalid'],
+    ['a jti with a lone surrogate', { jti: 'j\ud800' }, {}, 'token-invalid'],
+    [
+      'a client_id of 86 CJK characters (258 bytes)',
+      { client_id: '客'.repeat(86) },
+      {},
+      'token-invalid',
+    ],
+    ['a client_id with a C1 control', { client_id: 'acme\u0085' }, {}, 'token-invalid'],
+    ['a client_id with a lone surrogate', { client_id: 'acme\ud83d' }, {}, 'token-invalid'],
+    [
+      'no client_id and a sub that is no client id',
+      { client_id: undefined, sub: 'a\nb' },
+      {},
+      'token-invalid',
+    ],
+    ['a sub with a lone surrogate', { sub: 'acme\udc00' }, {}, 'token-invalid'],
     [
       'a lifetime over 24 h (exp − iat), signed with our own key',
       { iat: Math.floor(Date.now() / 1000), exp: Math.floor(Date.now() / 1000) + 86_401 },
@@ -310,6 +326,19 @@ describe('bearer verification at the edge', () => {
     const gw = await startGateway(t);
     const token = await signWithGatewayKey(gw, validClaims(gw, { jti: 'j'.repeat(512) }));
     assert.equal((await call(gw, token)).status, 200);
+    for (const clientId of ['🚀'.repeat(64), `${'客'.repeat(85)}x`, 'c'.repeat(256)]) {
+      const unicode = await signWithGatewayKey(gw, validClaims(gw, { client_id: clientId }));
+      assert.equal((await call(gw, unicode)).status, 200, clientId);
+    }
+  });
+
+  test('a sub with control characters beside a valid client_id reaches the upstream encoded', async (t) => {
+    const gw = await startGateway(t);
+    const token = await signWithGatewayKey(gw, validClaims(gw, { sub: 'user\r\n1 ' }));
+    assert.equal((await call(gw, token)).status, 200);
+    const seen = gw.upstream.received.at(-1)?.headers['x-client-id'];
+    assert.equal(seen, 'user%0D%0A1%20');
+    assert.equal(decodeURIComponent(seen as string), 'user\r\n1 ');
   });
 
   test('time claims within the configured skew are accepted', async (t) => {

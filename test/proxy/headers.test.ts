@@ -149,7 +149,22 @@ describe('upstream request headers', () => {
     assert.equal(headers['x-roles'], 'a b');
     assert.equal(headers['x-tier'], '3');
     assert.equal(headers['x-flag'], undefined);
-    assert.equal(headers['x-bad'], undefined);
+    assert.equal(headers['x-bad'], 'line%0D%0Abreak');
+  });
+
+  test('claim values outside visible ASCII are percent-encoded, never dropped', () => {
+    const headers = upstream(
+      untrusted,
+      {},
+      {
+        ...ctx,
+        principal: principal({ sub: '客户-é', jti: 'j\u0000%', scope: 'a\tb' }),
+      },
+    );
+    assert.equal(headers['x-client-id'], '%E5%AE%A2%E6%88%B7-%C3%A9');
+    assert.equal(decodeURIComponent(headers['x-client-id'] as string), '客户-é');
+    assert.equal(headers['x-token-jti'], 'j%00%25');
+    assert.equal(headers['x-token-scope'], 'a%09b');
   });
 
   test('the scope header comes from the principal scope', () => {

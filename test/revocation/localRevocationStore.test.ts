@@ -9,6 +9,7 @@ import { epochSeconds, ManualClock } from '../../src/lib/clock.js';
 import { lockPathFor } from '../../src/lib/fileLock.js';
 import { LocalRevocationStore } from '../../src/revocation/localRevocationStore.js';
 import { decodeRevocationLine } from '../../src/revocation/revocationLogRecord.js';
+import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 
 const HOUR = 3600;
 
@@ -456,4 +457,29 @@ test('a lock taken over while the store is open: later revocations are refused (
   ]);
   await store.close();
   assert.match(await readFile(lockPathFor(file), 'utf8'), /other-node/, "the other's lock stays");
+});
+
+test('client revocations by Unicode id survive a reopen byte for byte; NFC and NFD are two entries', async (t) => {
+  const file = await logFile(t);
+  const clock = new ManualClock();
+  const exp = epochSeconds(clock) + HOUR;
+  const first = await LocalRevocationStore.open(file, clock);
+  const ids = UNICODE_CLIENT_IDS.map(([, id]) => id);
+  for (const id of ids) await first.revokeClient(id, 1000, exp);
+  await first.revokeClient(NFC_ID, 1000, exp);
+  await first.close();
+
+  const { store, logged } = await openStore(t, file, clock);
+  assert.deepEqual(logged, []);
+  for (const id of [...ids, NFC_ID]) assert.equal(store.isRevoked(token('j', id, 1000)), true, id);
+  assert.equal(store.isRevoked(token('j', NFD_ID, 1000)), false, 'NFD is another client');
+  await store.revokeClient(NFD_ID, 500, exp);
+  assert.equal(store.isRevoked(token('j', NFD_ID, 501)), false, 'NFD has its own cut-off');
+  assert.equal(store.isRevoked(token('j', NFC_ID, 501)), true, 'NFC keeps its cut-off');
+  assert.deepEqual(
+    store.entries().clients.map((c) => [c.clientId, c.issuedBefore]),
+    [...ids.map((id) => [id, 1000]), [NFC_ID, 1000], [NFD_ID, 500]],
+  );
+  const text = await readFile(file, 'utf8');
+  assert.ok(text.includes(JSON.stringify(NFD_ID)), 'stored as UTF-8 JSON, not normalised');
 });

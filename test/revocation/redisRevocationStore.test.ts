@@ -22,6 +22,7 @@ import {
   encodeRevocationRecord,
 } from '../../src/revocation/revocationLogRecord.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
+import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { waitFor } from '../helpers/wait.js';
 import { PREFIX, redisConfig } from './redisFixtures.js';
 
@@ -77,6 +78,42 @@ function soon(clock: Clock = systemClock): number {
 }
 
 /** Polls until the store answers `isRevoked` true for `t`; returns the time it took (ms). */
+test('client revocations by Unicode id travel through Redis byte for byte; NFC and NFD are two entries', async (t) => {
+  const redis = await startRedis(t);
+  const { store: a } = await openStore(t, redis);
+  const { store: b } = await openStore(t, redis);
+  const ids = UNICODE_CLIENT_IDS.map(([, id]) => id);
+  for (const id of ids) await a.revokeClient(id, 1000, soon());
+  await a.revokeClient(NFC_ID, 1000, soon());
+  await a.revokeClient(NFD_ID, 500, soon());
+  await seenRevoked(b, token('j', NFD_ID, 500));
+  const raw = rawClient(t, redis);
+  const members = (await raw.zrangeBuffer(KEYS.cutoffs, '0', '-1', 'WITHSCORES')).map(String);
+  const stored = new Map<string, string>();
+  for (let i = 0; i < members.length; i += 2)
+    stored.set(members[i] as string, members[i + 1] as string);
+  assert.deepEqual(
+    [...stored].sort(),
+    [...ids.map((id) => [id, '1000']), [NFC_ID, '1000'], [NFD_ID, '500']].sort(),
+    'members are the ids UTF-8 encoded, unnormalised',
+  );
+
+  // A store loading the list in full (ZSCAN) holds the same entries as the one told by pub/sub.
+  const { store: c } = await openStore(t, redis);
+  for (const store of [b, c]) {
+    for (const id of [...ids, NFC_ID]) assert.equal(store.isRevoked(token('j', id, 1000)), true);
+    assert.equal(store.isRevoked(token('j', NFD_ID, 501)), false, 'NFD has its own cut-off');
+    assert.equal(store.isRevoked(token('j', NFC_ID, 501)), true, 'NFC keeps its cut-off');
+  }
+  const sorted = (s: RedisRevocationStore) =>
+    s
+      .entries()
+      .clients.map((e) => [e.clientId, e.issuedBefore])
+      .sort();
+  assert.deepEqual(sorted(c), sorted(a));
+  assert.deepEqual(sorted(b), sorted(a));
+});
+
 async function seenRevoked(
   store: RedisRevocationStore,
   t: ReturnType<typeof token>,

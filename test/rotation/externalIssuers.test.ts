@@ -206,6 +206,32 @@ describe('trusted external issuers at the gateway', () => {
     assert.equal(sample(text, 'portaria_jwks_keys{issuer="loose"}'), 1);
   });
 
+  test('a partner token with a Unicode or control-character sub reaches the upstream percent-encoded', async (t) => {
+    const { k1, clock, gw } = await partnerSetup(t);
+    for (const [sub, clientId, expected] of [
+      ['用户-1', 'partner-app', '%E7%94%A8%E6%88%B7-1'],
+      ['user\r\nX-Admin: 1', 'partner-app', 'user%0D%0AX-Admin: 1'],
+      ['cliënt-ü-✓', undefined, 'cli%C3%ABnt-%C3%BC-%E2%9C%93'],
+    ] as const) {
+      const res = await call(
+        gw,
+        await tokenOf(k1, clock, PARTNER_ISS, { sub, client_id: clientId }),
+      );
+      assert.equal(res.status, 200, await res.text());
+      const seen = gw.upstream.received.at(-1)?.headers;
+      assert.equal(seen?.['x-client-id'], expected);
+      assert.equal(decodeURIComponent(expected), sub);
+      assert.equal(seen?.['x-admin'], undefined);
+    }
+    // A client id (client_id, else sub) that no revocation could name is refused.
+    for (const overrides of [
+      { client_id: 'a\u0085' },
+      { client_id: undefined, sub: '客'.repeat(86) },
+    ]) {
+      await expectStatus(gw, await tokenOf(k1, clock, PARTNER_ISS, overrides), 401);
+    }
+  });
+
   test('1,000 random unknown kids cause at most one fetch per cooldown', async (t) => {
     const { clock, jwks, gw } = await partnerSetup(t);
     const kids = () => `rnd-${randomBytes(8).toString('hex')}`;
