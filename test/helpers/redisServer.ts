@@ -1,7 +1,8 @@
 /**
  * A real `redis-server` on a free loopback port, started for a test and stopped after
  * it. When the binary is missing the test fails (in CI and locally alike): the Redis
- * tests never skip. `.ci/run` installs the Debian package `redis-server`.
+ * tests never skip. `npm test` checks for it first (scripts/test-prerequisites.mjs) and, as
+ * root, installs the Debian package `redis-server`.
  */
 import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -40,7 +41,7 @@ export async function startRedis(
 ): Promise<RedisServer> {
   if (!redisServerAvailable()) {
     throw new Error(
-      `${BINARY} not found: install the Debian package redis-server (apt-get install redis-server); .ci/run does`,
+      `${BINARY} not found: install the Debian package redis-server (apt-get install redis-server); npm test does as root`,
     );
   }
   const dir = await mkdtemp(join(tmpdir(), 'portaria-redis-'));

@@ -116,7 +116,7 @@ describe('metrics contract', () => {
     assert.equal(
       version.status,
       0,
-      `${PROMTOOL} not found: install the Debian package prometheus (.ci/run does)`,
+      `${PROMTOOL} not found: install the Debian package prometheus (npm test does as root)`,
     );
     const text = await busyGatewayMetrics(t);
     const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
