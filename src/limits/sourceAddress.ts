@@ -11,6 +11,7 @@
  * hand any of them 2^64 fresh buckets and back-off pairs.
  */
 import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
 
 const UNKNOWN = 'unknown';
 
@@ -18,44 +19,19 @@ export function sourceAddress(client: string | undefined): string {
   return client === undefined || isIP(client) === 0 ? UNKNOWN : limitKeyOf(client);
 }
 
-/** `address` is a valid IP address (isIP ≠ 0). */
+/** `address` is a valid IP address (isIP ≠ 0); parsed by ipaddr.js, as proxy-addr does. */
 function limitKeyOf(address: string): string {
-  if (isIP(address) === 4) return address;
-  const groups = ipv6Groups(address);
+  const ip = ipaddr.parse(address);
+  if (ip.kind() === 'ipv4') return ip.toString();
+  const v6 = ip as ipaddr.IPv6;
   // IPv4-mapped (::ffff:a.b.c.d, in any spelling) or translated by NAT64/SIIT with the
   // well-known prefix (64:ff9b::a.b.c.d, RFC 6052): an IPv4 client, counted as such.
-  const head = groups.slice(0, 6).join(':');
-  if (head === '0:0:0:0:0:ffff' || head === '64:ff9b:0:0:0:0') {
-    const [high = 0, low = 0] = groups.slice(6).map((g) => Number.parseInt(g, 16));
+  if (v6.isIPv4MappedAddress() || v6.range() === 'rfc6052') {
+    const [high = 0, low = 0] = v6.parts.slice(6);
     return `${high >> 8}.${high & 255}.${low >> 8}.${low & 255}`;
   }
   // The /64: the first four groups; the rest is zero, written `::` (RFC 5952).
-  const prefix = groups.slice(0, 4);
+  const prefix = v6.parts.slice(0, 4).map((group) => group.toString(16));
   while (prefix.at(-1) === '0') prefix.pop();
   return `${prefix.join(':')}::/64`;
-}
-
-/**
- * The eight groups of a valid IPv6 address, lowercase hex without leading zeros; a zone
- * (`%eth0`) is dropped and an IPv4 tail becomes the two groups it stands for.
- */
-export function ipv6Groups(address: string): string[] {
-  const zone = address.indexOf('%');
-  const bare = (zone === -1 ? address : address.slice(0, zone)).toLowerCase();
-  const split = (part: string): string[] => {
-    if (part === '') return [];
-    const groups = part.split(':');
-    const last = groups.at(-1) ?? '';
-    if (!last.includes('.')) return groups;
-    const [a = 0, b = 0, c = 0, d = 0] = last.split('.').map(Number);
-    return [...groups.slice(0, -1), ((a << 8) | b).toString(16), ((c << 8) | d).toString(16)];
-  };
-  const gap = bare.indexOf('::');
-  let groups = split(bare);
-  if (gap !== -1) {
-    const head = split(bare.slice(0, gap));
-    const tail = split(bare.slice(gap + 2));
-    groups = [...head, ...Array<string>(8 - head.length - tail.length).fill('0'), ...tail];
-  }
-  return groups.map((group) => Number.parseInt(group, 16).toString(16));
 }

@@ -73,6 +73,7 @@ const HOMES: Record<string, readonly string[]> = {
   ajv: ['config'],
   ioredis: ['redis'],
   'proxy-addr': ['lib'],
+  'ipaddr.js': ['limits'],
 };
 
 interface Edge {
