@@ -20,7 +20,7 @@ import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
-import { createApp } from '../src/app.js';
+import { createApp } from '../src/app/createApp.js';
 import { hashGeneratedSecret } from '../src/clients/secretHash.js';
 import { validateConfig } from '../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../src/keys/generateKey.js';

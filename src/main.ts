@@ -94,7 +94,7 @@ async function main(): Promise<number> {
     { DEMO_CLIENT_ID, prepareDemoData },
     { printDemoWalkthrough },
   ] = await Promise.all([
-    import('./app.js'),
+    import('./app/createApp.js'),
     import('./config/configError.js'),
     import('./config/loadConfig.js'),
     import('./demo/demoUpstream.js'),

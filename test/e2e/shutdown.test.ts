@@ -384,6 +384,7 @@ describe('keep-alive connections during the drain', () => {
       const { proc, files, token } = await startProcess(t, upstream.url, 5000, 5000);
       const agent = new Agent({ keepAlive: true, maxSockets: 16 });
       let stopped = false;
+      const perClient = new Array<number>(16).fill(0);
       const client = async (i: number): Promise<void> => {
         for (let n = 0; n < 1000 && !stopped; n++) {
           const result = await get(agent, `${files.publicUrl}/v1/orders/${i}`, token);
@@ -393,11 +394,17 @@ describe('keep-alive connections during the drain', () => {
             if (result.error !== 'ECONNREFUSED') resets.push(result.error);
             return;
           }
+          perClient[i] = (perClient[i] ?? 0) + 1;
           answered++;
         }
       };
       const clients = Array.from({ length: 16 }, (_, i) => client(i));
-      await new Promise((resolve) => setTimeout(resolve, 300));
+      // Every client on its keep-alive connection (a connection still in the listener's
+      // accept queue when it closes is reset by the kernel: no keep-alive case).
+      await waitFor('an answer on each connection', () =>
+        perClient.every((count) => count > 0) ? true : undefined,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 200));
       proc.child.kill('SIGTERM');
       assert.equal((await proc.exited).code, 0);
       stopped = true;

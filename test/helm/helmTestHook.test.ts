@@ -13,7 +13,7 @@ import { Writable } from 'node:stream';
 import { describe, type TestContext, test } from 'node:test';
 import type { IPod } from 'kubernetes-models/v1/Pod';
 import { parse } from 'yaml';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/createApp.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
 import { startUpstream } from '../helpers/fixture.js';
 import { runToEnd } from '../helpers/process.js';

@@ -15,7 +15,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import type { TestContext } from 'node:test';
-import { type App, createApp } from '../../src/app.js';
+import { type App, createApp } from '../../src/app/createApp.js';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { loadConfig } from '../../src/config/loadConfig.js';
 import type { Config } from '../../src/config/types.js';

@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/createApp.js';
 import { ConfigError } from '../../src/config/configError.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_SECRET, startGateway } from '../helpers/fixture.js';

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { Writable } from 'node:stream';
 import { test } from 'node:test';
 import { decodeJwt } from 'jose';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/createApp.js';
 import { startGateway } from '../helpers/fixture.js';
 
 const quiet = () =>

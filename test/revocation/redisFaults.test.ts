@@ -13,7 +13,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import { type TestContext, test } from 'node:test';
 import { decodeJwt } from 'jose';
-import { createApp } from '../../src/app.js';
+import { createApp } from '../../src/app/createApp.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { RedisRevocationStore } from '../../src/revocation/redisRevocationStore.js';
 import { type Gateway, startGateway } from '../helpers/fixture.js';

@@ -1,0 +1,425 @@
+/**
+ * Composition root: builds every part from the frozen config, wires the hooks to metrics,
+ * and returns the app. Each room of `app/` holds one job: the listeners (servers.ts), the
+ * /readyz policy (readiness.ts), what reloads apply (reloads.ts), the timers
+ * (housekeeping.ts), the drain (shutdown.ts), start-up reads (startupChecks.ts). Tests call
+ * `createApp` directly with a port-0 config, a log destination they read, and (where time
+ * matters) a manual clock.
+ */
+import { createClientAuthenticator } from '../clients/authenticateClient.js';
+import { loadClientRegistry } from '../clients/clientRegistry.js';
+import type { Config } from '../config/types.js';
+import { createAdminHandler } from '../http/adminRoutes.js';
+import { openApiDocumentFor } from '../http/openApiDocument.js';
+import { PublicGateway } from '../http/publicGateway.js';
+import { StaticDocument } from '../http/staticDocument.js';
+import { createIssuerKeySet } from '../keys/issuerKeySet.js';
+import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
+import { RemoteKeySet } from '../keys/remoteKeySet.js';
+import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
+import { TrustedProxies } from '../lib/trustedProxies.js';
+import { createTokenLimiter } from '../limits/createTokenLimiter.js';
+import { PairAttempts } from '../limits/pairAttempts.js';
+import { RedisTokenLimiter } from '../limits/redisTokenLimiter.js';
+import {
+  createLoggers,
+  type DestinationStream,
+  type Logger,
+  prettyDestination,
+} from '../observability/logger.js';
+import { createMetrics } from '../observability/metrics.js';
+import { createForwarder } from '../proxy/forwarder.js';
+import { createHeaderPolicy } from '../proxy/headers.js';
+import { compileRouteTable } from '../proxy/routeTable.js';
+import { createWebSocketProxy } from '../proxy/webSocketProxy.js';
+import {
+  type ContentFingerprint,
+  contentFingerprint,
+  type EntryFilter,
+} from '../reload/contentFingerprint.js';
+import { LocalRevocationStore } from '../revocation/localRevocationStore.js';
+import { MemoryRevocationStore } from '../revocation/memoryRevocationStore.js';
+import { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
+import { TokenService } from '../token/tokenService.js';
+import { TokenVerifier } from '../verify/tokenVerifier.js';
+import { buildIssuerTable } from '../verify/trustedIssuer.js';
+import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
+import { startHousekeeping } from './housekeeping.js';
+import type { LiveState } from './liveState.js';
+import { createReadiness } from './readiness.js';
+import { watchReloadSources } from './reloads.js';
+import { revocationHorizon } from './revocationHorizon.js';
+import { createAdminListener, createPublicListener, listenOn, urlOf } from './servers.js';
+import { drain } from './shutdown.js';
+import { allOrEveryProblem, checkRevocationFile, readAdminToken } from './startupChecks.js';
+
+export interface AppOptions {
+  readonly config: Config;
+  readonly clock?: Clock;
+  /** Where JSON log lines go (default: stdout). */
+  readonly logDestination?: DestinationStream;
+  /**
+   * The configuration file and how to read it again, for route reloads. Absent in demo
+   * mode (there is no file); the clients file and keys directory reload regardless.
+   */
+  readonly configSource?: {
+    readonly file: string;
+    readonly reload: () => Promise<Config>;
+    /** `sourceBaseline([file])`, taken before the config was loaded. */
+    readonly since?: Promise<ContentFingerprint>;
+  };
+}
+
+/**
+ * The content fingerprint of a reloadable source, taken BEFORE its first load: the reload
+ * watch compares against it, so a change made while the gateway starts (it may wait
+ * seconds for Redis between loading a file and watching it) is reloaded, not missed.
+ */
+export function sourceBaseline(
+  paths: readonly string[],
+  entries?: EntryFilter,
+): Promise<ContentFingerprint> {
+  const print = contentFingerprint(paths, entries);
+  // Handled here too: a start that fails before the watch is set up must not leave an
+  // unhandled rejection behind.
+  print.catch(() => undefined);
+  return print;
+}
+
+export interface App {
+  readonly config: Config;
+  readonly logger: Logger;
+  /** Starts both listeners; resolves with the bound addresses. */
+  listen(): Promise<{ publicUrl: string; adminUrl: string }>;
+  /** Reloads the clients file, the keys directory, key files and the routes now (SIGHUP). */
+  reload(): Promise<void>;
+  /** Revokes a token by id; the entry is kept until `expiresAt` (default: max lifetime). */
+  revoke(tokenId: string, expiresAt?: number): Promise<void>;
+  /**
+   * Graceful stop: readiness turns 503, new connections are refused, in-flight requests
+   * get up to `server.shutdownGraceMs` to finish, then remaining connections are cut.
+   */
+  shutdown(): Promise<void>;
+}
+
+export async function createApp(options: AppOptions): Promise<App> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const destination =
+    options.logDestination ?? (config.log.pretty ? await prettyDestination() : undefined);
+  const { logger, access, droppedWrites } = createLoggers(config.log.level, destination);
+  const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
+  metrics.setLogDropSource(droppedWrites);
+
+  const issuerSets = config.issuers.map((issuer, index) => ({
+    config: issuer,
+    keys: createIssuerKeySet(issuer, {
+      clock,
+      index,
+      hooks: {
+        fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome),
+        // A withdrawn key must not keep verifying through the cache.
+        keysRemoved: () => cache.clear(),
+      },
+      log: (event, detail) => logger.info({ issuer: issuer.id, ...detail }, event),
+    }),
+  }));
+  const since = {
+    clients: sourceBaseline([config.clients.file]),
+    keys: sourceBaseline([config.keys.dir], isKeyDirectoryEntry),
+    issuerFiles: new Map(
+      config.issuers.flatMap((issuer) =>
+        issuer.keyFile ? [[issuer.id, sourceBaseline([issuer.keyFile])] as const] : [],
+      ),
+    ),
+  };
+  // Taken before the loads read: a change landing between the two must not become the
+  // baseline (then it would never be reloaded). A failed fingerprint reloads at once.
+  await Promise.allSettled([since.clients, since.keys, ...since.issuerFiles.values()]);
+  // Everything start-up reads without side effects, together: every problem in one run.
+  const [clients, initialRing, adminToken] = await allOrEveryProblem([
+    loadClientRegistry(config.clients.file),
+    loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+    readAdminToken(config.admin.tokenFile),
+    checkRevocationFile(config),
+    ...issuerSets.map((s) => s.keys.load()),
+  ] as const);
+  // The stores below create files or connections, so they open only once the reads above
+  // succeeded: a configuration problem leaves no file and no Redis connection behind.
+  // Waits at most redis.connectTimeoutMs for the first full load.
+  const redisRevocations =
+    config.revocation.store === 'redis'
+      ? await RedisRevocationStore.open({
+          redis: config.redis,
+          clock,
+          maxSyncLagSeconds: config.revocation.maxSyncLagSeconds,
+          whileRedisDown: config.revocation.whileRedisDown,
+          queueFile: config.revocation.queueFile,
+          log: (level, event, detail) => logger[level](detail, event),
+          onSync: (outcome) => metrics.revocationSync(outcome),
+        })
+      : null;
+  const revocation =
+    redisRevocations ??
+    (config.revocation.store === 'local'
+      ? await LocalRevocationStore.open(config.revocation.file, clock, {
+          log: (event, detail) => logger.warn(detail, event),
+        })
+      : new MemoryRevocationStore(clock));
+  metrics.setRevocationSizeSource(() => revocation.size());
+  if (redisRevocations !== null) {
+    const store = redisRevocations;
+    metrics.setRevocationSyncSource(() => {
+      const state = store.state();
+      return { lagSeconds: state.syncAgeSeconds, queued: state.queued };
+    });
+    metrics.addRedisConnectionSource('revocation', () => store.state().connected.revocation);
+    metrics.addRedisConnectionSource(
+      'revocation-subscriber',
+      () => store.state().connected['revocation-subscriber'],
+    );
+  }
+  const state: LiveState = {
+    keyRing: initialRing,
+    authenticate: createClientAuthenticator(clients, clock),
+    clientCount: clients.size,
+    routes: compileRouteTable(config),
+    draining: false,
+    graceOver: false,
+  };
+  const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);
+  metrics.setCacheSizeSource(() => cache.size);
+  metrics.setSigningKeySource(() => ({
+    states: state.keyRing.states(),
+    activeAgeSeconds: state.keyRing.activeKeyAgeSeconds(),
+    activeRetiresInSeconds: state.keyRing.activeKeyRetiresInSeconds(),
+  }));
+  metrics.setIssuerSource(() => issuerSets.map((s) => ({ id: s.config.id, ...s.keys.state() })));
+  for (const set of issuerSets) set.keys.start();
+
+  const tokens = new TokenService({
+    authenticate: () => state.authenticate,
+    signingKey: () => state.keyRing.signingKey,
+    issuer: config.issuer,
+    audience: config.audience,
+    defaultLifetimeSeconds: config.token.lifetimeSeconds,
+    responseFields: config.token.responseFields,
+    clock,
+    clientCutoff: (clientId) => revocation.clientCutoff(clientId),
+  });
+  const verifier = new TokenVerifier({
+    issuers: buildIssuerTable(config, () => state.keyRing, issuerSets),
+    clock,
+    cache,
+    revocation,
+    hooks: {
+      cacheLookup: (hit) => metrics.cacheLookup(hit),
+      verified: (issuer, seconds, age) => metrics.tokenVerified(issuer, seconds, age),
+      verifyFailed: (issuer, reason, seconds) => metrics.tokenVerifyFailed(issuer, reason, seconds),
+    },
+  });
+
+  const trustedProxies = new TrustedProxies(config.server.trustedProxies);
+  const headerPolicy = createHeaderPolicy({
+    identityHeaders: config.identityHeaders,
+    forwardAuthorization: config.forwardAuthorization,
+    trustedProxies,
+    forwardCallerHeaders: config.forwardCallerHeaders,
+  });
+  const forwarder = createForwarder({
+    routesOrigins: state.routes.origins,
+    connections: config.upstream.connections,
+    headerPolicy,
+    hooks: {
+      upstreamResponse: (route, ms) => metrics.upstreamResponse(route, ms / 1000),
+      upstreamError: (route, kind) => metrics.upstreamError(route, kind),
+    },
+  });
+  const webSockets = createWebSocketProxy({
+    headerPolicy,
+    problemTypeBase: config.problemTypeBase,
+    hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
+  });
+
+  // Created after every start-up load that can fail, so a failed start leaves no Redis
+  // connection reconnecting behind it.
+  const limiter = await createTokenLimiter({
+    config: config.tokenLimits,
+    redis: config.redis,
+    clock,
+    hooks: {
+      fallback: (check) => metrics.tokenLimitFallback(check),
+      stateChanged: (limitState, error) => {
+        if (limitState === 'down')
+          logger.warn({ error }, 'token limits: Redis unusable, each replica limits on its own');
+        else logger.info('token limits: Redis usable again, limits are shared');
+      },
+    },
+  }).catch(async (error: unknown) => {
+    await revocation.close();
+    for (const set of issuerSets) set.keys.close();
+    throw error;
+  });
+  if (limiter instanceof RedisTokenLimiter) {
+    metrics.addRedisConnectionSource('limits', () => limiter.connected());
+  }
+
+  const gateway = new PublicGateway({
+    config,
+    tokenRoute: {
+      tokens,
+      bodyLimitBytes: config.token.bodyLimitBytes,
+      onOutcome: (outcome) => metrics.tokenRequest(outcome),
+      onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
+      limiter,
+      attempts:
+        limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
+          ? new PairAttempts(
+              config.tokenLimits.maxTrackedKeys,
+              config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
+              clock,
+            )
+          : null,
+      trustedProxies,
+      onLimited: (reason) => metrics.tokenLimitRefusal(reason),
+    },
+    jwks: new StaticDocument(
+      () => state.keyRing.jwksJson(),
+      `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
+    ),
+    openapi: StaticDocument.of(
+      openApiDocumentFor(config.token.responseFields),
+      'public, max-age=3600',
+    ),
+    verifier,
+    routes: () => state.routes,
+    forwarder,
+    webSockets,
+    logger,
+    accessLogger: access,
+    metrics,
+    draining: () => state.draining,
+    graceOver: () => state.graceOver,
+    ...(redisRevocations === null
+      ? {}
+      : {
+          revocationFreshness: {
+            isStale: () => redisRevocations.isStale(),
+            refuse: {
+              safe: config.revocation.whenStale.safe === 'refuse',
+              unsafe: config.revocation.whenStale.unsafe === 'refuse',
+            },
+          },
+        }),
+  });
+
+  const publicListener = createPublicListener(config, gateway, logger);
+  const horizon = revocationHorizon(config);
+  const readiness = createReadiness({
+    state,
+    issuerSets,
+    ...(redisRevocations === null ? {} : { redisState: () => redisRevocations.state() }),
+  });
+  const adminServer = createAdminListener(
+    config,
+    createAdminHandler({
+      metricsText: () => metrics.exposition(),
+      revocations: {
+        store: revocation,
+        adminToken,
+        ...horizon,
+        now: () => clock.now(),
+        onRevoked: (kind) => metrics.revoked(kind),
+        audit: (level, event, detail) => logger[level](detail, event),
+      },
+      problemTypeBase: config.problemTypeBase,
+      maxHeaderLines: config.server.maxHeaderLines,
+      ready: readiness,
+    }),
+  );
+  const sources = watchReloadSources({
+    config,
+    clock,
+    state,
+    cache,
+    forwarder,
+    logger,
+    metrics,
+    issuerSets,
+    since,
+    ...(options.configSource === undefined ? {} : { configSource: options.configSource }),
+  });
+  const housekeeping = startHousekeeping({
+    config,
+    clock,
+    state,
+    revocation,
+    cache,
+    webSockets,
+    metrics,
+    access,
+  });
+  let shuttingDown: Promise<void> | undefined;
+
+  return {
+    config,
+    logger,
+    async listen() {
+      await listenOn(publicListener.server, config.server.host, config.server.port, 'server');
+      try {
+        await listenOn(adminServer, config.admin.host, config.admin.port, 'admin');
+      } catch (error) {
+        publicListener.server.close();
+        throw error;
+      }
+      const publicUrl = urlOf(publicListener.server);
+      const adminUrl = urlOf(adminServer);
+      logger.info(
+        { publicUrl, adminUrl, kid: state.keyRing.signingKey.kid, clients: state.clientCount },
+        'listening',
+      );
+      if (config.revocation.store === 'memory') {
+        logger.warn(
+          { setting: 'revocation.store' },
+          'revocations are kept in memory only: a restart forgets them and other replicas never see them (use local or redis outside tests)',
+        );
+      }
+      return { publicUrl, adminUrl };
+    },
+    async reload() {
+      const remote = issuerSets.flatMap((s) => (s.keys instanceof RemoteKeySet ? [s.keys] : []));
+      await Promise.all([
+        ...sources.map((source) => source.trigger('signal')),
+        ...remote.map((set) => set.refreshNow('scheduled')),
+      ]);
+    },
+    revoke(tokenId, expiresAt) {
+      return revocation.revokeToken(
+        tokenId,
+        // As the admin API's default: the latest any token issued so far is accepted.
+        expiresAt ??
+          epochSeconds(clock) + horizon.maxLifetimeSeconds + 2 * horizon.clockSkewSeconds,
+      );
+    },
+    shutdown() {
+      // Every caller (a second signal, the test harness) waits for the one drain.
+      shuttingDown ??= drain({
+        config,
+        state,
+        logger,
+        access,
+        publicListener,
+        adminServer,
+        webSockets,
+        forwarder,
+        housekeeping,
+        watchers: [...sources, ...issuerSets.map((set) => set.keys)],
+        revocation,
+        queuedRevocations: () => redisRevocations?.state().queued ?? 0,
+        limiter,
+        responsesClosed: () => gateway.responsesClosed(),
+      });
+      return shuttingDown;
+    },
+  };
+}

@@ -1,0 +1,18 @@
+/**
+ * The parts of a running gateway that reloads replace and the shutdown flips. Every
+ * reader goes through this one object, so a reload is seen by the next request.
+ */
+import type { ClientAuthenticator } from '../clients/authenticateClient.js';
+import type { KeyRing } from '../keys/keyRing.js';
+import type { RouteTable } from '../proxy/routeTable.js';
+
+export interface LiveState {
+  keyRing: KeyRing;
+  authenticate: ClientAuthenticator;
+  clientCount: number;
+  routes: RouteTable;
+  /** Shutdown began: readiness 503, every answer closes its connection. */
+  draining: boolean;
+  /** The shutdown grace ended: what is still open is being cut (access lines say so). */
+  graceOver: boolean;
+}
