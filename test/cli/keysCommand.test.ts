@@ -146,7 +146,7 @@ describe('portaria keys rotate', () => {
     );
   });
 
-  test("deleting a retired key's file, as the README allows, leaves a directory every command takes", async (t) => {
+  test("deleting a retired key's file, as docs/keys-and-issuers.md allows, leaves a directory every command takes", async (t) => {
     const cwd = await tempDir(t);
     const dir = join(cwd, 'keys');
     const a = await generated(cwd, dir);

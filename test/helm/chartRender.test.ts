@@ -662,10 +662,10 @@ describe("the rendered configuration passes the gateway's own loader and validat
     });
   }
 
-  test("the README's values example renders, validates and loads", async (t) => {
-    const readme = await readFile(join(REPO_ROOT, 'README.md'), 'utf8');
+  test("the deploying page's values example renders, validates and loads", async (t) => {
+    const readme = await readFile(join(REPO_ROOT, 'docs', 'deploying.md'), 'utf8');
     const example = /`values\.prod\.yaml`[^\n]*\n+```yaml\n([\s\S]*?)```/.exec(readme)?.[1];
-    assert.ok(example, 'README has the values.prod.yaml example');
+    assert.ok(example, 'docs/deploying.md has the values.prod.yaml example');
     const objects = await render({ values: [parse(example) as Record<string, unknown>] });
     assert.deepEqual(await modelProblems(objects), []);
     assert.deepEqual(unknownFieldProblems({ readme: objects }).readme, []);

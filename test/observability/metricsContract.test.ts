@@ -1,5 +1,5 @@
 /**
- * The metrics are a contract with dashboards and alerts: the README's metrics table and
+ * The metrics are a contract with dashboards and alerts: the metrics table of docs/operating.md and
  * the live registry must agree (name, type, labels), and the real `/metrics` output must
  * pass `promtool check metrics` (Debian package `prometheus`; the test fails without it).
  */
@@ -20,16 +20,16 @@ interface Documented {
   readonly labels: ReadonlySet<string>;
 }
 
-/** Rows of the README's metrics table: `| \`name\` | type | \`a\`, \`b\` | meaning |`. */
+/** Rows of the documented metrics table: `| \`name\` | type | \`a\`, \`b\` | meaning |`. */
 function readmeMetrics(): Map<string, Documented> {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+  const readme = readFileSync(join(ROOT, 'docs', 'operating.md'), 'utf8');
   const rows = new Map<string, Documented>();
   for (const line of readme.split('\n')) {
     const match =
       /^\| `(portaria_[a-z0-9_]+)` \| (counter|gauge|histogram|summary) \|([^|]*)\|/.exec(line);
     if (!match) continue;
     const [, name = '', type = '', labelText = ''] = match;
-    assert.ok(!rows.has(name), `README lists ${name} twice`);
+    assert.ok(!rows.has(name), `docs/operating.md lists ${name} twice`);
     const labels = new Set([...labelText.matchAll(/`([a-z_]+)`/g)].map((m) => m[1] ?? ''));
     rows.set(name, { type, labels });
   }
@@ -72,16 +72,20 @@ async function busyGatewayMetrics(t: Parameters<typeof startGateway>[0]): Promis
 }
 
 describe('metrics contract', () => {
-  test('the README metrics table and the registry list the same metrics, types and labels', async (t) => {
+  test('the documented metrics table and the registry list the same metrics, types and labels', async (t) => {
     const documented = readmeMetrics();
     const live = exposed(await busyGatewayMetrics(t));
-    assert.ok(documented.size >= 10, 'the README metrics table was not found');
+    assert.ok(documented.size >= 10, 'the docs/operating.md metrics table was not found');
     assert.deepEqual([...live.keys()].sort(), [...documented.keys()].sort());
     for (const [name, { type, labels }] of live) {
       const doc = documented.get(name);
-      assert.equal(doc?.type, type, `${name}: README says ${doc?.type}, registry says ${type}`);
+      assert.equal(
+        doc?.type,
+        type,
+        `${name}: docs/operating.md says ${doc?.type}, registry says ${type}`,
+      );
       for (const label of labels) {
-        assert.ok(doc?.labels.has(label), `${name}: label ${label} is not in the README`);
+        assert.ok(doc?.labels.has(label), `${name}: label ${label} is not in docs/operating.md`);
       }
     }
   });
