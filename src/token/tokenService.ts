@@ -10,8 +10,9 @@
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
+import type { SigningKey } from '../keys/keyRing.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
-import { type IssuedToken, issueAccessToken, type SigningKey } from './issueAccessToken.js';
+import { type IssuedToken, issueAccessToken } from './issueAccessToken.js';
 import type { TokenRequest } from './parseTokenRequest.js';
 import { shapeTokenResult } from './shapeTokenResult.js';
 
