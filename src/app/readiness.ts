@@ -8,7 +8,7 @@
  * replica out of the load balancer would turn either into a full outage. A stale or
  * unsynchronised Redis list shows as `degraded`.
  */
-import type { IssuerKeySet } from '../keys/issuerKeySet.js';
+import type { IssuerKeySet } from '../issuers/issuerKeySet.js';
 import type { RedisRevocationState } from '../revocation/redisRevocationStore.js';
 import type { LiveState } from './liveState.js';
 

@@ -10,10 +10,10 @@
 import { createClientAuthenticator } from '../clients/authenticateClient.js';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
 import type { Config } from '../config/types.js';
-import type { IssuerKeySet } from '../keys/issuerKeySet.js';
+import type { IssuerKeySet } from '../issuers/issuerKeySet.js';
+import { StaticKeySet } from '../issuers/staticKeySet.js';
 import { latePublications } from '../keys/latePublication.js';
 import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
-import { StaticKeySet } from '../keys/staticKeySet.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';

@@ -3,15 +3,10 @@
  * `typ: at+jwt`, `alg`, `kid`; claims `iss`, `sub` and `client_id` (the client id),
  * `aud`, `iat`, `nbf`, `exp`, `jti` (128 random bits), `scope` (space-separated).
  */
-import { type KeyObject, randomBytes, type webcrypto } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { SignJWT } from 'jose';
+import type { SigningKey } from '../keys/keyRing.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
-
-export interface SigningKey {
-  readonly kid: string;
-  readonly alg: string;
-  readonly privateKey: KeyObject | webcrypto.CryptoKey;
-}
 
 export interface IssuedToken {
   readonly token: string;

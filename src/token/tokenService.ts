@@ -7,28 +7,14 @@
  * answer (401 invalid-client, same detail); the private reason goes to the log and
  * metrics only. The client authenticator does the same work in each case.
  */
+import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
+import type { SigningKey } from '../keys/keyRing.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
-import { type IssuedToken, issueAccessToken, type SigningKey } from './issueAccessToken.js';
+import { type IssuedToken, issueAccessToken } from './issueAccessToken.js';
 import type { TokenRequest } from './parseTokenRequest.js';
 import { shapeTokenResult } from './shapeTokenResult.js';
-
-export type AuthenticationResult =
-  | {
-      readonly ok: true;
-      readonly client: {
-        readonly id: string;
-        readonly scope: string;
-        readonly lifetimeSeconds: number | null;
-      };
-    }
-  | { readonly ok: false; readonly reason: string };
-
-export type ClientAuthenticator = (
-  clientId: string,
-  secret: string,
-) => Promise<AuthenticationResult>;
 
 export interface TokenServiceOptions {
   readonly authenticate: () => ClientAuthenticator;

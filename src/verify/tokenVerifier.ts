@@ -15,7 +15,6 @@
  * never an acceptance: the signature is checked with a key of the issuer the token
  * names, and jose then checks that `iss` again.
  */
-import type { KeyObject, webcrypto } from 'node:crypto';
 import { errors, jwtVerify } from 'jose';
 import { isClientId } from '../domain/clientId.js';
 import {
@@ -26,6 +25,7 @@ import {
 } from '../domain/principal.js';
 import { parseScope } from '../domain/scope.js';
 import { PortariaError } from '../errors.js';
+import type { IssuerKey } from '../issuers/issuerKeySet.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { assertCompactJws, base64urlLength, signatureSegmentLength } from './compactJws.js';
@@ -40,11 +40,6 @@ import type { VerifiedTokenCache } from './verifiedTokenCache.js';
  * anyone probe which issuers the gateway trusts. The private reason is in the access line.
  */
 const UNVERIFIABLE = 'The access token signature could not be verified.';
-
-export interface IssuerKey {
-  readonly alg: string;
-  readonly key: KeyObject | webcrypto.CryptoKey;
-}
 
 /** One issuer we accept tokens from, compiled at start (see `trustedIssuer.ts`). */
 export interface TrustedIssuer {

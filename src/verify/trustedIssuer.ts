@@ -6,7 +6,8 @@
 
 import { MAX_LIFETIME_SECONDS as MAX_OWN_LIFETIME_SECONDS } from '../clients/clientRegistry.js';
 import type { Config, IssuerConfig } from '../config/types.js';
-import type { IssuerKey, TrustedIssuer } from './tokenVerifier.js';
+import type { IssuerKey } from '../issuers/issuerKeySet.js';
+import type { TrustedIssuer } from './tokenVerifier.js';
 
 /** What our own issuer needs of the key ring (read through a thunk: the ring reloads). */
 export interface OwnKeys {

@@ -8,7 +8,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import type { TestContext } from 'node:test';
 import { SignJWT } from 'jose';
 import type { IssuerConfig } from '../../src/config/types.js';
-import type { FetchOutcome, FetchTrigger } from '../../src/keys/issuerKeySet.js';
+import type { FetchOutcome, FetchTrigger } from '../../src/issuers/issuerKeySet.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 
 export type Behaviour = (req: IncomingMessage, res: ServerResponse, n: number) => void;

@@ -3,14 +3,14 @@ import { type TestContext, test } from 'node:test';
 import { jwtVerify } from 'jose';
 import type { IssuerConfig } from '../../src/config/types.js';
 import { PortariaError } from '../../src/errors.js';
-import { createIssuerKeySet } from '../../src/keys/issuerKeySet.js';
+import { createIssuerKeySet } from '../../src/issuers/issuerKeySet.js';
 import {
   backoffDelayMs,
   RemoteKeySet,
   type RemoteKeySetDeps,
   type SetTimer,
-} from '../../src/keys/remoteKeySet.js';
-import { StaticKeySet } from '../../src/keys/staticKeySet.js';
+} from '../../src/issuers/remoteKeySet.js';
+import { StaticKeySet } from '../../src/issuers/staticKeySet.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { waitFor } from '../helpers/wait.js';

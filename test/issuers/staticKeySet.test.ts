@@ -7,7 +7,7 @@ import { type TestContext, test } from 'node:test';
 import { calculateJwkThumbprint, type JWK, jwtVerify, SignJWT } from 'jose';
 import { ConfigError } from '../../src/config/configError.js';
 import { PortariaError } from '../../src/errors.js';
-import { StaticKeySet } from '../../src/keys/staticKeySet.js';
+import { StaticKeySet } from '../../src/issuers/staticKeySet.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { ecKey, issuerConfig, jwksOf, signedBy, within } from './jwksServer.js';
 

@@ -3,8 +3,9 @@
  * the factory that picks its source: `jwksUri` → `RemoteKeySet` (cached, refreshed,
  * stale-if-error), `keyFile` → `StaticKeySet` (read from disk, reloadable).
  *
- * The shared value types are defined next to the JWK rules in `remoteKeySet.ts` and
- * re-exported here, so the implementations need not import this module (no cycle).
+ * The shared value types are defined in `issuerJwks.ts` (the key) and `remoteKeySet.ts`
+ * (state, hooks) and re-exported here, so the implementations need not import this
+ * module (no cycle).
  */
 import type { IssuerConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';

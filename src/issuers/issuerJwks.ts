@@ -14,9 +14,17 @@
 import type { KeyObject, webcrypto } from 'node:crypto';
 import { importJWK, type JWK } from 'jose';
 
+/**
+ * A verification key of a trusted issuer (our own key ring's keys have this shape too):
+ * the one `alg` it verifies, and the key.
+ */
 export interface IssuerKey {
   readonly alg: string;
   readonly key: KeyObject | webcrypto.CryptoKey;
+}
+
+/** A key imported from an issuer's JWK Set. */
+export interface ImportedKey extends IssuerKey {
   /**
    * The key's identity: its algorithm and public members, canonical. Two sets holding
    * the same kid with another `material` hold another key under that kid.
@@ -41,7 +49,7 @@ const PUBLIC_MEMBERS = ['kty', 'crv', 'x', 'y', 'n', 'e'] as const;
 const MIN_RSA_BITS = 2048;
 
 export interface ImportedKeys {
-  readonly keys: Map<string, IssuerKey>;
+  readonly keys: Map<string, ImportedKey>;
   /** `keys[i]: why`, for the log (remote) or the configuration error (file). */
   readonly skipped: string[];
 }
@@ -69,7 +77,7 @@ export async function importJwks(
   if (document === null || typeof document !== 'object') return null;
   const list = (document as { keys?: unknown }).keys;
   if (!Array.isArray(list)) return null;
-  const keys = new Map<string, IssuerKey>();
+  const keys = new Map<string, ImportedKey>();
   const skipped: string[] = [];
   for (const [i, entry] of list.entries()) {
     const problem =

@@ -38,7 +38,13 @@
 import type { IssuerConfig } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
-import { type IssuerKey, importJwks, KID_SYNTAX, skippedSummary } from './issuerJwks.js';
+import {
+  type ImportedKey,
+  type IssuerKey,
+  importJwks,
+  KID_SYNTAX,
+  skippedSummary,
+} from './issuerJwks.js';
 
 export interface IssuerKeySetState {
   /** A key set is held and younger than cacheMaxAge + maxStaleness (readiness). */
@@ -129,7 +135,7 @@ export class RemoteKeySet {
   readonly #usableMs: number;
   readonly #cooldownMs: number;
 
-  #keys: ReadonlyMap<string, IssuerKey> | null = null;
+  #keys: ReadonlyMap<string, ImportedKey> | null = null;
   #loadedAt = 0;
   #lastError: string | null = null;
   #lastFetchAt: number | null = null;
@@ -272,7 +278,7 @@ export class RemoteKeySet {
 
   async #fetchOnce(seq: number, trigger: FetchTrigger, closed: AbortSignal): Promise<boolean> {
     const id = this.#config.id;
-    let keys: Map<string, IssuerKey>;
+    let keys: Map<string, ImportedKey>;
     try {
       keys = await this.#download(
         AbortSignal.any([closed, AbortSignal.timeout(this.#config.fetchTimeoutMs)]),
@@ -320,7 +326,7 @@ export class RemoteKeySet {
     return true;
   }
 
-  async #download(signal: AbortSignal): Promise<Map<string, IssuerKey>> {
+  async #download(signal: AbortSignal): Promise<Map<string, ImportedKey>> {
     const response = await this.#fetch(this.#uri, {
       signal,
       headers: { accept: 'application/json' },
