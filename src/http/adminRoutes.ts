@@ -14,7 +14,7 @@ import {
   REVOCATIONS_PATH,
   type RevocationAdminDeps,
 } from './adminRevocations.js';
-import { reachesHeaderLines, tooManyHeaderLines } from './headerLines.js';
+import { reachesHeaderLines, tooManyHeaderLines } from './framingChecks.js';
 import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js';
 
 export interface AdminDeps {

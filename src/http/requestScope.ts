@@ -1,14 +1,36 @@
 /**
- * One typed scope per request, created at the edge and read when the response ends
- * (access log and metrics). It lives on the response object (`GatewayResponse`), so the
- * "response closed" listener is one shared function, not a closure per request.
+ * One typed scope per request: the only home of per-request state. Created at the edge,
+ * filled by the protected-request steps (target, principal, route), handed to the
+ * forwarder as its context (which records an upstream cut in it), and read when the
+ * response ends (access line and metrics). It lives on the response object
+ * (`GatewayResponse`), so the "response closed" listener is one shared function, not a
+ * closure per request.
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { Principal } from '../domain/principal.js';
+import type { RequestTarget } from '../domain/requestPath.js';
+import type { ForwardContext } from '../proxy/forwarder.js';
+import type { ForwardedProto } from '../proxy/headers.js';
+import type { CompiledRoute } from '../proxy/routeTable.js';
+import type { UpstreamErrorKind } from '../proxy/upstreamErrors.js';
 
-export class RequestScope {
+export class RequestScope implements ForwardContext {
   /** Request id: the caller's valid `X-Request-Id`, or a generated UUID. */
   id = '';
+  /** The TCP peer's address. */
+  peerAddress: string | undefined = undefined;
+  proto: ForwardedProto = 'http';
+  /** The canonical request target (path step). */
+  target: RequestTarget | null = null;
+  /** How many `Authorization` lines the request carried (framing step). */
+  authorizationLines = 0;
+  /** The verified token's principal (verification step). */
+  principal: Principal | null = null;
+  /** The route that serves the path (route step). */
+  route: CompiledRoute | null = null;
+  /** Why the upstream cut a response short after its head was sent (the forwarder sets it). */
+  upstreamCut: UpstreamErrorKind | undefined = undefined;
   /** Bounded route label: a route id or one of the fixed names (token, jwks, …). */
   routeId = 'unmatched';
   method = '';
@@ -32,6 +54,10 @@ export class RequestScope {
    * `server.requestTimeoutMs` to arrive); 0 when none. The access line reports it, not 499.
    */
   socketStatus = 0;
+
+  get requestId(): string {
+    return this.id;
+  }
 }
 
 /** Sends the `100 Continue` a client waits for, once; nothing if it did not ask. */

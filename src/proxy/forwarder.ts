@@ -61,6 +61,12 @@ export interface ForwardContext {
   /** The TCP peer's address (`req.socket.remoteAddress`). */
   readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
+  /**
+   * Set by the forwarder when the upstream failed after the response's headers were sent
+   * (the client got a truncated message): the access line must not read it as the client
+   * going away. The caller's per-request scope carries it.
+   */
+  upstreamCut: UpstreamErrorKind | undefined;
 }
 
 export interface ForwarderOptions {
@@ -136,20 +142,7 @@ export function isChunkedOnly(value: string | string[]): boolean {
 
 /** The exchange a response belongs to, for the one `close` listener all of them share. */
 const EXCHANGE = Symbol('portaria.exchange');
-/** Set on a response the upstream failed after its headers were sent (then cut short). */
-const UPSTREAM_CUT = Symbol('portaria.upstreamCut');
-type ExchangeResponse = ServerResponse & {
-  [EXCHANGE]?: Exchange;
-  [UPSTREAM_CUT]?: UpstreamErrorKind;
-};
-
-/**
- * Why a forwarded response was cut short by the upstream (its headers were already
- * sent, so the client got a truncated message), or undefined.
- */
-export function upstreamCutOf(res: ServerResponse): UpstreamErrorKind | undefined {
-  return (res as ExchangeResponse)[UPSTREAM_CUT];
-}
+type ExchangeResponse = ServerResponse & { [EXCHANGE]?: Exchange };
 
 /** `close` listener of every forwarded response (Node calls it with the response as `this`). */
 function onResponseClose(this: ExchangeResponse): void {
@@ -161,7 +154,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #req: IncomingMessage;
   readonly #res: ServerResponse;
   readonly #routeId: string;
-  readonly #requestId: string;
+  readonly #ctx: ForwardContext;
   readonly #policy: HeaderPolicy;
   readonly #hooks: ForwarderHooks;
   readonly #start: number;
@@ -178,7 +171,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     req: IncomingMessage,
     res: ServerResponse,
     routeId: string,
-    requestId: string,
+    ctx: ForwardContext,
     policy: HeaderPolicy,
     hooks: ForwarderHooks,
     resolve: (() => void) | null,
@@ -187,7 +180,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     this.#req = req;
     this.#res = res;
     this.#routeId = routeId;
-    this.#requestId = requestId;
+    this.#ctx = ctx;
     this.#policy = policy;
     this.#hooks = hooks;
     this.#resolve = resolve;
@@ -229,7 +222,7 @@ class Exchange implements Dispatcher.DispatchHandler {
     // RFC 9110 §8.6: no Content-Length on a 204 (a 304 may carry one: it describes the
     // representation, and no body follows either way).
     if (statusCode === 204) headers['content-length'] = undefined;
-    const list = this.#policy.downstreamResponseHeaderList(headers, this.#requestId);
+    const list = this.#policy.downstreamResponseHeaderList(headers, this.#ctx.requestId);
     // The upstream answered before the client finished sending its body (an early 401 or
     // 413). That body's end is now nowhere to go — undici dropped the request stream — so
     // the client's connection cannot carry another request: say so and close it after
@@ -293,7 +286,7 @@ class Exchange implements Dispatcher.DispatchHandler {
         return;
       }
       // The access line must not read this as the client going away (499).
-      (this.#res as ExchangeResponse)[UPSTREAM_CUT] = kind;
+      this.#ctx.upstreamCut = kind;
     }
     // Headers already sent, or nobody listening: cut the client's response short.
     this.#res.destroy();
@@ -370,7 +363,7 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
         headersTimeout: route.timeoutMs,
         bodyTimeout: route.timeoutMs,
       },
-      new Exchange(req, res, route.id, ctx.requestId, policy, hooks, resolve, reject),
+      new Exchange(req, res, route.id, ctx, policy, hooks, resolve, reject),
     );
   };
 

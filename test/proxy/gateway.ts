@@ -128,6 +128,7 @@ export async function startGateway(
       requestId,
       peerAddress: req.socket.remoteAddress,
       proto: 'http' as const,
+      upstreamCut: undefined,
     };
     return { target, matched, ctx };
   }

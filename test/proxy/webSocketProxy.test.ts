@@ -250,7 +250,12 @@ describe('webSocketProxy', () => {
       upgrades++;
       const target = parseRequestTarget(req.url ?? '');
       const id = `req-${upgrades}`;
-      const ctx = { requestId: id, peerAddress: '127.0.0.1', proto: 'http' as const };
+      const ctx = {
+        requestId: id,
+        peerAddress: '127.0.0.1',
+        proto: 'http' as const,
+        upstreamCut: undefined,
+      };
       const matched = table.match(target.path);
       assert.ok(matched);
       proxy.upgrade(req, socket, head, matched, target, principal(), ctx, (status, reason) =>
