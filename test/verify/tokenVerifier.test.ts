@@ -19,9 +19,9 @@ import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStor
 import { TokenVerifier } from '../../src/verify/tokenVerifier.js';
 import { buildIssuerTable } from '../../src/verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
+import { issuerConfig } from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { signWith } from '../helpers/tokens.js';
-import { issuerConfig } from '../issuers/jwksServer.js';
 
 const ISSUER = 'https://portaria.test';
 const AUDIENCE = 'orders-api';
