@@ -7,8 +7,8 @@ import { createClientAuthenticator } from '../../src/clients/authenticateClient.
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { verifySecret } from '../../src/clients/secretHash.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { runCli, tempDir } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
-import { runCli, tempDir } from './runCli.js';
 
 const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
 

@@ -5,7 +5,7 @@ import { describe, type TestContext, test } from 'node:test';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import type { ClientsFileData } from '../../src/clients/clientsFile.js';
 import { verifySecret } from '../../src/clients/secretHash.js';
-import { runCli, tempDir } from './runCli.js';
+import { runCli, tempDir } from '../helpers/runCli.js';
 
 const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
 

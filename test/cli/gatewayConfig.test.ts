@@ -14,8 +14,8 @@ import { loadConfig } from '../../src/config/loadConfig.js';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 import { ManualClock, systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
+import { runCli, tempDir } from '../helpers/runCli.js';
 import { startAdminApi } from './adminApi.js';
-import { runCli, tempDir } from './runCli.js';
 
 const T0 = '2026-01-01T00:00:00Z';
 

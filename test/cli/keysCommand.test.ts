@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { OTHER_USER_UNAVAILABLE, runAsUser, sourceModule } from '../helpers/otherUser.js';
-import { runCli, tempDir } from './runCli.js';
+import { runCli, tempDir } from '../helpers/runCli.js';
 
 const T0 = Date.UTC(2026, 0, 1);
 const KID = /^\d{8}T\d{6}Z-[0-9a-f]{8}$/;

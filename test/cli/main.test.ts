@@ -3,7 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
-import { CLI, runCli, tempDir } from './runCli.js';
+import { CLI, runCli, tempDir } from '../helpers/runCli.js';
 
 describe('portaria command line', () => {
   const usageErrors: [string[], string][] = [

@@ -10,9 +10,9 @@ import { describe, type TestContext, test } from 'node:test';
 import { systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import type { RevocationStore } from '../../src/revocation/revocationStore.js';
+import { runCli, tempDir } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { ADMIN_LIFETIME, ADMIN_SKEW, startAdminApi } from './adminApi.js';
-import { runCli, tempDir } from './runCli.js';
 
 const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
 const LIFETIME = ADMIN_LIFETIME;

@@ -13,13 +13,13 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { decodeJwt } from 'jose';
-import { runCli } from '../cli/runCli.js';
 import { type Gateway, startGateway } from '../helpers/fixture.js';
 import { sample, scrape } from '../helpers/metrics.js';
+import { ADMIN_TOKEN, revokeVia, writeAdminToken } from '../helpers/redisFixtures.js';
 import { startRedis } from '../helpers/redisServer.js';
+import { runCli } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { accessLineOf } from '../helpers/wait.js';
-import { ADMIN_TOKEN, revokeVia, writeAdminToken } from '../revocation/redisFixtures.js';
 
 const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
 const VISIBLE_ASCII = /^[\x21-\x7e]+$/;

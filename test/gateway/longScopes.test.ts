@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { MAX_SCOPE_TEXT } from '../../src/clients/clientRegistry.js';
-import { runCli, tempDir } from '../cli/runCli.js';
 import { DEFAULT_CLIENTS, startGateway } from '../helpers/fixture.js';
+import { runCli, tempDir } from '../helpers/runCli.js';
 
 /** 1024 distinct 3-character scopes: 4095 characters space-separated. */
 const LONGEST = Array.from({ length: 1024 }, (_, i) => i.toString(36).padStart(3, '0'));

@@ -9,7 +9,7 @@ import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { parse } from 'yaml';
-import { chartConfigSchema } from './chartConfigSchema.js';
+import { chartConfigSchema } from '../../scripts/chartConfigSchema.js';
 import { HELM_VERSION, helm, lint, parseManifests, SCENARIOS, template } from './helm.js';
 import { CHART_DIR, VALUES_SCHEMA } from './paths.js';
 

@@ -12,8 +12,6 @@ import {
 } from '../../src/issuers/remoteKeySet.js';
 import { StaticKeySet } from '../../src/issuers/staticKeySet.js';
 import { ManualClock } from '../../src/lib/clock.js';
-import { newKeyPair } from '../helpers/keyPairs.js';
-import { waitFor } from '../helpers/wait.js';
 import {
   type Behaviour,
   ecKey,
@@ -30,7 +28,9 @@ import {
   startJwksServer,
   status,
   within,
-} from './jwksServer.js';
+} from '../helpers/jwksServer.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
+import { waitFor } from '../helpers/wait.js';
 
 const A = ecKey('key-a');
 const B = ecKey('key-b');

@@ -8,8 +8,8 @@ import { calculateJwkThumbprint, type JWK, jwtVerify, SignJWT } from 'jose';
 import { ConfigError } from '../../src/config/configError.js';
 import { PortariaError } from '../../src/errors.js';
 import { StaticKeySet } from '../../src/issuers/staticKeySet.js';
+import { ecKey, issuerConfig, jwksOf, signedBy, within } from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
-import { ecKey, issuerConfig, jwksOf, signedBy, within } from './jwksServer.js';
 
 const A = ecKey('key-a');
 const B = ecKey('key-b');

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { compileErrors, dereference, validate } from '@readme/openapi-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
+import { readCommittedOpenApi, renderOpenApi } from '../../scripts/writeOpenApi.js';
 import { openApiDocument } from '../../src/http/openApiDocument.js';
 import { SCHEDULE_FILE } from '../../src/keys/keySchedule.js';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -11,7 +12,6 @@ import { CLIENT_ID, CLIENT_SECRET, startGateway, TOKEN_PATH } from '../helpers/f
 import { sample, scrape } from '../helpers/metrics.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { onlyResponse } from '../helpers/rawResponse.js';
-import { readCommittedOpenApi, renderOpenApi } from '../tools/writeOpenApi.js';
 
 type Json = Record<string, unknown>;
 

@@ -8,8 +8,8 @@ import { createApp } from '../../src/app/createApp.js';
 import { ConfigError } from '../../src/config/configError.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_SECRET, startGateway } from '../helpers/fixture.js';
+import { ecKey, jwksOf } from '../helpers/jwksServer.js';
 import { signWith } from '../helpers/tokens.js';
-import { ecKey, jwksOf } from '../issuers/jwksServer.js';
 
 const ADMIN_TOKEN = 'admin-token-0123456789abcdefghijklmn';
 

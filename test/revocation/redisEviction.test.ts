@@ -26,9 +26,9 @@ import {
   encodeRevocationRecord,
   type RevocationRecord,
 } from '../../src/revocation/revocationLogRecord.js';
+import { PREFIX, redisConfig } from '../helpers/redisFixtures.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
-import { PREFIX, redisConfig } from './redisFixtures.js';
 
 const KEYS = revocationKeys(PREFIX);
 const CHANGED = 'revocation list in redis changed: synchronising in full';

@@ -20,9 +20,15 @@ import { type Gateway, startGateway } from '../helpers/fixture.js';
 import { metric, scrape } from '../helpers/metrics.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { onlyResponse, rawProblemOf } from '../helpers/rawResponse.js';
+import {
+  callWith,
+  readyz,
+  refusedAsRevoked,
+  revokeVia,
+  writeAdminToken,
+} from '../helpers/redisFixtures.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { parsedLogs, waitFor } from '../helpers/wait.js';
-import { callWith, readyz, refusedAsRevoked, revokeVia, writeAdminToken } from './redisFixtures.js';
 
 async function redisGateway(
   t: TestContext,

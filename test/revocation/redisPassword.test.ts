@@ -12,9 +12,15 @@ import { createRedisClient } from '../../src/redis/redisClient.js';
 import { revocationKeys } from '../../src/revocation/redisRevocationLayout.js';
 import { startUpstream } from '../helpers/fixture.js';
 import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
+import {
+  callWith,
+  issueToken,
+  readyz,
+  revokeVia,
+  writeAdminToken,
+} from '../helpers/redisFixtures.js';
 import { startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
-import { callWith, issueToken, readyz, revokeVia, writeAdminToken } from './redisFixtures.js';
 
 const PASSWORD = 'redis-pass-Zq8vW3kT9xL2mN7p';
 const CLIENT = 'acme';

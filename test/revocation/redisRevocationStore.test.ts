@@ -21,10 +21,10 @@ import {
   decodeRevocationLine,
   encodeRevocationRecord,
 } from '../../src/revocation/revocationLogRecord.js';
+import { PREFIX, redisConfig } from '../helpers/redisFixtures.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { waitFor } from '../helpers/wait.js';
-import { PREFIX, redisConfig } from './redisFixtures.js';
 
 const HOUR = 3600;
 const KEYS = revocationKeys(PREFIX);

@@ -17,14 +17,14 @@ import {
   waitForStatus,
   writeGatewayFiles,
 } from '../helpers/process.js';
-import { startRedis } from '../helpers/redisServer.js';
 import {
   callWith,
   issueToken,
   refusedAsRevoked,
   revokeVia,
   writeAdminToken,
-} from './redisFixtures.js';
+} from '../helpers/redisFixtures.js';
+import { startRedis } from '../helpers/redisServer.js';
 
 const CLIENT = 'acme';
 const SECRET = 'acme-redis-secret-0123456789abcdefghijklmnop';

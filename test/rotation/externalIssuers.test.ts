@@ -13,12 +13,12 @@ import { describe, type TestContext, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
 import { replaceAtomically } from '../helpers/files.js';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { ecKey, jwksOf, serve, startJwksServer, type TestKey } from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { metric, sample, scrape } from '../helpers/metrics.js';
 import { waitForStatus } from '../helpers/process.js';
 import { signWith } from '../helpers/tokens.js';
 import { waitFor } from '../helpers/wait.js';
-import { ecKey, jwksOf, serve, startJwksServer, type TestKey } from '../issuers/jwksServer.js';
 
 const PARTNER_ISS = 'https://idp.partner.test';
 const LOOSE_ISS = 'https://idp.loose.test';

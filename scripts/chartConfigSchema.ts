@@ -5,11 +5,11 @@
  * unknown or misspelt gateway setting before any pod starts, and refuses a chart-owned
  * setting that would disagree with the pod (ports, mounts).
  *
- * `test/tools/writeChartSchema.ts` writes it into `helm/portaria/values.schema.json`; a
+ * `writeChartSchema.ts` writes it into `helm/portaria/values.schema.json`; a
  * test compares, so the chart and the gateway cannot drift apart.
  */
-import { REMOVED_SETTINGS } from '../../src/config/removedSettings.js';
-import { configSchema } from '../../src/config/schema.js';
+import { REMOVED_SETTINGS } from '../src/config/removedSettings.js';
+import { configSchema } from '../src/config/schema.js';
 
 /** Settings the chart sets itself, as paths of `properties` names. */
 export const CHART_OWNED_SETTINGS: readonly (readonly string[])[] = [
@@ -55,7 +55,7 @@ export function chartConfigSchema(): JsonObject {
   }
   return {
     description:
-      "The gateway's settings (portaria.yaml) other than the chart-owned ones: derived from src/config/schema.ts by test/tools/writeChartSchema.ts.",
+      "The gateway's settings (portaria.yaml) other than the chart-owned ones: derived from src/config/schema.ts by scripts/writeChartSchema.ts.",
     ...schema,
   };
 }

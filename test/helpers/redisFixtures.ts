@@ -2,8 +2,8 @@
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { RedisConfig } from '../../src/config/types.js';
-import type { RedisServer } from '../helpers/redisServer.js';
-import { waitFor } from '../helpers/wait.js';
+import type { RedisServer } from './redisServer.js';
+import { waitFor } from './wait.js';
 
 export const ADMIN_TOKEN = 'redis-admin-token-0123456789abcdef';
 export const TOKEN_PATH = '/v1/authentication/accesstoken';

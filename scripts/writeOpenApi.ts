@@ -5,29 +5,15 @@
  *
  * Run directly it writes the file; imported it only exports the rendering helpers.
  */
-import { readFile, stat, writeFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApiDocument } from '../../src/http/openApiDocument.js';
+import { openApiDocument } from '../src/http/openApiDocument.js';
+import { repoRoot } from './repoRoot.js';
 
 /** The committed text: 2-space indentation and a trailing newline. */
 export function renderOpenApi(): string {
   return `${JSON.stringify(openApiDocument, null, 2)}\n`;
-}
-
-/** The repository root: the nearest directory above this file that holds package.json. */
-export async function repoRoot(): Promise<string> {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const found = await stat(join(dir, 'package.json')).then(
-      (s) => s.isFile(),
-      () => false,
-    );
-    if (found) return dir;
-    const parent = dirname(dir);
-    if (parent === dir) throw new Error('no package.json above this file');
-    dir = parent;
-  }
 }
 
 export async function openApiPath(): Promise<string> {

@@ -9,7 +9,7 @@ import type { TestContext } from 'node:test';
 import { SignJWT } from 'jose';
 import type { IssuerConfig } from '../../src/config/types.js';
 import type { FetchOutcome, FetchTrigger } from '../../src/issuers/issuerKeySet.js';
-import { newKeyPair } from '../helpers/keyPairs.js';
+import { newKeyPair } from './keyPairs.js';
 
 export type Behaviour = (req: IncomingMessage, res: ServerResponse, n: number) => void;
 
