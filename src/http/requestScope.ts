@@ -5,6 +5,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { FailureReason } from '../errors.js';
 
 export class RequestScope {
   /** Request id: the caller's valid `X-Request-Id`, or a generated UUID. */
@@ -17,7 +18,7 @@ export class RequestScope {
   /** Client id of the verified token or of the token request, once known. */
   clientId: string | undefined = undefined;
   /** Private reason of a refusal (log and metric label only). */
-  reason: string | undefined = undefined;
+  reason: FailureReason | undefined = undefined;
   /** The unexpected error behind a 500, logged with the request id. */
   error: unknown = undefined;
   /**

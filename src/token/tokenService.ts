@@ -8,7 +8,7 @@
  * metrics only. The client authenticator does the same work in each case.
  */
 import type { ResponseFieldSet } from '../config/types.js';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import { type IssuedToken, issueAccessToken, type SigningKey } from './issueAccessToken.js';
 import type { TokenRequest } from './parseTokenRequest.js';
@@ -23,7 +23,7 @@ export type AuthenticationResult =
         readonly lifetimeSeconds: number | null;
       };
     }
-  | { readonly ok: false; readonly reason: string };
+  | { readonly ok: false; readonly reason: FailureReason };
 
 export type ClientAuthenticator = (
   clientId: string,
