@@ -25,7 +25,7 @@ import type { Config } from '../config/types.js';
 import type { Principal } from '../domain/principal.js';
 import { parseRequestTarget, type RequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
 import { hasScopes } from '../domain/scope.js';
-import { isPortariaError, PortariaError } from '../errors.js';
+import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import {
   type MethodClass,
@@ -211,7 +211,7 @@ export class PublicGateway {
     const scope = new RequestScope();
     this.#begin(scope, req);
     let ended = false;
-    const done = (status: number, reason: string | undefined): void => {
+    const done = (status: number, reason: FailureReason | undefined): void => {
       if (ended) return;
       ended = true;
       if (reason !== undefined) scope.reason = reason;

@@ -18,7 +18,7 @@
  * nor its timing tells them apart.
  */
 import type { IncomingMessage } from 'node:http';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
 import { pairKey } from '../limits/limitKeys.js';
 import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
@@ -112,7 +112,7 @@ async function limitedExchange(
   }
 }
 
-const LIMITED: Readonly<Record<LimitReason, { reason: string; detail: string }>> = {
+const LIMITED: Readonly<Record<LimitReason, { reason: FailureReason; detail: string }>> = {
   address: {
     reason: 'rate-limit-address',
     detail:
