@@ -52,7 +52,7 @@ import { chunkedOfferRefused, isDeclinedUpgrade } from './declinedUpgrade.js';
 import { reachesHeaderLines, tooManyHeaderLines } from './headerLines.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { continueBody, type GatewayResponse, RequestScope, requestIdFor } from './requestScope.js';
-import { checkSingletonFields } from './singletonFields.js';
+import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
 
@@ -245,7 +245,7 @@ export class PublicGateway {
   /** Synchronous up to the first I/O: a cached token reaches the forwarder without a tick. */
   #route(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
-    const authorizationLines = checkSingletonFields(req);
+    const authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     const transferEncoding = req.headers['transfer-encoding'];
     if (transferEncoding !== undefined) checkTransferCoding(req, transferEncoding);
     const target = parseRequestTarget(req.url ?? '');
@@ -302,7 +302,7 @@ export class PublicGateway {
     // No new tunnel during the drain: it would hold the stop for the whole grace.
     if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
     if (this.#d.draining()) throw shuttingDown();
-    const authorizationLines = checkSingletonFields(req);
+    const authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     const target = parseRequestTarget(req.url ?? '');
     const openRoute = OPEN_ROUTES.get(target.path);
     if (openRoute !== undefined) {
