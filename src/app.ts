@@ -29,9 +29,6 @@ import { StaticKeySet } from './keys/staticKeySet.js';
 import { type Clock, epochSeconds, systemClock } from './lib/clock.js';
 import { TrustedProxies } from './lib/trustedProxies.js';
 import { unwritableFileReason } from './lib/writableFile.js';
-import { createTokenLimiter } from './limits/createTokenLimiter.js';
-import { PairAttempts } from './limits/pairAttempts.js';
-import { RedisTokenLimiter } from './limits/redisTokenLimiter.js';
 import {
   createLoggers,
   type DestinationStream,
@@ -56,6 +53,9 @@ import {
   RedisRevocationStore,
 } from './revocation/redisRevocationStore.js';
 import { TokenService } from './token/tokenService.js';
+import { createTokenLimiter } from './tokenLimits/createTokenLimiter.js';
+import { PairAttempts } from './tokenLimits/pairAttempts.js';
+import { RedisTokenLimiter } from './tokenLimits/redisTokenLimiter.js';
 import { TokenVerifier } from './verify/tokenVerifier.js';
 import { buildIssuerTable } from './verify/trustedIssuer.js';
 import { VerifiedTokenCache } from './verify/verifiedTokenCache.js';
