@@ -155,7 +155,7 @@ export const FAILURE_REASONS = [
   'expires-too-late', // expiresAt beyond any token's lifetime
   'cut-off-in-future', // issuedBefore lies ahead
   'bad-issued-before', // issuedBefore is neither a date-time nor seconds
-  // Upstreams and shutdown.
+  // Upstreams (a timeout is its code, upstream-timeout) and shutdown.
   'upstream-refused', // no connection to the upstream
   'upstream-reset', // the upstream connection broke mid-exchange
   'upstream-error', // any other upstream failure
