@@ -5,7 +5,8 @@
  * status and a fixed public title; the problem-details `tipo` is the configured
  * base URI plus the code. The `detail` of a thrown error is public (it names the
  * offending field, never a value); the `reason` is private: it goes to the log and
- * to a bounded metric label, never to the client.
+ * to a bounded metric label, never to the client. Reasons are a closed set too
+ * (`FAILURE_REASONS`): a new one is added here or it does not typecheck.
  *
  * Anything thrown that is not a `PortariaError` becomes a 500 with no body.
  */
@@ -37,6 +38,135 @@ export type ProblemCode = keyof typeof PROBLEMS;
 
 export const PROBLEM_CODES = Object.keys(PROBLEMS) as ProblemCode[];
 
+/**
+ * Private failure reasons finer than a code: the access line's `reason`, the `reason`
+ * label of `portaria_auth_failures_total` and of the verification metric. Never sent to
+ * a client. A refusal without a finer reason reports its code (`FailureReason`).
+ */
+export const FAILURE_REASONS = [
+  // Framing: Node's parser and the checks before routing (RFC 9112).
+  'bad-framing', // the parser refused the bytes as HTTP/1.1
+  'cl-and-te', // both Content-Length and Transfer-Encoding (RFC 9112 §6.1)
+  'duplicate-content-length', // Content-Length sent twice
+  'header-overflow', // the parser's header size limit
+  'header-lines', // more header lines than server.maxHeaderLines
+  'multiple-content-type', // Content-Type sent more than once
+  'multiple-host', // Host sent more than once (RFC 9112 §3.2)
+  'missing-host', // an HTTP/1.1 request without Host
+  'invalid-host', // Host is not a host and port
+  'http10-transfer-encoding', // Transfer-Encoding on an HTTP/1.0 request
+  'transfer-coding', // a transfer coding other than chunked
+  'connect', // a CONNECT request
+  'trace', // a TRACE request
+  'method', // a method the path does not accept
+  // Request path (invalid-path).
+  'not-origin-form', // the target is not an absolute path
+  'empty-segment', // `//`
+  'dot-segment', // a `.` or `..` segment
+  'bad-percent', // malformed percent-encoding
+  'encoded', // an encoded `.`, `/`, `\`, `;`, `?`, `#` or control
+  'encoded-unreserved', // an encoded letter, digit, `-`, `_` or `~`
+  'double-encoded', // `%25` followed by the encoding of a refused byte
+  'backslash', // a raw `\`
+  'fragment', // a `#` in the target
+  'invalid-character', // a byte outside printable ASCII
+  'path-parameter', // a `;` parameter
+  'trailing-dot', // a segment ending in `.`
+  'trailing-space', // a segment ending in a space
+  'windows-alias', // an alternate data stream or a short name (`NAME~1`)
+  'not-utf8', // percent-encoded bytes that are not UTF-8
+  'ambiguous-unicode', // characters that normalise to others, or invisible ones
+  // Routing and upgrades.
+  'no-route', // no route serves the path
+  'upgrade-on-open-path', // an upgrade on the token, JWKS or OpenAPI path
+  'upgrade-with-body', // an upgrade request with a body
+  'upgrade-offer-chunked', // an upgrade offer with a chunked body
+  'unsupported-upgrade', // an upgrade other than WebSocket over GET
+  'upgrade-error', // an unexpected failure while upgrading (500)
+  // Bodies and JSON (token request, admin API).
+  'content-type', // the media type is not application/json
+  'content-encoding', // a compressed body
+  'body-too-large', // a body over the limit
+  'body-not-utf8', // a body that is not UTF-8
+  'body-not-json', // a body that is not JSON
+  'body-not-object', // a JSON body that is not an object
+  'duplicate-key', // a top-level property given twice
+  'unknown-property', // a property the schema does not allow
+  'missing-field', // a required property is absent
+  'wrong-type', // a property of the wrong type
+  'empty-field', // a required string is empty
+  // Client authentication at the token endpoint (one public answer, invalid-client).
+  'unknown-client', // no client has this id
+  'bad-secret', // the secret matches none of the client's
+  'secret-expired', // the secret matched but has expired
+  'disabled-client', // the client is disabled
+  'client-revocation-pending', // the client's revocation cut-off still lies ahead
+  // Token-endpoint limits (429).
+  'rate-limit-address', // the address's request rate
+  'rate-limit-client', // the client's request rate
+  'failed-secret-backoff', // back-off after failed secrets from this (client, address)
+  // Bearer credentials (RFC 6750 §2.1).
+  'no-authorization', // no Authorization header
+  'other-scheme', // a scheme other than Bearer
+  'multiple-authorization', // Authorization sent more than once
+  'empty-token', // `Bearer` with no token
+  'token-too-long', // a token over the length limit
+  'token-in-query', // a token in the query string (RFC 6750 §2.3)
+  // Token verification, in its order (RFC 7515, RFC 7519, RFC 9068).
+  'malformed', // not a compact JWS, or jose found it malformed
+  'non-canonical', // not canonical base64url, or a signature of the wrong length
+  'malformed-header', // the protected header is not a JSON object
+  'malformed-payload', // the payload is not a JSON object
+  'alg-not-allowed', // an algorithm no issuer (or not this issuer) accepts
+  'unknown-issuer', // `iss` names no trusted issuer
+  'no-kid', // no `kid` in the header
+  'unknown-kid', // the issuer has no key with this `kid`
+  'alg-mismatch', // the key is for another algorithm
+  'bad-signature', // the signature does not verify
+  'unsupported', // a JOSE feature jose does not support
+  'expired', // `exp` has passed
+  'not-yet-valid', // `nbf` lies ahead
+  'wrong-issuer', // `iss` differs from the issuer's
+  'wrong-audience', // `aud` names none of the accepted audiences
+  'wrong-typ', // `typ` is not `at+jwt` (RFC 9068 §2.1)
+  'bad-iat', // `iat` absent or not a number
+  'bad-exp', // `exp` absent or not a number
+  'missing-claim', // `sub` or `jti` is absent
+  'iat-in-future', // `iat` lies ahead beyond the skew
+  'lifetime-too-long', // `exp − iat` over the issuer's maximum lifetime
+  'bad-claims', // another claim failed, or has the wrong type or form
+  'unrevocable-ids', // a `jti` or client id the admin API could not name
+  'revoked', // the token or its client is revoked
+  'error', // an unexpected error, not a refusal (verification metric only)
+  // Keys.
+  'no-active-key', // no signing key is active
+  'issuer-keys-missing', // an issuer's key set never loaded
+  'issuer-keys-stale', // an issuer's key set is older than its maximum age
+  // Revocation and admin API.
+  'revocation-stale', // the revocation list cannot be confirmed current
+  'admin-api-off', // no admin token is configured
+  'admin-token-invalid', // the admin token is wrong, or sent twice
+  'revocation-store-failed', // a revocation could not be stored
+  'jti-xor-client', // not exactly one of jti and clientId
+  'field-mismatch', // a field that belongs to the other kind of revocation
+  'bad-jti', // a jti that cannot be a token id
+  'bad-client-id', // a clientId that cannot be a client id
+  'expires-in-past', // expiresAt has passed
+  'expires-too-late', // expiresAt beyond any token's lifetime
+  'cut-off-in-future', // issuedBefore lies ahead
+  'bad-issued-before', // issuedBefore is neither a date-time nor seconds
+  // Upstreams (a timeout is its code, upstream-timeout) and shutdown.
+  'upstream-refused', // no connection to the upstream
+  'upstream-reset', // the upstream connection broke mid-exchange
+  'upstream-error', // any other upstream failure
+  'shutting-down', // refused while draining
+  'shutdown', // a response cut short at the end of the shutdown grace
+  'shutdown-grace', // a request with no answer at the end of the shutdown grace
+] as const;
+
+/** A private failure reason: one of `FAILURE_REASONS`, or the code when none is finer. */
+export type FailureReason = (typeof FAILURE_REASONS)[number] | ProblemCode;
+
 /** A refusal with a public code and detail, and a private reason for logs and metrics. */
 export class PortariaError extends Error {
   readonly code: ProblemCode;
@@ -45,14 +175,14 @@ export class PortariaError extends Error {
   /** Public explanation of this occurrence. Names fields, never echoes secrets. */
   readonly detail: string;
   /** Private, bounded reason (a short identifier) for the log and metric labels. */
-  readonly reason: string;
+  readonly reason: FailureReason;
   /** Extra response headers (e.g. `WWW-Authenticate`, `Allow`, `Retry-After`). */
   readonly headers: Readonly<Record<string, string>> | undefined;
 
   constructor(
     code: ProblemCode,
     detail: string,
-    options: { reason?: string; headers?: Record<string, string>; cause?: unknown } = {},
+    options: { reason?: FailureReason; headers?: Record<string, string>; cause?: unknown } = {},
   ) {
     super(`${code}: ${detail}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'PortariaError';

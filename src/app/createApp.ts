@@ -18,9 +18,6 @@ import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
 import { TrustedProxies } from '../lib/trustedProxies.js';
-import { createTokenLimiter } from '../limits/createTokenLimiter.js';
-import { PairAttempts } from '../limits/pairAttempts.js';
-import { RedisTokenLimiter } from '../limits/redisTokenLimiter.js';
 import {
   createLoggers,
   type DestinationStream,
@@ -41,6 +38,9 @@ import { LocalRevocationStore } from '../revocation/localRevocationStore.js';
 import { MemoryRevocationStore } from '../revocation/memoryRevocationStore.js';
 import { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
 import { TokenService } from '../token/tokenService.js';
+import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
+import { PairAttempts } from '../tokenLimits/pairAttempts.js';
+import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
 import { TokenVerifier } from '../verify/tokenVerifier.js';
 import { buildIssuerTable } from '../verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';

@@ -6,7 +6,7 @@
  * and never writes one the gateway would refuse. Writes are atomic: a temporary file in
  * the same directory (mode 0600), fsync, rename over the old file, fsync of the
  * directory, so a gateway that reloads the file on change never reads half of it.
- * Each change holds the file's lock (`withFileLock`) from the read to the rename, so two
+ * Each change holds the file's lock (`withEditLock`) from the read to the rename, so two
  * CLI runs at the same moment both land, one after the other.
  *
  * Secret rotation: a client holds at most two secrets. `rotateClientSecret` adds a new
@@ -17,7 +17,7 @@
 import { mkdir, readFile, stat } from 'node:fs/promises';
 import { basename, dirname } from 'node:path';
 import { replaceFile } from '../lib/atomicWrite.js';
-import { withFileLock } from '../lib/fileLock.js';
+import { withEditLock } from '../lib/editLock.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
 import { escapedId, lookalikesOf } from './lookalikeIds.js';
@@ -89,7 +89,7 @@ export async function addClient(
     const code = (err as NodeJS.ErrnoException).code ?? 'error';
     throw new ClientsFileError(`${file}: cannot create its directory (${code})`);
   }
-  return withFileLock(file, async () => {
+  return withEditLock(file, async () => {
     const data = await readClientsFile(file);
     if (data.clients.some((c) => c.id === entry.id)) {
       throw new ClientsFileError(`client ${JSON.stringify(entry.id)} already exists in ${file}`);
@@ -106,7 +106,7 @@ export async function addClient(
 
 /** Marks a client disabled; returns false when it already was (the file is left untouched). */
 export async function disableClient(file: string, id: string): Promise<boolean> {
-  return withFileLock(file, async () => {
+  return withEditLock(file, async () => {
     const data = await readClientsFile(file);
     const entry = data.clients.find((c) => c.id === id);
     if (entry === undefined) {
@@ -121,7 +121,7 @@ export async function disableClient(file: string, id: string): Promise<boolean> 
 
 /** Deletes a client from the file. */
 export async function removeClient(file: string, id: string): Promise<void> {
-  await withFileLock(file, async () => {
+  await withEditLock(file, async () => {
     const data = await readClientsFile(file);
     const next: ClientsFileData = { clients: data.clients.filter((c) => c.id !== id) };
     if (next.clients.length === data.clients.length) {
@@ -159,7 +159,7 @@ export function rotateClientSecret(
   id: string,
   rotation: SecretRotation,
 ): Promise<RotationResult> {
-  return withFileLock(file, () => rotateLocked(file, id, rotation));
+  return withEditLock(file, () => rotateLocked(file, id, rotation));
 }
 
 async function rotateLocked(

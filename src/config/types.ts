@@ -1,7 +1,9 @@
 /**
  * The validated, frozen configuration every module receives. Built once at start by
- * `config/load.ts` (file + environment) and `config/validate.ts` (all problems at once);
- * nothing reads `process.env` after that.
+ * `loadConfig.ts` (file + environment) and `validateConfig.ts` (all problems at once);
+ * nothing reads `process.env` after that. Each setting here is one in `schema.ts`
+ * (`demo` aside: it comes from the command line); test/config/configTypes.test.ts
+ * fails when the two drift.
  */
 
 export type SigningAlgorithm = 'ES256' | 'EdDSA' | 'RS256';

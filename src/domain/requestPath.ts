@@ -46,7 +46,7 @@
  * `TOKEN_PATH` is the token operation: `/v1/authentication/accesstoken/` is a protected
  * path like any other.
  */
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 
 export const TOKEN_PATH = '/v1/authentication/accesstoken';
 
@@ -67,7 +67,7 @@ const HASH = 0x23;
 const COLON = 0x3a;
 const TILDE = 0x7e;
 
-function refuse(detail: string, reason: string): never {
+function refuse(detail: string, reason: FailureReason): never {
   throw new PortariaError('invalid-path', detail, { reason });
 }
 

@@ -8,7 +8,7 @@
  * rule; nothing is merged into an existing object. Refusals are 400 `invalid-request`
  * whose detail names the property, never a value.
  */
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 
 /** Longest property name quoted back in a detail; longer names are cut. */
 const MAX_NAME_IN_DETAIL = 64;
@@ -42,7 +42,7 @@ export function parseStrictJsonObject(
   return record;
 }
 
-export function invalidRequest(reason: string, detail: string): PortariaError {
+export function invalidRequest(reason: FailureReason, detail: string): PortariaError {
   return new PortariaError('invalid-request', detail, { reason });
 }
 

@@ -43,7 +43,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CLIENT_ID_RULE, isClientId } from '../domain/clientId.js';
 import { isRevocableId, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
 import { isJsonMediaType } from './mediaType.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
@@ -182,7 +182,7 @@ function authenticate(req: IncomingMessage, adminToken: string): void {
 
 function unauthorized(
   code: 'token-missing' | 'token-invalid',
-  reason: string,
+  reason: FailureReason,
   detail: string,
 ): PortariaError {
   return new PortariaError(code, detail, {

@@ -11,7 +11,7 @@
  * closes after it, and the stray bytes are logged as a count.
  */
 import type { Duplex } from 'node:stream';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 import { instanceOf, pathOnly } from './replies.js';
 import { GatewayResponse } from './requestScope.js';
@@ -25,7 +25,7 @@ type ParserError = NodeJS.ErrnoException & {
 
 export function createClientErrorHandler(
   problemTypeBase: string,
-  onError: (reason: string) => void,
+  onError: (reason: FailureReason) => void,
   onStrayBytes: (requestId: string, bytes: number) => void,
 ) {
   return (error: ParserError, socket: Duplex): void => {

@@ -20,7 +20,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../config/types.js';
 import { parseRequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
-import { isPortariaError, PortariaError } from '../errors.js';
+import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import { type MethodClass, type Metrics, methodClass } from '../observability/metrics.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
@@ -43,7 +43,7 @@ import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
 import { continueBody, type GatewayResponse, RequestScope } from './requestScope.js';
-import { checkSingletonFields } from './singletonFields.js';
+import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
 
@@ -151,7 +151,7 @@ export class PublicGateway {
   #dispatch(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     const scope = res.scope;
     if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
-    scope.authorizationLines = checkSingletonFields(req);
+    scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     checkTransferCoding(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
@@ -213,7 +213,7 @@ export class PublicGateway {
     const scope = new RequestScope();
     this.#accounting.begin(scope, req);
     let ended = false;
-    const done = (status: number, reason: string | undefined): void => {
+    const done = (status: number, reason: FailureReason | undefined): void => {
       if (ended) return;
       ended = true;
       if (reason !== undefined) scope.reason = reason;
@@ -255,7 +255,7 @@ export class PublicGateway {
     if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
     // No new tunnel during the drain: it would hold the stop for the whole grace.
     if (this.#deps.draining()) throw shuttingDown();
-    scope.authorizationLines = checkSingletonFields(req);
+    scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
     refuseUpgradeOnOpenPath(req, target.path, scope);

@@ -10,6 +10,7 @@ import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
+import type { FailureReason } from '../errors.js';
 import type { ForwardContext } from '../proxy/forwarder.js';
 import type { ForwardedProto } from '../proxy/headers.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
@@ -39,7 +40,7 @@ export class RequestScope implements ForwardContext {
   /** Client id of the verified token or of the token request, once known. */
   clientId: string | undefined = undefined;
   /** Private reason of a refusal (log and metric label only). */
-  reason: string | undefined = undefined;
+  reason: FailureReason | undefined = undefined;
   /** The unexpected error behind a 500, logged with the request id. */
   error: unknown = undefined;
   /**

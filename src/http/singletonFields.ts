@@ -23,15 +23,18 @@ import { PortariaError } from '../errors.js';
 /** host [":" port]: a reg-name of unreserved characters, or an IPv6 literal (no zone). */
 const HOST = /^(?:[A-Za-z0-9._~-]+|\[[0-9A-Fa-f:.]+\])(?::[0-9]{0,5})?$/;
 
-/** Refuses a missing, repeated or malformed `Host`; returns how many `Authorization` lines came. */
-export function checkSingletonFields(req: IncomingMessage): number {
+/**
+ * Refuses a repeated `Content-Type` and a missing, repeated or malformed `Host`; returns how
+ * many `Authorization` lines came (counted in the same pass).
+ */
+export function checkSingletonFieldsAndCountAuthorization(req: IncomingMessage): number {
   const raw = req.rawHeaders;
-  let count = 0;
+  let hosts = 0;
   let authorizations = 0;
   let contentTypes = 0;
   for (let i = 0; i < raw.length; i += 2) {
     const name = raw[i] as string;
-    if (name.length === 4 && name.toLowerCase() === 'host') count++;
+    if (name.length === 4 && name.toLowerCase() === 'host') hosts++;
     else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
     else if (name.length === 12 && name.toLowerCase() === 'content-type') contentTypes++;
   }
@@ -41,13 +44,13 @@ export function checkSingletonFields(req: IncomingMessage): number {
       headers: { connection: 'close' },
     });
   }
-  if (count > 1) {
+  if (hosts > 1) {
     throw new PortariaError('invalid-request', 'Send exactly one Host header.', {
       reason: 'multiple-host',
       headers: { connection: 'close' },
     });
   }
-  if (count === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
+  if (hosts === 0 && req.httpVersionMajor === 1 && req.httpVersionMinor >= 1) {
     throw new PortariaError('invalid-request', 'An HTTP/1.1 request must carry a Host header.', {
       reason: 'missing-host',
       headers: { connection: 'close' },

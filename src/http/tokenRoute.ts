@@ -18,14 +18,14 @@
  * nor its timing tells them apart.
  */
 import type { IncomingMessage } from 'node:http';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
-import { pairKey } from '../limits/limitKeys.js';
-import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
-import { sourceAddress } from '../limits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
 import { parseTokenRequest } from '../token/parseTokenRequest.js';
 import type { TokenExchange, TokenService } from '../token/tokenService.js';
+import { pairKey } from '../tokenLimits/limitKeys.js';
+import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
+import { sourceAddress } from '../tokenLimits/sourceAddress.js';
+import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { isJsonMediaType } from './mediaType.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
 import { sendJson } from './replies.js';
@@ -112,7 +112,7 @@ async function limitedExchange(
   }
 }
 
-const LIMITED: Readonly<Record<LimitReason, { reason: string; detail: string }>> = {
+const LIMITED: Readonly<Record<LimitReason, { reason: FailureReason; detail: string }>> = {
   address: {
     reason: 'rate-limit-address',
     detail:

@@ -27,7 +27,7 @@ import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import type { SigningAlgorithm } from '../config/types.js';
-import { withFileLock } from '../lib/fileLock.js';
+import { withEditLock } from '../lib/editLock.js';
 import {
   formatInstant,
   pickSigner,
@@ -63,7 +63,7 @@ export async function removeKey(
   if (!KID_PATTERN.test(kid)) {
     throw new KeyRemovalRefused(`${JSON.stringify(kid)} is not a kid ([A-Za-z0-9._-]{1,64})`);
   }
-  return withFileLock(join(dir, SCHEDULE_FILE), () =>
+  return withEditLock(join(dir, SCHEDULE_FILE), () =>
     removeLocked(dir, kid, now.getTime(), skewSeconds * 1000),
   );
 }

@@ -19,12 +19,12 @@
  * cannot be written the previous schedule is put back. A crash in between leaves an
  * entry without key file, which the loader refuses (fail closed) rather than a key
  * without entry, which would sign at once. A rotation holds the schedule's lock
- * (`withFileLock`) from reading the directory to writing the key: two at the same moment
+ * (`withEditLock`) from reading the directory to writing the key: two at the same moment
  * run one after the other (the second is then refused: the first is pending).
  */
 import { join } from 'node:path';
 import type { SigningAlgorithm } from '../config/types.js';
-import { withFileLock } from '../lib/fileLock.js';
+import { withEditLock } from '../lib/editLock.js';
 import { generateSigningKey, writeSigningKey } from './generateKey.js';
 import {
   formatInstant,
@@ -130,7 +130,7 @@ export async function rotateKeys(
 ): Promise<RotationResult> {
   // Two rotations at once would each plan from the same schedule and the second write
   // would drop the first's entries, leaving a key file the schedule does not know.
-  return withFileLock(join(dir, SCHEDULE_FILE), () => rotateLocked(dir, options));
+  return withEditLock(join(dir, SCHEDULE_FILE), () => rotateLocked(dir, options));
 }
 
 async function rotateLocked(

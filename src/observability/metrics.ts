@@ -12,6 +12,7 @@
  * pays array increments, not prom-client's label hashing.
  */
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from 'prom-client';
+import type { FailureReason } from '../errors.js';
 import { type HistogramChild, HistogramSeries } from './histogramSeries.js';
 
 export type MethodClass = 'safe' | 'unsafe';
@@ -45,12 +46,12 @@ export interface Metrics {
   tokenRequest(outcome: string): void;
   /** A token issued to a registered client (per-client series up to `maxClientLabels`). */
   tokenIssuedTo(clientId: string): void;
-  authFailure(reason: string): void;
+  authFailure(reason: FailureReason): void;
   cacheLookup(hit: boolean): void;
   /** A full (uncached) token verification succeeded; `ageSeconds` is `now − iat`. */
   tokenVerified(issuer: string, seconds: number, ageSeconds: number): void;
   /** A full token verification failed, by private reason. */
-  tokenVerifyFailed(issuer: string, reason: string, seconds: number): void;
+  tokenVerifyFailed(issuer: string, reason: FailureReason, seconds: number): void;
   upstreamResponse(route: string, seconds: number): void;
   upstreamError(route: string, kind: string): void;
   /** Binds a gauge read at scrape time (e.g. cache size). */

@@ -50,7 +50,7 @@ import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import type { ForwarderHooks } from './forwarder.js';
 import type { ForwardedProto, HeaderPolicy } from './headers.js';
 import type { CompiledRoute } from './routeTable.js';
@@ -87,7 +87,7 @@ export interface ClosedTunnel {
  * relayed status, the problem the gateway wrote, or 499: gone before any answer) and the
  * private reason, if any (`upstream-timeout`, `revoked`, `shutdown-grace`, …).
  */
-export type UpgradeDone = (status: number, reason: string | undefined) => void;
+export type UpgradeDone = (status: number, reason: FailureReason | undefined) => void;
 
 export interface WebSocketProxy {
   upgrade(
@@ -203,7 +203,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
     return target;
   }
 
-  function settle(tunnel: Tunnel, status: number, reason: string | undefined): void {
+  function settle(tunnel: Tunnel, status: number, reason: FailureReason | undefined): void {
     const done = tunnel.done;
     if (done === null) return;
     tunnel.done = null;

@@ -24,12 +24,13 @@
  * `sweep()`, which the app runs every minute. An entry is live while
  * `expiresAt >= now` (seconds).
  *
- * One process at a time: the store holds `heldFileLock`'s lock on the file from before it
- * reads it until `close()` (or the process exits). Another process opening the same file
- * is refused with a `ConfigError` naming the holder: it would append to a file this one
- * replaces at compaction, and lose what it acknowledged. If the lock is found removed or
- * taken over while open ('revocation log lock lost'), every later write is refused (the
- * revocation stays enforced in memory): another process may be writing the file now.
+ * One process at a time: the store holds the file's writer lock (`lib/writerLock.ts`)
+ * from before it reads it until `close()` (or the process exits). Another process opening
+ * the same file is refused with a `ConfigError` naming the holder: it would append to a
+ * file this one replaces at compaction, and lose what it acknowledged. If the lock is
+ * found removed or taken over while open ('revocation log lock lost'), every later write
+ * is refused (the revocation stays enforced in memory): another process may be writing
+ * the file now.
  *
  * Not here: sharing between replicas (the Redis store does that).
  */
@@ -38,7 +39,7 @@ import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import { replaceFile } from '../lib/atomicWrite.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
-import { FileInUse, type HeldFileLock, holdFileLock } from '../lib/heldFileLock.js';
+import { FileInUse, holdWriterLock, type WriterLock } from '../lib/writerLock.js';
 import { MemoryRevocationStore } from './memoryRevocationStore.js';
 import {
   assertRevocationRecord,
@@ -67,7 +68,7 @@ export class LocalRevocationStore implements RevocationStore {
   readonly #memory: MemoryRevocationStore;
   #handle: FileHandle | undefined;
   /** Held from before the file is read until close. */
-  #lock: HeldFileLock | undefined;
+  #lock: WriterLock | undefined;
   /** Set once the lock was found removed or taken over: no write may touch the file again. */
   #lockLost = false;
   /** Lines in the file (valid records, expired or not). */
@@ -210,7 +211,7 @@ export class LocalRevocationStore implements RevocationStore {
   async #load(): Promise<void> {
     await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
     // Before reading: another process's compaction must not replace the file under us.
-    this.#lock = await holdFileLock(this.#file, { onLost: () => this.#onLockLost() });
+    this.#lock = await holdWriterLock(this.#file, { onLost: () => this.#onLockLost() });
     let text: string;
     try {
       text = await readFile(this.#file, 'utf8');

@@ -14,8 +14,8 @@
  * ('revocation queue line corrupt') and skipped — a torn last line is a record whose
  * fsync never completed, so it was never acknowledged.
  *
- * One process at a time: opening creates the directory (0700) if it can and takes
- * `heldFileLock`'s lock beside the file before reading it, held until `close()`. Another
+ * One process at a time: opening creates the directory (0700) if it can and takes the
+ * file's writer lock (`lib/writerLock.ts`) before reading it, held until `close()`. Another
  * process on the same file is refused with a `ConfigError` (a partial drop renames a new
  * file over the one the other appends to). When the lock cannot be taken at open (a
  * read-only directory, with `whileRedisDown: refuse`), it is taken before the first
@@ -28,7 +28,7 @@ import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';
 import { ConfigError } from '../config/configError.js';
 import { replaceFile } from '../lib/atomicWrite.js';
-import { FileInUse, type HeldFileLock, holdFileLock } from '../lib/heldFileLock.js';
+import { FileInUse, holdWriterLock, type WriterLock } from '../lib/writerLock.js';
 import {
   decodeRevocationLine,
   encodeRevocationRecord,
@@ -39,7 +39,7 @@ export class RevocationQueue {
   readonly #file: string;
   readonly #log: (event: string, detail: Record<string, unknown>) => void;
   /** Taken at open when possible, else before the first write; held until close. */
-  #lock: HeldFileLock | undefined;
+  #lock: WriterLock | undefined;
   #lockLost = false;
   #records: RevocationRecord[] = [];
   #handle: FileHandle | undefined;
@@ -169,7 +169,7 @@ export class RevocationQueue {
 
   async #takeLock(): Promise<void> {
     await mkdir(dirname(this.#file), { recursive: true, mode: 0o700 });
-    this.#lock = await holdFileLock(this.#file, { onLost: () => this.#onLockLost() });
+    this.#lock = await holdWriterLock(this.#file, { onLost: () => this.#onLockLost() });
   }
 
   /** Takes the lock if open could not; throws once it is lost (another process may write). */

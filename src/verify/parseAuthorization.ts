@@ -14,7 +14,7 @@
  * is the verifier's first step on a verified-token cache miss: a token found in the cache
  * passed it when it was verified, so the common case skips the pattern match.
  */
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 
 /** Larger tokens are refused before parsing; ours are well under 1 KiB. */
 export const MAX_TOKEN_LENGTH = 8192;
@@ -79,7 +79,7 @@ export function bearerToken(
   return token;
 }
 
-export function invalid(reason: string, detail: string): PortariaError {
+export function invalid(reason: FailureReason, detail: string): PortariaError {
   return new PortariaError('token-invalid', detail, {
     reason,
     headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },

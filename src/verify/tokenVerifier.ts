@@ -24,7 +24,7 @@ import {
   type Principal,
 } from '../domain/principal.js';
 import { parseScope } from '../domain/scope.js';
-import { PortariaError } from '../errors.js';
+import { type FailureReason, PortariaError } from '../errors.js';
 import type { IssuerKey } from '../issuers/issuerKeySet.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
@@ -68,7 +68,7 @@ export interface VerifierHooks {
    */
   verified?(issuerId: string, seconds: number, ageSeconds: number): void;
   /** A full verification failed: the issuer id (`unknown` before `iss` is matched) and the private reason. */
-  verifyFailed?(issuerId: string, reason: string, seconds: number): void;
+  verifyFailed?(issuerId: string, reason: FailureReason, seconds: number): void;
 }
 
 export interface TokenVerifierOptions {
@@ -269,7 +269,7 @@ function mapJoseError(error: unknown): PortariaError {
   throw error;
 }
 
-const CLAIM_REASONS: Readonly<Record<string, string>> = {
+const CLAIM_REASONS: Readonly<Record<string, FailureReason>> = {
   nbf: 'not-yet-valid',
   iss: 'wrong-issuer',
   aud: 'wrong-audience',

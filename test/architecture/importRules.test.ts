@@ -23,7 +23,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   clients: ['domain', 'config', 'lib', 'errors'],
   redis: ['config', 'lib', 'errors'],
   revocation: ['redis', 'domain', 'config', 'lib', 'errors'],
-  limits: ['redis', 'domain', 'config', 'lib', 'errors'],
+  tokenLimits: ['redis', 'domain', 'config', 'lib', 'errors'],
   token: ['keys', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   verify: ['keys', 'issuers', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   proxy: ['domain', 'config', 'lib', 'errors'],
@@ -31,7 +31,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'token',
     'verify',
     'proxy',
-    'limits',
+    'tokenLimits',
     'observability',
     'domain',
     'config',
@@ -51,7 +51,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'clients',
     'revocation',
     'redis',
-    'limits',
+    'tokenLimits',
     'reload',
     'observability',
     'domain',
@@ -75,7 +75,7 @@ const HOMES: Record<string, readonly string[]> = {
   ajv: ['config'],
   ioredis: ['redis'],
   'proxy-addr': ['lib'],
-  'ipaddr.js': ['limits'],
+  'ipaddr.js': ['tokenLimits'],
 };
 
 interface Edge {

@@ -6,7 +6,7 @@ import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { epochSeconds, ManualClock } from '../../src/lib/clock.js';
-import { lockPathFor } from '../../src/lib/fileLock.js';
+import { lockPathFor } from '../../src/lib/lockFile.js';
 import { LocalRevocationStore } from '../../src/revocation/localRevocationStore.js';
 import { decodeRevocationLine } from '../../src/revocation/revocationLogRecord.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';

@@ -19,7 +19,7 @@ import {
 import { hostname, tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { lockPathFor } from '../../src/lib/fileLock.js';
+import { lockPathFor } from '../../src/lib/lockFile.js';
 import { decodeRevocationLine } from '../../src/revocation/revocationLogRecord.js';
 import { RevocationQueue } from '../../src/revocation/revocationQueue.js';
 

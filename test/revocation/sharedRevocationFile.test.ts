@@ -11,7 +11,7 @@ import { readdir, readFile, writeFile } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { lockPathFor } from '../../src/lib/fileLock.js';
+import { lockPathFor } from '../../src/lib/lockFile.js';
 import { RevocationQueue } from '../../src/revocation/revocationQueue.js';
 import {
   freePort,

@@ -11,8 +11,8 @@ import { mkdtemp, readdir, readFile, rm, stat, utimes, writeFile } from 'node:fs
 import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { lockPathFor } from '../../src/lib/fileLock.js';
-import { FileInUse, holdFileLock } from '../../src/lib/heldFileLock.js';
+import { lockPathFor } from '../../src/lib/lockFile.js';
+import { FileInUse, holdWriterLock } from '../../src/lib/writerLock.js';
 import { waitFor } from '../helpers/wait.js';
 
 const LINUX = existsSync('/proc/self/stat') && existsSync('/proc/sys/kernel/random/boot_id');
@@ -23,7 +23,7 @@ const ME = LINUX
       pidns: readlinkSync('/proc/self/ns/pid'),
     }
   : {};
-const MODULE = new URL('../../src/lib/heldFileLock.js', import.meta.url).href;
+const MODULE = new URL('../../src/lib/writerLock.js', import.meta.url).href;
 
 async function tempFile(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'portaria-heldlock-'));
@@ -56,8 +56,8 @@ async function holderProcess(
   then: 'idle' | 'exit' = 'idle',
 ): Promise<{ child: ChildProcess; exited: Promise<NodeJS.Signals | null> }> {
   const code = [
-    `const { holdFileLock } = await import(${JSON.stringify(MODULE)});`,
-    'await holdFileLock(process.argv[1]);',
+    `const { holdWriterLock } = await import(${JSON.stringify(MODULE)});`,
+    'await holdWriterLock(process.argv[1]);',
     "process.stdout.write('held\\n');",
     "if (process.argv[2] === 'exit') process.exit(0);",
     'setInterval(() => {}, 60_000);',
@@ -86,11 +86,11 @@ function inUse(holder: RegExp) {
   return (error: unknown) => error instanceof FileInUse && holder.test(error.holder);
 }
 
-describe('holdFileLock', () => {
+describe('holdWriterLock', () => {
   test('a second holder in this process is refused; after release the lock file is gone and can be taken again', async (t) => {
     const file = await tempFile(t);
-    const lock = await holdFileLock(file);
-    await assert.rejects(holdFileLock(file), (error: unknown) => {
+    const lock = await holdWriterLock(file);
+    await assert.rejects(holdWriterLock(file), (error: unknown) => {
       assert.ok(error instanceof FileInUse);
       assert.equal(error.holder, `this process (pid ${process.pid})`);
       assert.equal(error.lockPath, lockPathFor(file));
@@ -100,14 +100,14 @@ describe('holdFileLock', () => {
     assert.equal(await lock.check(), true);
     await lock.release();
     assert.deepEqual(await readdir(join(file, '..')), []);
-    const again = await holdFileLock(file);
+    const again = await holdWriterLock(file);
     t.after(() => again.release());
     assert.equal(await again.check(), true);
   });
 
   test('two concurrent attempts in this process: exactly one holds the lock', async (t) => {
     const file = await tempFile(t);
-    const results = await Promise.allSettled([holdFileLock(file), holdFileLock(file)]);
+    const results = await Promise.allSettled([holdWriterLock(file), holdWriterLock(file)]);
     const held = results.filter((r) => r.status === 'fulfilled');
     assert.equal(held.length, 1);
     t.after(() =>
@@ -121,10 +121,10 @@ describe('holdFileLock', () => {
     const { child, exited } = await holderProcess(t, file);
     const owner = JSON.parse(await readFile(lockPathFor(file), 'utf8')) as { pid: number };
     assert.equal(owner.pid, child.pid);
-    await assert.rejects(holdFileLock(file), inUse(new RegExp(`^pid ${child.pid} on `)));
+    await assert.rejects(holdWriterLock(file), inUse(new RegExp(`^pid ${child.pid} on `)));
     child.kill('SIGKILL');
     assert.equal(await exited, 'SIGKILL');
-    const lock = await holdFileLock(file);
+    const lock = await holdWriterLock(file);
     t.after(() => lock.release());
     assert.equal(
       (JSON.parse(await readFile(lockPathFor(file), 'utf8')) as { pid: number }).pid,
@@ -142,7 +142,7 @@ describe('holdFileLock', () => {
   test('a lock of a process that is no longer running is taken over', async (t) => {
     const file = await tempFile(t);
     await writeFile(lockPathFor(file), ownerText({ pid: await deadPid() }));
-    const lock = await holdFileLock(file);
+    const lock = await holdWriterLock(file);
     t.after(() => lock.release());
   });
 
@@ -150,7 +150,7 @@ describe('holdFileLock', () => {
     const file = await tempFile(t);
     // Another pid namespace (a restarted container) and written a second ago.
     await writeFile(lockPathFor(file), ownerText({ pid: process.pid, pidns: 'pid:[1]' }));
-    const lock = await holdFileLock(file);
+    const lock = await holdWriterLock(file);
     t.after(() => lock.release());
   });
 
@@ -160,32 +160,32 @@ describe('holdFileLock', () => {
     await writeFile(lockPath, ownerText({ pid: process.pid, host: 'other-node.example' }));
     await age(lockPath, 5_000);
     await assert.rejects(
-      holdFileLock(file, { staleMs: 60_000 }),
+      holdWriterLock(file, { staleMs: 60_000 }),
       inUse(/^pid \d+ on other-node\.example since /),
     );
     await age(lockPath, 61_000);
-    const lock = await holdFileLock(file, { staleMs: 60_000 });
+    const lock = await holdWriterLock(file, { staleMs: 60_000 });
     t.after(() => lock.release());
   });
 
   test('an unwritten lock is refused while young and taken over once older than 30 s', async (t) => {
     const file = await tempFile(t);
     await writeFile(lockPathFor(file), '');
-    await assert.rejects(holdFileLock(file), inUse(/^another process$/));
+    await assert.rejects(holdWriterLock(file), inUse(/^another process$/));
     await age(lockPathFor(file), 31_000);
-    const lock = await holdFileLock(file);
+    const lock = await holdWriterLock(file);
     t.after(() => lock.release());
   });
 
   test('a file whose directory does not exist cannot be locked (ENOENT)', async (t) => {
     const file = await tempFile(t);
-    await assert.rejects(holdFileLock(join(file, '..', 'absent', 'x.log')), { code: 'ENOENT' });
+    await assert.rejects(holdWriterLock(join(file, '..', 'absent', 'x.log')), { code: 'ENOENT' });
   });
 
   test('the holder refreshes the lock, and finds it lost once another process replaced it', async (t) => {
     const file = await tempFile(t);
     let lost = 0;
-    const lock = await holdFileLock(file, { refreshMs: 20, onLost: () => lost++ });
+    const lock = await holdWriterLock(file, { refreshMs: 20, onLost: () => lost++ });
     t.after(() => lock.release());
     const lockPath = lockPathFor(file);
     await age(lockPath, 120_000);
@@ -208,7 +208,7 @@ describe('holdFileLock', () => {
       const file = await tempFile(t);
       const { child } = await holderProcess(t, join(file, '..', 'other.log'));
       await writeFile(lockPathFor(file), ownerText({ pid: child.pid, start: '1' }));
-      const lock = await holdFileLock(file);
+      const lock = await holdWriterLock(file);
       t.after(() => lock.release());
     });
 
@@ -216,9 +216,9 @@ describe('holdFileLock', () => {
       const file = await tempFile(t);
       const lockPath = lockPathFor(file);
       await writeFile(lockPath, ownerText({ pid: await deadPid(), pidns: 'pid:[1]' }));
-      await assert.rejects(holdFileLock(file), inUse(/^pid \d+ on /));
+      await assert.rejects(holdWriterLock(file), inUse(/^pid \d+ on /));
       await age(lockPath, 61_000);
-      const lock = await holdFileLock(file);
+      const lock = await holdWriterLock(file);
       t.after(() => lock.release());
     });
 
@@ -226,7 +226,7 @@ describe('holdFileLock', () => {
       const file = await tempFile(t);
       const lockPath = lockPathFor(file);
       await writeFile(lockPath, ownerText({ pid: process.pid, boot: 'another-boot' }));
-      await assert.rejects(holdFileLock(file), inUse(/^pid \d+ on /));
+      await assert.rejects(holdWriterLock(file), inUse(/^pid \d+ on /));
     });
   });
 });

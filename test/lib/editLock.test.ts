@@ -5,7 +5,8 @@ import { hostname, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { FileLockTimeout, lockPathFor, withFileLock } from '../../src/lib/fileLock.js';
+import { FileLockTimeout, withEditLock } from '../../src/lib/editLock.js';
+import { lockPathFor } from '../../src/lib/lockFile.js';
 
 async function tempFile(t: TestContext): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'portaria-filelock-'));
@@ -25,7 +26,7 @@ function owner(pid: number, host = hostname()): string {
   return `${JSON.stringify({ pid, host, since: '2026-01-01T00:00:00.000Z' })}\n`;
 }
 
-describe('withFileLock', () => {
+describe('withEditLock', () => {
   test('runs concurrent holders one at a time and leaves no lock behind', async (t) => {
     const file = await tempFile(t);
     let inside = 0;
@@ -33,7 +34,7 @@ describe('withFileLock', () => {
     const order: number[] = [];
     await Promise.all(
       [1, 2, 3, 4, 5].map((n) =>
-        withFileLock(
+        withEditLock(
           file,
           async () => {
             inside++;
@@ -54,12 +55,12 @@ describe('withFileLock', () => {
   test('releases the lock when the work fails, and passes the failure on', async (t) => {
     const file = await tempFile(t);
     await assert.rejects(
-      withFileLock(file, async () => {
+      withEditLock(file, async () => {
         throw new Error('boom');
       }),
       /boom/,
     );
-    assert.equal(await withFileLock(file, async () => 'again', { timeoutMs: 100 }), 'again');
+    assert.equal(await withEditLock(file, async () => 'again', { timeoutMs: 100 }), 'again');
   });
 
   test('gives up after the timeout, naming the live holder and the lock file', async (t) => {
@@ -67,7 +68,7 @@ describe('withFileLock', () => {
     await writeFile(lockPathFor(file), owner(process.pid));
     let ran = false;
     await assert.rejects(
-      withFileLock(
+      withEditLock(
         file,
         async () => {
           ran = true;
@@ -85,7 +86,7 @@ describe('withFileLock', () => {
   test('takes over a lock left by a process of this host that is no longer running', async (t) => {
     const file = await tempFile(t);
     await writeFile(lockPathFor(file), owner(await deadPid()));
-    assert.equal(await withFileLock(file, async () => 'ran', { timeoutMs: 2000 }), 'ran');
+    assert.equal(await withEditLock(file, async () => 'ran', { timeoutMs: 2000 }), 'ran');
     assert.deepEqual(await readdir(join(file, '..')), []);
   });
 
@@ -93,7 +94,7 @@ describe('withFileLock', () => {
     const file = await tempFile(t);
     await writeFile(lockPathFor(file), owner(await deadPid(), 'another-host.example'));
     await assert.rejects(
-      withFileLock(file, async () => undefined, { timeoutMs: 100 }),
+      withEditLock(file, async () => undefined, { timeoutMs: 100 }),
       /held by pid \d+ on another-host\.example/,
     );
   });
@@ -102,18 +103,18 @@ describe('withFileLock', () => {
     const file = await tempFile(t);
     await writeFile(lockPathFor(file), '');
     await assert.rejects(
-      withFileLock(file, async () => undefined, { timeoutMs: 100 }),
+      withEditLock(file, async () => undefined, { timeoutMs: 100 }),
       /held by another process/,
     );
     const old = new Date(Date.now() - 120_000);
     await utimes(lockPathFor(file), old, old);
-    assert.equal(await withFileLock(file, async () => 'ran', { timeoutMs: 2000 }), 'ran');
+    assert.equal(await withEditLock(file, async () => 'ran', { timeoutMs: 2000 }), 'ran');
   });
 
   test('a file in a directory that does not exist has nothing to lock: the work runs', async (t) => {
     const file = await tempFile(t);
     const missing = join(file, '..', 'absent', 'clients.json');
-    assert.equal(await withFileLock(missing, async () => 'ran', { timeoutMs: 100 }), 'ran');
+    assert.equal(await withEditLock(missing, async () => 'ran', { timeoutMs: 100 }), 'ran');
     assert.deepEqual(await readdir(join(file, '..')), []);
   });
 });

@@ -6,7 +6,7 @@
  * revocations it acknowledged are gone at the next start. With it the second process is
  * refused (`FileInUse`, naming the holder) before it reads the file.
  *
- * The lock is `withFileLock`'s file, `.<name>.lock` beside the target, created with O_EXCL
+ * The lock is the lock file of `lockFile.ts`, `.<name>.lock` beside the target, created with O_EXCL
  * and holding the owner: pid, host name, since and, on Linux, the boot id, the pid
  * namespace and the process's start tick. The holder refreshes its mtime every
  * `refreshMs` (default 10 s) and checks that the lock file is still its own; the store
@@ -22,7 +22,7 @@
  *   cannot be asked (another host: a pod replaced on another node, another pid namespace);
  * - it was never written and is older than 30 s (its creator died in between).
  * A field the lock lacks (written off Linux) is not compared. Otherwise the holder is
- * alive: `FileInUse`. A takeover runs under `withFileLock` of the lock file, so two
+ * alive: `FileInUse`. A takeover runs under `withEditLock` of the lock file, so two
  * starting processes never both remove a stale lock and both hold it.
  *
  * Released by `release()` and, synchronously, at process exit (`process.exit` included);
@@ -39,20 +39,19 @@
 import { readFileSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
 import { type FileHandle, rm, stat } from 'node:fs/promises';
 import { hostname } from 'node:os';
+import { FileLockTimeout, withEditLock } from './editLock.js';
 import {
   createLockFile,
   describeHolder,
-  FileLockTimeout,
   type HeldLock,
   type LockOwner,
   lockPathFor,
   processIsGone,
   readLock,
   UNWRITTEN_LOCK_MAX_AGE_MS,
-  withFileLock,
-} from './fileLock.js';
+} from './lockFile.js';
 
-export interface HeldFileLockOptions {
+export interface WriterLockOptions {
   /** How often the holder refreshes the lock and checks it is still its own (default 10 s). */
   readonly refreshMs?: number;
   /** A lock whose holder cannot be asked is stale once not refreshed for this long (default 60 s). */
@@ -74,7 +73,7 @@ export class FileInUse extends Error {
   }
 }
 
-export interface HeldFileLock {
+export interface WriterLock {
   readonly path: string;
   /** Whether the lock file is still ours now; false for good once it was found otherwise. */
   check(): Promise<boolean>;
@@ -95,16 +94,13 @@ let acquiring: Promise<unknown> = Promise.resolve();
 let exitHookInstalled = false;
 
 /** Takes the lock of `file` (its directory must exist: ENOENT otherwise) or throws `FileInUse`. */
-export function holdFileLock(
-  file: string,
-  options: HeldFileLockOptions = {},
-): Promise<HeldFileLock> {
+export function holdWriterLock(file: string, options: WriterLockOptions = {}): Promise<WriterLock> {
   const run = acquiring.then(() => acquire(file, options));
   acquiring = run.catch(() => {});
   return run;
 }
 
-async function acquire(file: string, options: HeldFileLockOptions): Promise<HeldFileLock> {
+async function acquire(file: string, options: WriterLockOptions): Promise<WriterLock> {
   const lockPath = lockPathFor(file);
   const staleMs = options.staleMs ?? 60_000;
   const me = thisProcess();
@@ -122,7 +118,7 @@ async function acquire(file: string, options: HeldFileLockOptions): Promise<Held
       throw new FileInUse(file, lockPath, describeHolder(held.owner));
     }
     try {
-      await withFileLock(lockPath, () => removeIfStill(lockPath, held, me, staleMs), {
+      await withEditLock(lockPath, () => removeIfStill(lockPath, held, me, staleMs), {
         timeoutMs: 5000,
       });
     } catch (error) {
@@ -136,8 +132,8 @@ async function acquire(file: string, options: HeldFileLockOptions): Promise<Held
 async function hold(
   lockPath: string,
   handle: FileHandle,
-  options: HeldFileLockOptions,
-): Promise<HeldFileLock> {
+  options: WriterLockOptions,
+): Promise<WriterLock> {
   let entry: Entry;
   try {
     const { dev, ino } = await handle.stat();
