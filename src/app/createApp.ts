@@ -39,6 +39,7 @@ import { MemoryRevocationStore } from '../revocation/memoryRevocationStore.js';
 import { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
 import { TokenService } from '../token/tokenService.js';
 import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
+import { NO_LIMITS } from '../tokenLimits/noLimits.js';
 import { PairAttempts } from '../tokenLimits/pairAttempts.js';
 import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
 import { TokenVerifier } from '../verify/tokenVerifier.js';
@@ -271,7 +272,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       bodyLimitBytes: config.token.bodyLimitBytes,
       onOutcome: (outcome) => metrics.tokenRequest(outcome),
       onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
-      limiter,
+      limiter: limiter ?? NO_LIMITS,
       attempts:
         limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
           ? new PairAttempts(

@@ -45,7 +45,7 @@ import { isRevocableId, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
 import { type FailureReason, PortariaError } from '../errors.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
-import { isJsonMediaType } from './mediaType.js';
+import { isJsonMediaType } from '../lib/mediaType.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
 import { instanceOf, sendJson, sendProblem } from './replies.js';
 

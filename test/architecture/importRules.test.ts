@@ -24,7 +24,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   redis: ['config', 'lib', 'errors'],
   revocation: ['redis', 'domain', 'config', 'lib', 'errors'],
   tokenLimits: ['redis', 'domain', 'config', 'lib', 'errors'],
-  token: ['keys', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
+  token: ['keys', 'clients', 'revocation', 'tokenLimits', 'domain', 'config', 'lib', 'errors'],
   verify: ['keys', 'issuers', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   proxy: ['domain', 'config', 'lib', 'errors'],
   http: [
