@@ -2,7 +2,8 @@
  * Composition root: builds every part from the frozen config, wires the hooks to metrics,
  * and returns the app. Each room of `app/` holds one job: the listeners (servers.ts), the
  * /readyz policy (readiness.ts), what reloads apply (reloads.ts), the timers
- * (housekeeping.ts), the drain (shutdown.ts), start-up reads (startupChecks.ts). Tests call
+ * (housekeeping.ts), the drain (shutdown.ts), start-up reads (startupChecks.ts), the
+ * revocation store (revocationStores.ts). Tests call
  * `createApp` directly with a port-0 config, a log destination they read, and (where time
  * matters) a manual clock.
  */
@@ -34,9 +35,6 @@ import {
   contentFingerprint,
   type EntryFilter,
 } from '../reload/contentFingerprint.js';
-import { LocalRevocationStore } from '../revocation/localRevocationStore.js';
-import { MemoryRevocationStore } from '../revocation/memoryRevocationStore.js';
-import { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
 import { TokenService } from '../token/tokenService.js';
 import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
 import { NO_LIMITS } from '../tokenLimits/noLimits.js';
@@ -50,6 +48,7 @@ import type { LiveState } from './liveState.js';
 import { createReadiness } from './readiness.js';
 import { watchReloadSources } from './reloads.js';
 import { revocationHorizon } from './revocationHorizon.js';
+import { openRevocationStore } from './revocationStores.js';
 import { createAdminListener, createPublicListener, listenOn, urlOf } from './servers.js';
 import { drain } from './shutdown.js';
 import { allOrEveryProblem, checkRevocationFile, readAdminToken } from './startupChecks.js';
@@ -145,41 +144,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     checkRevocationFile(config),
     ...issuerSets.map((s) => s.keys.load()),
   ] as const);
-  // The stores below create files or connections, so they open only once the reads above
-  // succeeded: a configuration problem leaves no file and no Redis connection behind.
-  // Waits at most redis.connectTimeoutMs for the first full load.
-  const redisRevocations =
-    config.revocation.store === 'redis'
-      ? await RedisRevocationStore.open({
-          redis: config.redis,
-          clock,
-          maxSyncLagSeconds: config.revocation.maxSyncLagSeconds,
-          whileRedisDown: config.revocation.whileRedisDown,
-          queueFile: config.revocation.queueFile,
-          log: (level, event, detail) => logger[level](detail, event),
-          onSync: (outcome) => metrics.revocationSync(outcome),
-        })
-      : null;
-  const revocation =
-    redisRevocations ??
-    (config.revocation.store === 'local'
-      ? await LocalRevocationStore.open(config.revocation.file, clock, {
-          log: (event, detail) => logger.warn(detail, event),
-        })
-      : new MemoryRevocationStore(clock));
-  metrics.setRevocationSizeSource(() => revocation.size());
-  if (redisRevocations !== null) {
-    const store = redisRevocations;
-    metrics.setRevocationSyncSource(() => {
-      const state = store.state();
-      return { lagSeconds: state.syncAgeSeconds, queued: state.queued };
-    });
-    metrics.addRedisConnectionSource('revocation', () => store.state().connected.revocation);
-    metrics.addRedisConnectionSource(
-      'revocation-subscriber',
-      () => store.state().connected['revocation-subscriber'],
-    );
-  }
+  const { revocation, redis: redisRevocations } = await openRevocationStore(
+    config,
+    clock,
+    logger,
+    metrics,
+  );
   const state: LiveState = {
     keyRing: initialRing,
     authenticate: createClientAuthenticator(clients, clock),

@@ -35,15 +35,15 @@ export interface TokenExchange {
 }
 
 export class TokenService {
-  readonly #o: TokenServiceOptions;
+  readonly #options: TokenServiceOptions;
 
   constructor(options: TokenServiceOptions) {
-    this.#o = options;
+    this.#options = options;
   }
 
   /** Authenticates a parsed token request (`parseTokenRequest`) and issues its token. */
   async exchange(request: TokenRequest): Promise<TokenExchange> {
-    const result = await this.#o.authenticate()(request.clientId, request.clientSecret);
+    const result = await this.#options.authenticate()(request.clientId, request.clientSecret);
     if (!result.ok) {
       throw new PortariaError('invalid-client', 'The client credentials were not accepted.', {
         reason: result.reason,
@@ -52,15 +52,15 @@ export class TokenService {
     const { client } = result;
     this.#refuseWhileRevoking(client.id);
     const issued = await issueAccessToken(
-      this.#o.signingKey(),
-      { issuer: this.#o.issuer, audience: this.#o.audience, clock: this.#o.clock },
+      this.#options.signingKey(),
+      { issuer: this.#options.issuer, audience: this.#options.audience, clock: this.#options.clock },
       {
         clientId: client.id,
         scope: client.scope,
-        lifetimeSeconds: client.lifetimeSeconds ?? this.#o.defaultLifetimeSeconds,
+        lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
       },
     );
-    return { clientId: client.id, issued, body: shapeTokenResult(this.#o.responseFields, issued) };
+    return { clientId: client.id, issued, body: shapeTokenResult(this.#options.responseFields, issued) };
   }
 
   /**
@@ -69,9 +69,9 @@ export class TokenService {
    * is refused on first use: answer 503 with Retry-After until the cut-off has passed.
    */
   #refuseWhileRevoking(clientId: string): void {
-    const cutoff = this.#o.clientCutoff?.(clientId);
+    const cutoff = this.#options.clientCutoff?.(clientId);
     if (cutoff === undefined) return;
-    const now = epochSeconds(this.#o.clock);
+    const now = epochSeconds(this.#options.clock);
     if (cutoff < now) return;
     throw new PortariaError(
       'service-unavailable',
