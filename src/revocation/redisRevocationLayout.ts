@@ -125,6 +125,29 @@ return {redis.call('GET', KEYS[1]), 0}
 `;
 
 /**
+ * A replica expects a set in Redis only while it holds an entry of that kind expiring
+ * more than this many seconds from now, by its own clock and by Redis's (which expires
+ * the sets): a set's TTL is rounded up to the second, and a replica whose clock runs a
+ * little ahead sweeps entries early, so a set about to expire is no evidence of loss.
+ */
+export const EXPECT_MARGIN_S = 5;
+
+/** Why a heartbeat found the list in Redis no longer the one this replica synchronised. */
+export type LossReason = 'marker-missing' | 'marker-replaced' | 'set-missing';
+
+/** Reads `HEARTBEAT_SCRIPT`'s reply against the generation the replica synchronised. */
+export function heartbeatLoss(reply: unknown, generation: string | null): LossReason | undefined {
+  const [marker, setMissing] = reply as [string | null, number];
+  return setMissing === 1
+    ? 'set-missing'
+    : marker === null
+      ? 'marker-missing'
+      : marker !== generation
+        ? 'marker-replaced'
+        : undefined;
+}
+
+/**
  * KEYS: tokens, clients, cutoffs. ARGV: now (s). Removes entries whose expiry is before
  * now, and the cut-offs of the clients removed. Returns the number of entries removed.
  */
