@@ -7,7 +7,7 @@
  * - `signingKey`: among the keys of the configured algorithm with
  *   activateAt ≤ now < retireAt, the one with the latest activateAt (tie: greatest kid).
  *   Keys without a schedule entry are active since forever, so a directory without a
- *   schedule signs with its greatest kid, as before schedules existed. No eligible key:
+ *   schedule signs with its greatest kid. No eligible key:
  *   a 503 `PortariaError` (reason `no-active-key`); `loadKeyRing` refuses to start so.
  * - `verificationKey(kid)`: only while publishAt ≤ now < removeAt (one `Map` lookup and
  *   two comparisons).

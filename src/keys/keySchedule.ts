@@ -10,9 +10,8 @@
  * - null retireAt / removeAt: never. Order: publishAt ≤ activateAt ≤ retireAt ≤ removeAt,
  *   and a key that never retires is never removed.
  * - A key file without an entry is published and active since forever and never retires:
- *   a directory without schedule.json behaves as before schedules existed (the greatest
- *   kid signs). Any scheduled key that is active wins over such keys (it was activated
- *   later than "forever").
+ *   in a directory without schedule.json, the greatest kid signs. Any scheduled key that
+ *   is active wins over such keys (it was activated later than "forever").
  *
  * Every replica reads the same file and its own clock, so all of them agree on the signer
  * without talking (give or take their clock skew, which `keys rotate` budgets for).
