@@ -1,6 +1,7 @@
 /**
  * How the Redis revocation store lays its data out in Redis (Redis ≥ 6.2: `ZADD GT`,
- * `ZMSCORE`). Every name starts with `redis.keyPrefix`:
+ * `ZMSCORE`), and the scripts that read and write it. Every name starts with
+ * `redis.keyPrefix`:
  *
  *   <prefix>revocation:tokens    sorted set: member jti,      score = entry expiry (s)
  *   <prefix>revocation:clients   sorted set: member clientId, score = entry expiry (s)
@@ -8,37 +9,9 @@
  *   <prefix>revocation:events    pub/sub channel: one message per revocation
  *   <prefix>revocation:marker    string, no TTL: the list's generation, a random id
  *
- * Why sorted sets and not one key per entry: a full load is a `ZSCAN` of the list itself,
- * O(entries), whatever else lives in the database (the token limits' keys share it); a
- * key per entry would need a `SCAN` of the whole keyspace. Merging is order-free and
- * atomic: `ZADD GT` keeps the greater expiry and the later cut-off, as the in-memory
- * store does, so replays and concurrent writers can only make an entry stricter.
- *
- * TTLs: an entry leaves its set once its expiry passed (every replica's sweep runs
- * `ZREMRANGEBYSCORE` each minute; a load skips expired members anyway), and each set
- * carries a key TTL (`EXPIREAT`) at its latest entry's expiry, so the whole list
- * disappears by itself once nothing in it can matter — even with no gateway left.
- *
- * Losing data: the TTLs make the sets evictable under every `maxmemory-policy` but
- * `noeviction` (`volatile-*` evicts the sets and keeps the marker), and `FLUSHALL` or a
- * restart without persistence drops everything. The generation is how every replica that
- * still knows entries finds out, whoever rewrote what since:
- * - a full sync reads it, or creates it when absent (`MARKER_SCRIPT`), before loading;
- *   the replica keeps the id it synchronised against;
- * - the heartbeat (`HEARTBEAT_SCRIPT`) returns it, and deletes it when a set the replica
- *   holds live entries for is missing: every replica sees a missing or different id and
- *   synchronises in full, writing back what it knows;
- * - a write that creates a set deletes it too (unless it is the id the writer's own sync
- *   just created): the set was evicted and is being recreated, or every entry in it had
- *   expired — a write after an eviction must not hide the loss from the replicas that
- *   still know the evicted entries (the cost, in the harmless case, is one full sync per
- *   replica).
- * The marker has no TTL, so `volatile-*` policies never evict it; `allkeys-*` may, which
- * reads as a missing marker.
- *
- * The write script stores and announces in one step: a replica that sees the message
- * finds the entry stored, and an entry is never stored or made stricter unannounced. The
- * message is a `revocationLogRecord` line (checked JSON) without its newline.
+ * Sorted sets make a full load a `ZSCAN` of the list alone and merging order-free
+ * (`ZADD GT`); the generation tells every replica that Redis lost data. Why:
+ * docs/architecture.md.
  */
 import type { RevocationRecord } from './revocationLogRecord.js';
 
