@@ -1,23 +1,10 @@
 /**
- * Client authentication for the token operation (client id + secret).
- *
- * Timing must not tell an attacker whether a client id exists, which secret slot
- * matched, or whether a client is disabled. So every call does the same kinds and
- * amounts of work, fixed when the authenticator is built:
- *
- * - every call verifies the same slots: `scrypt` slots (0 to 2) and `sha256` slots
- *   (2 minus the scrypt slots, at least; more only if some client holds two sha256
- *   secrets and another a scrypt one). A client's real secrets fill the slots of their
- *   scheme; the rest hold dummy hashes (random digests no secret can match). An
- *   unknown client gets dummies only.
- * - every slot is verified, with no early exit; expiry and `disabled` are checked only
- *   after all verification is done.
- *
- * Dummy scrypt slots use `SCRYPT_DEFAULTS`; a stored scrypt hash with other parameters
- * costs a different amount of work than the dummy (the CLI always writes the defaults).
- *
- * The `reason` of a failure is private (logs, a bounded metric label); the caller
- * answers every failure with the same 401.
+ * Client authentication for the token operation (client id + secret). Timing must not tell
+ * whether a client id exists, which secret slot matched, or whether a client is disabled, so
+ * every call verifies the same number of `scrypt` and `sha256` slots (dummy hashes where a
+ * client has no secret), with no early exit, and checks expiry and `disabled` only after.
+ * The `reason` of a failure is private; the caller answers every failure with the same 401.
+ * Slot rules: docs/architecture.md.
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';

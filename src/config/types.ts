@@ -27,7 +27,8 @@ export interface ServerConfig extends ListenerConfig {
   readonly maxHeaderBytes: number;
   /**
    * Most header lines in one request; a request that reaches it is refused with 431 and
-   * its connection closed (Node drops lines past its count: see http/headerLines.ts).
+   * its connection closed (Node drops lines past its count: see `reachesHeaderLines` in
+   * http/framingChecks.ts).
    */
   readonly maxHeaderLines: number;
   /** On SIGTERM: how long in-flight requests may take before connections are cut. */

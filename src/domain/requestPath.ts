@@ -1,50 +1,10 @@
 /**
  * The request target, checked once at the edge so that routing, scope checks and the
- * upstream all see the same path.
- *
- * Only origin-form is accepted (RFC 9112 §3.2.1: absolute-path ["?" query]); absolute-form,
- * authority-form and `*` are refused. The path is returned exactly as received, never
- * decoded or normalised: instead of resolving ambiguity we refuse every path that two
- * parsers could read differently (RFC 3986 §5.2.4 dot-segment removal, §2.1 percent
- * decoding, servers that treat `\` or `;` specially):
- *
- * - `//` anywhere (an empty segment);
- * - `.` and `..` segments, also before a `;` parameter (`..;` is `..` to Tomcat);
- * - any `;` (RFC 3986 §3.3 path parameters): Tomcat and Spring strip `;…` from every
- *   segment before routing, so `/v1;x/reports` would reach `/v1/reports` behind a route
- *   table that saw a different path; refused rather than normalised, like the rest;
- * - percent-encoded `.`, `/`, `\`, NUL and other control characters, in any case, and the
- *   same characters double-encoded (`%252e`), which an upstream decoding twice would see;
- * - percent-encoded `?` and `#`: an upstream that decodes the path and parses the target
- *   again ends the path there (`/v1/reports%3Fx` is `/v1/reports` to it);
- * - percent-encoded unreserved characters (`A–Z a–z 0–9 - . _ ~`, RFC 3986 §2.3): they
- *   mean the same encoded or not (§6.2.2.2), so an upstream that decodes before routing
- *   reads `/v1/%6frders` as `/v1/orders` while our prefix match saw another path — and a
- *   route's scopes could be skipped. Their raw form is the only one we accept (this also
- *   closes double encoding through encoded hex digits, `%25%32%65`), nor their
- *   double-encoded form (`%2572` is `r` after a second decode), nor `%2525`;
- * - a raw `\`, `#`, control character, space or non-ASCII character;
- * - malformed percent-encoding (`%zz`, a trailing `%`), and percent-encoded bytes that
- *   are not UTF-8 (RFC 3629): an overlong form such as `%C0%AE` is a `.` to a lenient
- *   decoder (the classic traversal past a prefix check), and a surrogate or a stray
- *   continuation byte means something different to every decoder. Valid UTF-8
- *   (`%C3%A9`) passes, unless it encodes a character that some upstream stack would fold
- *   into another (Unicode NFKC changes it: a full-width `／`, a ligature, a decomposed
- *   accent), a space other than U+0020, an invisible format character (U+00A0,
- *   U+200B) or another default-ignorable code point (U+034F, a variation selector):
- *   `/v1%EF%BC%8Freports` is `/v1/reports` after normalisation;
- * - a segment ending in `.` or in an encoded space (`/v1/reports.`, `/v1/reports%20`):
- *   Windows and IIS drop them, so the upstream would serve `/v1/reports` to a path the
- *   route table saw as another; for the same reason a stream marker (`:$`, as in
- *   `reports::$DATA`) and a whole segment shaped like an 8.3 short name (`REPORT~1`);
- * - encoded non-ASCII letters whose case change is ASCII (`ı` → `I`, `İ` → `i`), which a
- *   case-insensitive upstream folds into another route's path.
- *
- * The query is passed through as is; only raw control characters and `#` are refused there.
- * The path keeps its case (it is forwarded as sent); route prefixes compare ignoring
- * ASCII case (`proxy/routeTable.ts`), the open paths exactly. Only the exact
- * `TOKEN_PATH` is the token operation: `/v1/authentication/accesstoken/` is a protected
- * path like any other.
+ * upstream all see the same path. Only origin-form is accepted (RFC 9112 §3.2.1), and the
+ * path is never decoded or normalised: every path that two parsers could read differently
+ * (RFC 3986 §2.1, §5.2.4; servers that treat `\`, `;`, a trailing `.` or Unicode folding
+ * specially) is refused instead. The list of refusals and why each one matters:
+ * docs/architecture.md.
  */
 import { type FailureReason, PortariaError } from '../errors.js';
 

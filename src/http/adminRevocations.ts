@@ -1,43 +1,9 @@
 /**
- * The admin revocation API, on the admin listener only (never the public port).
- *
- *   POST /admin/v1/revocations   revoke one token or every token of a client
- *   GET  /admin/v1/revocations   list the entries not yet expired (HEAD: same, no body)
- *
- * Every request carries `Authorization: Bearer <admin token>`; the token is compared in
- * constant time. Missing or wrong → 401 problem with
- * `WWW-Authenticate: Bearer realm="portaria-admin"`. With no admin token configured the
- * API is off: 404 problem. Order: off → authentication → method (405 with `Allow`), so an
- * unauthenticated caller learns nothing but "401".
- *
- * POST body (`Content-Type: application/json`, at most 16 KiB, a JSON object, no
- * duplicate keys, no other property), exactly one of:
- *   { "jti": "…", "expiresAt"?: <epoch seconds> }
- *       `expiresAt` is the token's `exp`: an integer in the future, at most now + clock
- *       skew + maxLifetimeSeconds (an issuer whose clock runs ahead by the skew stamps
- *       `iat` that much later). The entry is kept until expiresAt + skew (a verifier
- *       accepts a token up to `exp` + skew); without it, until now + maxLifetimeSeconds
- *       + 2 × skew (the latest any token issued so far is still accepted).
- *   { "clientId": "…", "issuedBefore"?: "<RFC 3339 date-time>" | <epoch seconds> }
- *       `clientId` is any client id (`domain/clientId.ts`), matched byte for byte;
- *       revokes every token of the client whose `iat` is at or before the cut-off
- *       (default: now + clock skew, which also covers tokens stamped by an issuer whose
- *       clock runs ahead).
- *       The cut-off may not be later than now + clock skew. The entry is kept until
- *       issuedBefore + maxLifetimeSeconds + skew.
- * Answers 201 `{ kind: "token", jti, expiresAt }` or
- * `{ kind: "client", clientId, issuedBefore, expiresAt }` (seconds; `expiresAt` is when
- * the entry may be forgotten) only once the store's promise has resolved, i.e. the
- * revocation is durable. A store failure → 503 problem, never an acknowledgement.
- * Refusals: 415 (media type or compression), 413 (over 16 KiB, connection closed),
- * 400 problem whose `detalhe` names the field (never echoes a value).
- *
- * GET answers 200 `{ tokens: [{ jti, expiresAt }], clients: [{ clientId, issuedBefore,
- * expiresAt }] }`.
- *
- * Audit (`audit`, the app's logger): every stored revocation (what was revoked, never the
- * request body as sent), every refused admin token (the caller's address and the private
- * reason) and every revocation that could not be stored. The admin token never appears.
+ * The admin revocation API, on the admin listener only (never the public port):
+ * `POST /admin/v1/revocations` revokes one token or every token of a client, `GET` lists
+ * the entries not yet expired. Constant-time admin token check first, so an
+ * unauthenticated caller learns nothing but 401; a revocation is acknowledged only once
+ * the store made it durable (else 503). Bodies, bounds and audit: docs/architecture.md.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CLIENT_ID_RULE, isClientId } from '../domain/clientId.js';

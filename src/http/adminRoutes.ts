@@ -22,7 +22,7 @@ export interface AdminDeps {
   /** `degraded`: ready, but something to report (e.g. a stale revocation list). */
   readonly ready: () => { ready: boolean; reason?: string; degraded?: string };
   readonly problemTypeBase: string;
-  /** `server.maxHeaderLines`: a request reaching it is refused (headerLines.ts). */
+  /** `server.maxHeaderLines`: a request reaching it is refused (framingChecks.ts). */
   readonly maxHeaderLines: number;
   /** The revocation API; absent (or no admin token): it answers 404. */
   readonly revocations?: RevocationAdminDeps;

@@ -1,21 +1,10 @@
 /**
- * Which `Upgrade` offers the gateway takes up: WebSocket only. Any other offer — an
- * HTTP/2 client's `Upgrade: h2c` on a plain `http://` URL (curl --http2, Java's
- * HttpClient) — is ignored, as RFC 9110 §7.8 allows, and the request is answered as the
- * HTTP/1.1 request it also is.
- *
- * Node ≥ 24.9 asks `shouldUpgradeCallback` and hands a declined offer to the `request`
- * listener itself. Older Node (20, 22) emits `upgrade` for every offer with the parser
- * already detached; there the request is answered here from Node's own parse of it —
- * never from a copy of its head parsed again (a copy rebuilt from `rawHeaders` misses
- * whatever Node dropped, and a dropped `Content-Length` turns the body into a request):
- * - the head is the one Node parsed (method, target, version, fields);
- * - the body is read by that head's `Content-Length` from the bytes after the head; a
- *   chunked body would need a second parser and is refused with 400;
- * - the connection closes after the answer (its parser is gone), so nothing after the
- *   body is ever read as a request;
- * - a body that stops arriving is cut after `server.requestTimeoutMs` with the 408 the
- *   parser-error handler writes for a slow upload.
+ * Which `Upgrade` offers the gateway takes up: WebSocket only. Any other offer (an HTTP/2
+ * client's `Upgrade: h2c`) is ignored, as RFC 9110 §7.8 allows, and the request answered
+ * as the HTTP/1.1 request it also is. Node 20 and 22 detach the parser before we can
+ * decline, so there the request is answered here from Node's own parse of its head (never
+ * a re-parse), its body read by `Content-Length` only, and the connection closed after.
+ * Why each of these: docs/architecture.md.
  */
 import { IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';

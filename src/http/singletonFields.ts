@@ -1,21 +1,10 @@
 /**
  * The header fields a request carries once, counted in one pass over its raw lines (Node
- * keeps only the first of repeated `Host` and `Authorization` lines in `req.headers`):
- *
- * - `Host`, RFC 9112 §3.2: a server MUST answer 400 to an HTTP/1.1 request without one and
- *   to any request with more than one. Node would keep the first of two and drop the
- *   second, so the gateway (which sets `X-Forwarded-Host` from it) and a component that
- *   keeps the last could each see another host; Node's own answer to a missing `Host` is a
- *   bare 400 (`requireHostHeader` is off so that this check answers both with problem
- *   details). The connection is closed after the answer.
- *   Its value must be a host with an optional port (RFC 9110 §7.2): a DNS name or IPv4
- *   address, or an IPv6 literal in brackets. RFC 9112 §3.2 requires a 400 for an invalid
- *   one, and `X-Forwarded-Host` is made from it: `a, evil.example` is two hosts to a
- *   framework that splits the field, `evil.example@a` or `a/../b` worse.
- * - `Content-Type` (RFC 9110 §8.3, one value): Node keeps the first of two, a component
- *   in front may keep the last and judge the body by another type: refused.
- * - `Authorization`: the number of lines is returned for the bearer check, which refuses
- *   more than one (`bearerToken`).
+ * keeps only the first of repeated `Host` and `Authorization` lines in `req.headers`, so a
+ * component that keeps the last could see another value): `Host` exactly once and
+ * well-formed (RFC 9112 §3.2, RFC 9110 §7.2), `Content-Type` at most once (RFC 9110 §8.3);
+ * the number of `Authorization` lines is returned for the bearer check. Details:
+ * docs/architecture.md.
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';

@@ -1,50 +1,26 @@
 /**
- * A trusted external issuer's key set fetched from its `jwksUri` (RFC 7517 §5).
- *
- * Fetch: `GET jwksUri` with a hard timeout (`fetchTimeoutMs`, the body included),
- * `accept: application/json`, redirects refused (a redirect is an error, never
- * followed); only a 200 counts; the body is read incrementally and abandoned past
- * 256 KiB (`too-large`); it must be a JSON object with a `keys` array (else `invalid`),
- * imported by the JWK rules of `issuerJwks.ts` (skipped keys are logged). A set with no
- * usable key is `invalid` and the previous set is kept.
- *
- * Freshness (every decision reads the injected clock; timers only wake us up):
- * - age = now − completion of the last applied fetch. Fresh while age < cacheMaxAge;
- *   a background refresh is armed for 80 % of cacheMaxAge (when it fires early by the
- *   clock it re-arms for the rest). A lookup that finds the set past cacheMaxAge with
- *   nothing in flight, no retry pending and the cooldown passed also starts one.
- * - Stale-if-error: while fetches fail the last good set keeps serving until
- *   age ≥ cacheMaxAge + maxStaleness; then `getKey` throws a 503 `PortariaError`
- *   (`issuer-unavailable`, reason `issuer-keys-stale`); before any success, reason
- *   `issuer-keys-missing`. A lookup on an unusable set first waits for a fetch in flight.
- * - After a failed fetch, a retry after min(backoffMax, backoffBase × 2^attempt) ×
- *   (0.5 + random/2) (1 s, 60 s by default; attempt resets on success).
- *
- * Unknown `kid` (a rotation at the issuer): a `kid` outside 1–128 of [A-Za-z0-9._:-] is
- * refused (null) without a fetch; a `kid` that a successful fetch did not contain is
- * remembered for cooldownSeconds (null at once, even while a fetch is in flight);
- * otherwise a fetch in flight is joined, or one is started when no fetch started within
- * cooldownSeconds, and the set is read again after it; else null. Lookups and timers
- * never start a second fetch while one is in flight (1,000 unknown kids → one fetch per
- * cooldown); only `refreshNow()` does (a reload that must see the newest keys). Every
- * fetch is numbered and a result is applied only if newer than the last applied one, so
- * an older, slower fetch never overwrites a newer set.
- *
- * Every outcome goes to `hooks.fetch(issuerId, trigger, outcome)`; `state()` feeds
- * readiness (usable) and the age and key-count gauges. `close()` cancels the timers and
- * aborts fetches in flight. Keys named in token headers (`jku`, `x5u`, `jwk`) are never
- * used (RFC 8725 §3.10): the only source is the configured URI.
+ * A trusted external issuer's key set fetched from its `jwksUri` (RFC 7517 §5), cached
+ * with explicit semantics: max age with a background refresh, stale-if-error up to
+ * `maxStaleness`, back-off between failures, a cooldown on unknown `kid`s, one fetch in
+ * flight, and an older fetch never overwriting a newer set. Keys named in token headers
+ * (`jku`, `x5u`, `jwk`) are never used (RFC 8725 §3.10). One download:
+ * `jwksDownload.ts`; the rules in full: docs/architecture.md.
  */
 import type { IssuerConfig } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
+import { type ImportedKey, type IssuerKey, KID_SYNTAX } from './issuerJwks.js';
 import {
-  type ImportedKey,
-  type IssuerKey,
-  importJwks,
-  KID_SYNTAX,
-  skippedSummary,
-} from './issuerJwks.js';
+  downloadJwks,
+  type FetchOutcome,
+  type JwksSource,
+  messageOf,
+  outcomeOf,
+} from './jwksDownload.js';
+import { backoffDelayMs, realTimer, type SetTimer } from './keySetTimers.js';
+
+export { type FetchOutcome, MAX_JWKS_BYTES } from './jwksDownload.js';
+export { backoffDelayMs, type SetTimer } from './keySetTimers.js';
 
 export interface IssuerKeySetState {
   /** A key set is held and younger than cacheMaxAge + maxStaleness (readiness). */
@@ -60,7 +36,6 @@ export interface IssuerKeySetState {
 }
 
 export type FetchTrigger = 'startup' | 'scheduled' | 'unknown-kid' | 'retry';
-export type FetchOutcome = 'ok' | 'error' | 'timeout' | 'too-large' | 'invalid';
 
 export interface KeySetHooks {
   fetch?(issuerId: string, trigger: FetchTrigger, outcome: FetchOutcome): void;
@@ -69,9 +44,6 @@ export interface KeySetHooks {
 }
 
 export type KeySetLog = (event: string, detail: Record<string, unknown>) => void;
-
-/** Arms a one-shot timer and returns its cancel function (injectable for tests). */
-export type SetTimer = (callback: () => void, delayMs: number) => () => void;
 
 export interface RemoteKeySetDeps {
   readonly clock: Clock;
@@ -84,27 +56,10 @@ export interface RemoteKeySetDeps {
   readonly setTimer?: SetTimer;
 }
 
-export const MAX_JWKS_BYTES = 256 * 1024;
-/** RFC 7515 leaves `kid` free-form; we accept a conservative, log-safe subset. */
+/** Unknown kids remembered at most; the oldest is forgotten first. */
 const MAX_NEGATIVE = 4096;
+/** A background refresh is due at this fraction of cacheMaxAge. */
 const REFRESH_AT = 0.8;
-const MAX_TIMER_MS = 2 ** 31 - 1;
-
-const realTimer: SetTimer = (callback, delayMs) => {
-  const timer = setTimeout(callback, Math.min(delayMs, MAX_TIMER_MS));
-  timer.unref();
-  return () => clearTimeout(timer);
-};
-
-/** Jittered exponential backoff: min(max, base × 2^attempt) × (0.5 + random/2). */
-export function backoffDelayMs(
-  attempt: number,
-  baseMs: number,
-  maxMs: number,
-  random: () => number,
-): number {
-  return Math.min(maxMs, baseMs * 2 ** Math.min(attempt, 30)) * (0.5 + random() / 2);
-}
 
 export function keysUnavailable(reason: 'issuer-keys-stale' | 'issuer-keys-missing') {
   return new PortariaError('issuer-unavailable', "The token issuer's keys are unavailable.", {
@@ -112,20 +67,11 @@ export function keysUnavailable(reason: 'issuer-keys-stale' | 'issuer-keys-missi
   });
 }
 
-class FetchFailure extends Error {
-  readonly outcome: FetchOutcome;
-  constructor(outcome: FetchOutcome, message: string) {
-    super(message);
-    this.outcome = outcome;
-  }
-}
-
 export class RemoteKeySet {
   readonly #config: IssuerConfig;
-  readonly #uri: string;
+  readonly #source: JwksSource;
   readonly #clock: Clock;
   readonly #hooks: KeySetHooks | undefined;
-  readonly #fetch: typeof fetch;
   readonly #random: () => number;
   readonly #log: KeySetLog | undefined;
   readonly #backoffBaseMs: number;
@@ -156,10 +102,15 @@ export class RemoteKeySet {
   constructor(config: IssuerConfig, deps: RemoteKeySetDeps) {
     if (config.jwksUri === null) throw new Error(`issuer ${config.id} has no jwksUri`);
     this.#config = config;
-    this.#uri = config.jwksUri;
+    this.#source = {
+      issuerId: config.id,
+      uri: config.jwksUri,
+      algorithms: config.algorithms,
+      fetch: deps.fetch ?? globalThis.fetch,
+      log: deps.log,
+    };
     this.#clock = deps.clock;
     this.#hooks = deps.hooks;
-    this.#fetch = deps.fetch ?? globalThis.fetch;
     this.#random = deps.random ?? Math.random;
     this.#log = deps.log;
     this.#backoffBaseMs = deps.backoffBaseMs ?? 1000;
@@ -280,7 +231,8 @@ export class RemoteKeySet {
     const id = this.#config.id;
     let keys: Map<string, ImportedKey>;
     try {
-      keys = await this.#download(
+      keys = await downloadJwks(
+        this.#source,
         AbortSignal.any([closed, AbortSignal.timeout(this.#config.fetchTimeoutMs)]),
       );
     } catch (error) {
@@ -326,35 +278,6 @@ export class RemoteKeySet {
     return true;
   }
 
-  async #download(signal: AbortSignal): Promise<Map<string, ImportedKey>> {
-    const response = await this.#fetch(this.#uri, {
-      signal,
-      headers: { accept: 'application/json' },
-      redirect: 'error',
-    });
-    if (response.status !== 200) {
-      await response.body?.cancel().catch(() => undefined);
-      throw new FetchFailure('error', `HTTP ${response.status}`);
-    }
-    const text = await readBounded(response, MAX_JWKS_BYTES);
-    let document: unknown;
-    try {
-      document = JSON.parse(text);
-    } catch {
-      throw new FetchFailure('invalid', 'the body is not JSON');
-    }
-    const imported = await importJwks(document, this.#config.algorithms);
-    if (imported === null) throw new FetchFailure('invalid', 'not an object with a "keys" array');
-    if (imported.skipped.length > 0) {
-      this.#log?.('issuer keys skipped', {
-        issuer: this.#config.id,
-        ...skippedSummary(imported.skipped),
-      });
-    }
-    if (imported.keys.size === 0) throw new FetchFailure('invalid', 'no usable key');
-    return imported.keys;
-  }
-
   #scheduleRefresh(): void {
     this.#cancelRefresh?.();
     this.#cancelRefresh = null;
@@ -384,46 +307,4 @@ export class RemoteKeySet {
       if (!this.#closed && this.#inFlight === null) void this.#startFetch('retry');
     }, delay);
   }
-}
-
-/** Reads the body as UTF-8, abandoning it once more than `limit` bytes arrived. */
-async function readBounded(response: Response, limit: number): Promise<string> {
-  const declared = Number(response.headers.get('content-length') ?? '0');
-  if (declared > limit) {
-    await response.body?.cancel().catch(() => undefined);
-    throw new FetchFailure('too-large', `body over ${limit} bytes`);
-  }
-  if (response.body === null) return '';
-  const reader = response.body.getReader();
-  const chunks: Uint8Array[] = [];
-  let total = 0;
-  for (;;) {
-    const { done, value } = await reader.read();
-    if (done) break;
-    total += value.byteLength;
-    if (total > limit) {
-      await reader.cancel().catch(() => undefined);
-      throw new FetchFailure('too-large', `body over ${limit} bytes`);
-    }
-    chunks.push(value);
-  }
-  try {
-    return new TextDecoder('utf-8', { fatal: true }).decode(Buffer.concat(chunks));
-  } catch {
-    throw new FetchFailure('invalid', 'the body is not UTF-8');
-  }
-}
-
-function outcomeOf(error: unknown): FetchOutcome {
-  if (error instanceof FetchFailure) return error.outcome;
-  if (error instanceof Error && error.name === 'TimeoutError') return 'timeout';
-  return 'error';
-}
-
-function messageOf(error: unknown): string {
-  if (!(error instanceof Error)) return String(error);
-  const cause = error.cause as { code?: unknown; message?: unknown } | undefined;
-  if (typeof cause?.code === 'string') return `${error.message} (${cause.code})`;
-  if (typeof cause?.message === 'string') return `${error.message} (${cause.message})`;
-  return error.message;
 }

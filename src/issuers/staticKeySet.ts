@@ -1,22 +1,9 @@
 /**
- * A trusted external issuer's keys read from a local `keyFile` instead of a JWKS URI.
- *
- * The file holds either a JWK Set (RFC 7517 §5, JSON `{ "keys": [...] }`, each key under
- * the same rules as a fetched set: see `remoteKeySet.ts`), or one or more PEM
- * `-----BEGIN PUBLIC KEY-----` blocks (SPKI). A PEM key has no `kid` of its own: it gets
- * its RFC 7638 JWK thumbprint (SHA-256, base64url), and tokens must name that `kid`
- * (`portaria` prints nothing for it; compute it with any RFC 7638 tool or jose's
- * `calculateJwkThumbprint`). Its `alg` follows from the key: P-256 → ES256,
- * P-384 → ES384, Ed25519 → EdDSA, RSA → RS256 (PS256 when the issuer allows PS256 and
- * not RS256). Any other PEM block (a private key, a certificate) is refused.
- *
- * `load()` (and `reload()`, its alias for hot reload) reads the file and throws a
- * `ConfigError` naming `issuers[<i>].keyFile` when it is missing, unreadable, of neither
- * format, or yields no usable key; the previous keys are then kept. Keys skipped in an
- * otherwise usable file are logged, not fatal. `getKey` is synchronous; before the first
- * successful load it throws the 503 `issuer-unavailable` (reason `issuer-keys-missing`).
- * A loaded file never goes stale. `start()` loads in the background when nothing is
- * loaded yet (its failure is in `state().lastError`); `close()` has nothing to stop.
+ * A trusted external issuer's keys read from a local `keyFile` instead of a JWKS URI: a
+ * JWK Set (RFC 7517 §5) or PEM public keys, a PEM key named by its RFC 7638 thumbprint
+ * with its `alg` following from the key. A bad file is a `ConfigError` and keeps the
+ * previous keys; a loaded file never goes stale. Formats and lifecycle:
+ * docs/architecture.md.
  */
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';
@@ -37,7 +24,8 @@ const PEM_BLOCK = /-----BEGIN ([A-Z0-9 ]+)-----([A-Za-z0-9+/=\s]*?)-----END \1--
 export class StaticKeySet {
   readonly #config: IssuerConfig;
   readonly #path: string;
-  readonly #at: string;
+  /** Where the file is named in the config (`issuers[<i>].keyFile`), for problems. */
+  readonly #configPath: string;
   readonly #log: KeySetLog | undefined;
   #keys: ReadonlyMap<string, IssuerKey> | null = null;
   #lastError: string | null = null;
@@ -52,7 +40,7 @@ export class StaticKeySet {
     if (config.keyFile === null) throw new Error(`issuer ${config.id} has no keyFile`);
     this.#config = config;
     this.#path = config.keyFile;
-    this.#at = `issuers[${deps.index ?? `id=${config.id}`}].keyFile`;
+    this.#configPath = `issuers[${deps.index ?? `id=${config.id}`}].keyFile`;
     this.#log = deps.log;
   }
 
@@ -113,8 +101,8 @@ export class StaticKeySet {
   async #read(): Promise<Map<string, IssuerKey>> {
     const fail = (problems: string[]) =>
       new ConfigError(
-        problems.map((p) => `${this.#at}: ${p}`),
-        `${this.#at} (${this.#path})`,
+        problems.map((p) => `${this.#configPath}: ${p}`),
+        `${this.#configPath} (${this.#path})`,
       );
     let text: string;
     try {

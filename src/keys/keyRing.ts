@@ -2,26 +2,9 @@
  * The signing key ring: every key in the keys directory with its schedule
  * (`keySchedule.ts`), read against an injected clock on every call, so the ring changes
  * signer and JWKS by itself as time passes and every replica reading the same directory
- * agrees without talking.
- *
- * - `signingKey`: among the keys of the configured algorithm with
- *   activateAt ≤ now < retireAt, the one with the latest activateAt (tie: greatest kid).
- *   Keys without a schedule entry are active since forever, so a directory without a
- *   schedule signs with its greatest kid, as before schedules existed. No eligible key:
- *   a 503 `PortariaError` (reason `no-active-key`); `loadKeyRing` refuses to start so.
- * - `verificationKey(kid)`: only while publishAt ≤ now < removeAt (one `Map` lookup and
- *   two comparisons).
- * - `jwks()` / `jwksJson()` (RFC 7517): the public part of every key published now,
- *   newest kid first; only public members are copied (never d, p, q, dp, dq, qi). The
- *   frozen document and its JSON text are built once per schedule segment (between two
- *   publishAt/removeAt boundaries) and returned as the same instances until the clock
- *   leaves the segment, so serving the JWKS never re-serialises. The signer is cached
- *   the same way between activateAt/retireAt boundaries.
- * - `states()`: pending (before activateAt), active (the signer), retiring (not signing,
- *   still published: past retireAt, superseded by a newer active key, or of another
- *   algorithm), retired (past removeAt).
- *
- * What it does not do: read files (`loadKeyRing`), decide schedules (`rotateKeys`).
+ * agrees without talking. The JWKS and the signer are cached per schedule segment. It does
+ * not read files (`loadKeyRing`) nor decide schedules (`rotateKeys`). Per-method rules:
+ * docs/architecture.md.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { SigningAlgorithm } from '../config/types.js';

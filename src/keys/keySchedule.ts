@@ -1,26 +1,10 @@
 /**
- * The life cycle of each signing key: `schedule.json` in the keys directory.
- *
- *   { "keys": { "<kid>": { "publishAt": ISO, "activateAt": ISO,
- *                          "retireAt": ISO | null, "removeAt": ISO | null } } }
- *
- * - publishAt ≤ now < removeAt: the key is in the JWKS and verifies our tokens.
- * - activateAt ≤ now < retireAt: the key may sign. Of those (configured algorithm only),
- *   the latest activateAt signs; a tie goes to the greatest kid.
- * - null retireAt / removeAt: never. Order: publishAt ≤ activateAt ≤ retireAt ≤ removeAt,
- *   and a key that never retires is never removed.
- * - A key file without an entry is published and active since forever and never retires:
- *   a directory without schedule.json behaves as before schedules existed (the greatest
- *   kid signs). Any scheduled key that is active wins over such keys (it was activated
- *   later than "forever").
- *
- * Every replica reads the same file and its own clock, so all of them agree on the signer
- * without talking (give or take their clock skew, which `keys rotate` budgets for).
- * Times are held as milliseconds since the epoch; `Window` spells "forever" and "never"
- * as ±Infinity so the comparisons need no special cases.
- *
- * This module parses, validates and writes the file; it does not know key files (the
- * loader reports entries without a key) nor plan rotations (`rotateKeys.ts`).
+ * The life cycle of each signing key, `schedule.json` in the keys directory: when it is
+ * published, signs, retires and is removed. Every replica reads the same file and its own
+ * clock, so all agree on the signer without talking. Times are milliseconds since the
+ * epoch, "forever"/"never" are ±Infinity so comparisons need no special cases. This module
+ * parses, validates and writes the file; it does not know key files nor plan rotations
+ * (`rotateKeys.ts`). The format and its rules: docs/architecture.md.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,27 +1,9 @@
 /**
- * `portaria keys remove <kid>`: takes a key out of the keys directory — its file and its
- * schedule entry — so that gateways stop publishing it and stop verifying its tokens at
- * their next reload (a key reload empties the verified-token cache). For a compromised
- * key, or a retired one an operator wants gone before its `removeAt`.
- *
- * A key is kept while removing it would leave a gateway without a signer: it signs now,
- * or did `skew` ago (a replica whose clock runs that far behind still sees it signing,
- * and its reload would fail with no active key), and no other key of its algorithm
- * signs at both moments. The emergency path is `keys rotate --jwks-max-age 0` (the new
- * key signs after the skew) and then, once the command allows it, `keys remove <old kid>`.
- *
- * Removing a key that a rotation scheduled and that does not sign yet cancels that
- * rotation: the keys retiring at the moment it was to take over keep signing (their
- * `retireAt` and `removeAt` are cleared) — else they would retire on schedule with no
- * successor, and every replica would be left without a signer from that moment. Any
- * other removal that would leave such a gap later on is refused.
- *
- * Files, under the schedule's lock like a rotation: a cancelled rotation's schedule is
- * written first, then the key file is deleted, then its schedule entry. A crash between
- * the last two leaves an entry without a key file, which the loader refuses while the
- * key is not yet due for removal (gateways keep their previous ring and log the failed
- * reload) — never a key file without an entry, which would sign at once. Running the
- * command again finishes the job: an entry without a file is removed too.
+ * `portaria keys remove <kid>`: takes a key (its file and its schedule entry) out of the
+ * keys directory, so gateways stop publishing it and stop verifying its tokens at their next
+ * reload. It refuses to leave any replica without a signer, now or later, and writes in an
+ * order whose crash leftovers the loader refuses (never a key file without an entry, which
+ * would sign at once). The rules: docs/architecture.md.
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,26 +1,9 @@
 /**
  * `portaria keys rotate`: adds a new signing key and schedules the hand-over so that no
- * verification fails anywhere, at the gateway or at a third party caching our JWKS.
- *
- * At `now` (T), with jwksMaxAge M, clock skew S and maximum token lifetime L:
- * - the new key is published at T and activates at T + M + S: a verifier that fetched
- *   the JWKS just before T keeps its copy at most M, and a replica whose clock runs S
- *   ahead signs at most S early, so nobody meets a token of the new key before its copy
- *   of the JWKS has it;
- * - the current signer (and any other key of the algorithm still allowed to sign, e.g.
- *   an older key without a schedule entry) retires at T + M + S and is removed at
- *   T + M + S + L + S: its last token, signed by a replica whose clock is S behind,
- *   expires before the key leaves the JWKS.
- * Keys without a schedule entry that are retired get one with publishAt = activateAt =
- * the epoch ("since forever"). A rotation is refused while another is pending (a key
- * with activateAt in the future): it would retire a key that has not signed yet.
- *
- * Files: the schedule is written first (atomically), then the key file; when the key
- * cannot be written the previous schedule is put back. A crash in between leaves an
- * entry without key file, which the loader refuses (fail closed) rather than a key
- * without entry, which would sign at once. A rotation holds the schedule's lock
- * (`withEditLock`) from reading the directory to writing the key: two at the same moment
- * run one after the other (the second is then refused: the first is pending).
+ * verification fails anywhere, at the gateway or at a third party caching our JWKS: the new
+ * key is published now and signs only once every cached JWKS has it (jwksMaxAge + skew);
+ * the old one stays published until its last token expired. Writes under the schedule's
+ * lock, schedule first. The timeline and the crash cases: docs/architecture.md.
  */
 import { join } from 'node:path';
 import type { SigningAlgorithm } from '../config/types.js';

@@ -1,40 +1,10 @@
 /**
  * An exclusive lock a process holds on one file for as long as it uses it (the local
- * revocation log, the Redis store's queue). Without it a second process on the same file
- * (an overlapping restart, pm2 cluster mode, two gateways with one config) keeps
- * appending — fsync included — to a file the first one has replaced by a rename, and the
- * revocations it acknowledged are gone at the next start. With it the second process is
- * refused (`FileInUse`, naming the holder) before it reads the file.
- *
- * The lock is the lock file of `lockFile.ts`, `.<name>.lock` beside the target, created with O_EXCL
- * and holding the owner: pid, host name, since and, on Linux, the boot id, the pid
- * namespace and the process's start tick. The holder refreshes its mtime every
- * `refreshMs` (default 10 s) and checks that the lock file is still its own; the store
- * also asks `check()` around each write. A lock found removed or replaced is lost for good
- * (`onLost`): the store must stop writing.
- *
- * A lock that exists is taken over (stale) when:
- * - its pid is this process's, on the same host and boot, and this process does not hold
- *   it: an earlier run with the same pid left it, typically pid 1 of a restarted container;
- * - same host, boot and pid namespace, and its pid is not running, or runs a process
- *   started at another tick (the pid was reused);
- * - it was not refreshed for `staleMs` (default 60 s): the only test for a holder that
- *   cannot be asked (another host: a pod replaced on another node, another pid namespace);
- * - it was never written and is older than 30 s (its creator died in between).
- * A field the lock lacks (written off Linux) is not compared. Otherwise the holder is
- * alive: `FileInUse`. A takeover runs under `withEditLock` of the lock file, so two
- * starting processes never both remove a stale lock and both hold it.
- *
- * Released by `release()` and, synchronously, at process exit (`process.exit` included);
- * a SIGKILL leaves the lock behind for the rules above.
- *
- * Limits: advisory (only Portaria's stores take it). Two live processes under the same
- * host name and boot with the same pid in different pid namespaces (two containers with
- * one fixed hostname, or hostNetwork pods, both pid 1) are not told apart: the second
- * takes the lock over, and the first finds it lost at its next write or refresh. A
- * holder frozen for `staleMs`, or hosts whose clocks differ by that much, can lose the
- * lock to another host the same way. O_EXCL and mtime must work on the volume (local
- * filesystems, NFSv3+, the usual Kubernetes volumes).
+ * revocation log, the Redis store's queue): without it a second process on the same file
+ * keeps appending to a file the first one replaced by a rename, and the revocations it
+ * acknowledged are gone at the next start. The lock file of `lockFile.ts`, refreshed while
+ * held, taken over only when its holder is provably gone or silent for `staleMs`.
+ * Takeover rules and limits: docs/architecture.md.
  */
 import { readFileSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
 import { type FileHandle, rm, stat } from 'node:fs/promises';

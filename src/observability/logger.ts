@@ -99,7 +99,7 @@ export async function prettyDestination(): Promise<DestinationStream> {
  *   (pino's asynchronous destination) cost ~50 µs of CPU per write on the bench machine
  *   against ~6 µs for the write itself (docs/performance.md). If the reader goes away
  *   (EPIPE) logging stops instead of crashing the gateway.
- * - a **file or terminal**: pino's asynchronous destination (sonic-boom), as before — a
+ * - a **file or terminal**: pino's asynchronous destination (sonic-boom): a
  *   non-blocking write to a file is not possible, and a slow disk must not block the loop.
  */
 export function outputDestination(

@@ -4,7 +4,7 @@
  * config, reason codes and outcomes from closed sets, status classes — never a path,
  * a token or a client-chosen string.
  *
- * Feature modules never import prom-client: `app.ts` binds their hook interfaces to the
+ * Feature modules never import prom-client: `app/createApp.ts` binds their hook interfaces to the
  * functions here.
  *
  * Per-request series (request counts and durations, upstream durations) are counted in

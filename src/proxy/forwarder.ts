@@ -1,40 +1,10 @@
 /**
- * Forwards a verified HTTP request to its upstream and streams the answer back.
- *
- * One undici `Pool` per upstream origin, created at start (keep-alive, `connections`
- * sockets, no pipelining). Each request is one `dispatch` with one handler object: the
- * request body streams from the client (only when it has one: `Content-Length` > 0 or
- * `Transfer-Encoding`, RFC 9112 §6.3), response bytes are written to the client as they
- * arrive, and undici is paused while the client's socket buffer is full (backpressure).
- *
- * Time limits are the route's: `headersTimeout` (no response headers in time) and
- * `bodyTimeout` (a stall between body chunks) — both surface as 504.
- *
- * Failure semantics:
- * - before the response headers were written: the promise rejects with the public
- *   problem (`upstream-timeout` 504, `upstream-unavailable` 502); the caller answers it;
- * - after: the client's response is destroyed (it sees a truncated message; HTTP/1.1 has
- *   no other way to signal a failed body) and the promise resolves;
- * - the client went away (response closed before it finished): the upstream request is
- *   aborted — also while it is still queued for a connection — and the promise resolves;
- *   gone before the dispatch (during an asynchronous token verification), nothing is sent.
- *
- * Framing the gateway adjusts:
- * - the upstream answers before the client finished sending its body: the response says
- *   `Connection: close` and the client's connection closes after it (the rest of the
- *   body has nowhere to go; RFC 9112 §9.6);
- * - a 204 or 304 with `Content-Length` ends normally (undici would call the absent body a
- *   length mismatch); a 204's `Content-Length` is dropped (RFC 9110 §8.6);
- * - a transfer coding other than chunked (`gzip, chunked`) is not decoded by undici, so
- *   such a response is refused (502) rather than relayed with its coding stripped.
- *
- * 1xx responses (102, 103 Early Hints) are not relayed. undici refuses an unsolicited
- * 101, and also a 100 Continue (against RFC 9110 §15.2): the gateway never sends
- * `Expect`, so only an upstream sending 100 on its own meets this, as a 502.
- *
- * `dispatch` is the hot path (the gateway's): no promise, failures reported through a
- * callback shared by every request; `forward` wraps it in a promise. A request allocates
- * its handler and the two flat header lists (the `close` listener is shared).
+ * Forwards a verified HTTP request to its upstream and streams the answer back: one undici
+ * `Pool` per origin, one `dispatch` per request, both bodies streamed (backpressure). The route's
+ * timeouts surface as 504; a failure before the response headers rejects with the public
+ * problem, after them the client's response is cut. `dispatch` is the hot path: no
+ * promise, one handler object and two flat header lists per request. Framing adjustments
+ * and 1xx handling: docs/architecture.md.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';

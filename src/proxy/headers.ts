@@ -1,39 +1,10 @@
 /**
- * Header hygiene between client, gateway and upstream, compiled once from the config.
- *
- * Both directions drop the hop-by-hop fields (RFC 9110 §7.6.1: `Connection`, `Keep-Alive`,
- * `Proxy-Connection`, `Proxy-Authenticate`, `Proxy-Authorization`, `TE`, `Trailer`,
- * `Transfer-Encoding`, `Upgrade`) and every field the `Connection` header nominates.
- *
- * Towards the upstream, additionally:
- * - the reserved identity namespace: any incoming field whose name, with `_` read as `-`,
- *   is a configured identity header is removed (servers behind CGI-style gateways read
- *   `X_Client_Id` as `X-Client-Id`); the same `_` rule guards every field the gateway
- *   sets or drops. The identity headers are then set from the verified principal, after
- *   all stripping, so a `Connection: x-client-id` trick cannot remove them;
- * - `Authorization` only if `forwardAuthorization`; `Host` and `Expect` are dropped (the
- *   upstream client sets the upstream's host; Node already answered `100-continue`);
- * - the caller-written address, host, path and method fields (`config/callerHeaders.ts`:
- *   `True-Client-IP`, `X-Original-Host`, `X-HTTP-Method-Override`, …) are removed, in
- *   every case and `_` spelling, unless `forwardCallerHeaders` names them (then their
- *   `-` spelling passes);
- * - `X-Forwarded-For`, `X-Real-IP` and `Forwarded` (RFC 7239) are always the gateway's:
- *   they name the client's address as `server.trustedProxies` decides it
- *   (`lib/trustedProxies.ts`), `X-Forwarded-For` followed by the trusted proxies and the
- *   peer. A peer that is a trusted proxy keeps its other `X-Forwarded-*` fields and
- *   `X-Original-URL` / `X-Rewrite-URL`. Any other peer is the client: `-Proto` and
- *   `-Host` are set from the connection, and every other `X-Forwarded-*` field (`-Port`,
- *   `-Prefix`, `-Scheme`, `-Ssl`, …, which frameworks honour to rebuild URLs) and the
- *   path-override fields are removed;
- * - `X-Request-Id` is always ours.
- *
- * The hot path builds flat `[name, value, name, value, …]` lists (what undici's dispatch
- * and Node's `writeHead` take, with no per-request object in dictionary mode); the object
- * forms are the same lists folded into an object.
- *
- * Field names arrive lowercased (Node's parser and undici guarantee it). Claim values:
- * strings, arrays of strings joined by a space, finite numbers in decimal, each encoded by
- * `identityHeaderValue` (percent-encoding); an absent claim or another type sets no header.
+ * Header hygiene between client, gateway and upstream, compiled once from the config:
+ * hop-by-hop and `Connection`-listed fields dropped both ways (RFC 9110 §7.6.1); towards the
+ * upstream, the reserved identity namespace (any `_` spelling) cleared then set from the
+ * verified principal, caller-written address/host/path fields removed, `X-Forwarded-*` and
+ * `Forwarded` (RFC 7239) always the gateway's. The hot path builds flat name/value lists.
+ * Every rule and why: docs/architecture.md.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';

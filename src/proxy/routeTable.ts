@@ -1,23 +1,9 @@
 /**
- * The route table, compiled once from the frozen config.
- *
- * A route matches a canonical path (see `domain/requestPath.ts`; the query is not part of
- * it) when its prefix equals the path or is followed in it by `/` or `.`: `/v1/orders`
- * matches `/v1/orders`, `/v1/orders/1` and `/v1/orders.json`, never `/v1/ordersX`. The
- * `.` boundary only ever adds scopes: upstreams that serve `/v1/orders.json` as
- * `/v1/orders` (suffix patterns) must not be reachable with fewer scopes than the orders
- * route's, and a path the `/` rule alone gives to a less specific route
- * (`/v1/files.internal/…` under `/v1`) must not need fewer than that route's — so a route
- * matched at a `.` requires its own scopes and those of the route the `/` rule would
- * pick (precomputed: no allocation per request). The prefix `/` matches every
- * path. Prefixes compare ASCII case-insensitively: `/V1/Orders/1` takes the `/v1/orders`
- * route and its scopes, so an upstream that ignores case can never be reached around a
- * route's scopes through the default route (the path is forwarded unchanged). The longest matching prefix wins; routes are sorted by prefix length once, so a
- * lookup is a scan that stops at the first hit and allocates nothing. When nothing
- * matches, `upstream.default` (id `default`) is used if configured, else `null` (404).
- *
- * The upstream URL is split into its origin (one connection pool each) and a base path
- * without trailing slash: the forwarded path is `basePath + path`, never rewritten.
+ * The route table, compiled once from the frozen config. The longest prefix matching the
+ * canonical path at a `/` or `.` boundary wins, ASCII case-insensitively; a route matched
+ * at a `.` also requires the scopes of the route the `/` rule would pick, so no upstream
+ * that ignores suffixes or case is reachable with fewer scopes. A lookup is a scan of
+ * routes sorted once, with no allocation. Matching rules in full: docs/architecture.md.
  */
 import type { Config } from '../config/types.js';
 

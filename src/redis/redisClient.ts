@@ -53,3 +53,20 @@ function readPassword(file: string): string {
   if (password === '') throw new ConfigError([`redis.passwordFile: ${file} is empty`]);
   return password;
 }
+
+/**
+ * QUIT when connected, bounded by `withinMs` (a Redis that stopped answering must not
+ * hold up shutdown), then drop the socket regardless.
+ */
+export async function quitWithin(client: RedisClient, withinMs: number): Promise<void> {
+  if (client.status === 'ready') {
+    let timer: NodeJS.Timeout | undefined;
+    const bound = new Promise<void>((resolve) => {
+      timer = setTimeout(resolve, withinMs);
+      timer.unref();
+    });
+    await Promise.race([client.quit().catch(() => {}), bound]);
+    clearTimeout(timer);
+  }
+  client.disconnect();
+}

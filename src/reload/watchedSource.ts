@@ -1,42 +1,10 @@
 /**
- * A running value (client registry, key ring, route table) that is reloaded from files
- * while traffic flows, and kept as it is when the new files do not validate.
- *
- * What starts a reload:
- * - With `watch` (`reload.enabled`): `fs.watch` on the parent directory of each watched
- *   file, and on each watched directory itself, starts a check ~100 ms after the last
- *   event (editors and `rename` produce bursts). Events are not filtered by name: a
- *   Kubernetes Secret/ConfigMap update renames `..data`, not the watched file. Watchers
- *   keep the process alive, like a listening socket, until `close()`; a watcher that
- *   errors (its directory removed) is dropped and re-created on a later poll, and so is
- *   one whose directory was replaced under its name (`mv`, a switched symlink: another
- *   device/inode behind the same path).
- * - Also with `watch`: a poll every `pollIntervalMs` (an unref'd timer). Polling is what
- *   survives what `fs.watch` misses: network filesystems, and Kubernetes' atomic swap of
- *   the `..data` symlink under a path that is itself a symlink (`file -> ..data/file`).
- * - `trigger()`: 'watch' and 'poll' check; 'signal' (SIGHUP) and 'manual' always reload.
- *
- * A check compares a fingerprint of the watched CONTENTS (see `contentFingerprint.ts`)
- * with the last one — `since`, taken before the initial load, or else one taken when
- * `watchSource()` is called — and after every reload; it reloads only when they differ
- * (a change made while the process started is picked up, not taken as the baseline:
- * start-up may wait seconds for Redis between the load and the watch) and otherwise
- * answers 'unchanged' without calling `load` or `onOutcome`. A reload runs `load()`:
- * - success: `apply(value)`, outcome 'applied';
- * - failure: the running value stays, outcome 'failed' with every problem
- *   (`ConfigError.problems`, else the error's message). The failed contents are
- *   remembered, so a broken file is not reloaded (and reported) on every poll — but they
- *   are tried again every `retryFailedMs` (default 30 s): a load can fail by the clock
- *   alone (a key directory whose new key activates a moment later than this replica's
- *   clock reads), and unchanged files must not leave the replica on its old value.
- * - a file that is briefly absent (rename-over, symlink swap) is not a failure: when the
- *   load fails and a watched path was missing before or after it (or the error is
- *   ENOENT), the fingerprint and the load are retried once after 50 ms.
- *
- * Single flight (`singleFlight.ts`): a trigger while a reload runs schedules exactly one
- * more run after it (all such triggers share it; it is forced if any of them was).
- * `trigger()` never rejects. After `close()`, watchers and timers are gone, `apply` is never called again,
- * and `trigger()` resolves 'unchanged'.
+ * A running value (client registry, key ring, route table) reloaded from files while
+ * traffic flows, and kept as it is when the new files do not validate. `fs.watch` and a
+ * poll both start a check (the poll survives what watching misses: network filesystems,
+ * Kubernetes' symlink swaps) and reloads only when the contents' fingerprint changed; a
+ * signal always reloads. One reload at a time (`singleFlight.ts`). Triggers, retries and
+ * the fingerprint baseline: docs/architecture.md.
  */
 import { type FSWatcher, watch as fsWatch, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';

@@ -1,38 +1,10 @@
 /**
- * The default revocation store for one process: the list lives in memory (so `isRevoked`
- * is synchronous and O(1), with the semantics of `MemoryRevocationStore`) and every
- * revocation is appended to a log file (one `revocationLogRecord` line each) and fsynced
- * before its promise resolves: a resolved revocation survives SIGKILL and power loss.
- * A revocation is enforced in memory at once; if its write fails the promise rejects,
- * the entry stays enforced until restart (fail closed) and the next write rewrites the
- * whole file first, so a torn line never sits in front of later records.
- *
- * Appends run one at a time through a promise chain, so concurrent revocations never
- * interleave bytes; compaction runs in the same chain.
- *
- * Opening replays every line whose check and JSON are valid; entries already expired
- * are not loaded. A bad line is reported through `options.log` and skipped: a torn or
- * corrupt tail as 'revocation log tail corrupt', a bad line followed by valid ones as
- * 'revocation log line corrupt'. Valid lines after a bad one are kept on purpose: each
- * line carries its own check and merging is order-free (latest cut-off and expiry win),
- * so keeping them can only refuse more, never accept a revoked token. The file is then
- * rewritten without the bad lines, so new appends start on a clean line.
- *
- * Compaction: when the file holds at least `compactMinLines` lines (default 1000) and
- * more than `compactRatio` (default 2) times the live entries, it is rewritten
- * atomically (`replaceFile`) with only the live entries; checked at open and by
- * `sweep()`, which the app runs every minute. An entry is live while
- * `expiresAt >= now` (seconds).
- *
- * One process at a time: the store holds the file's writer lock (`lib/writerLock.ts`)
- * from before it reads it until `close()` (or the process exits). Another process opening
- * the same file is refused with a `ConfigError` naming the holder: it would append to a
- * file this one replaces at compaction, and lose what it acknowledged. If the lock is
- * found removed or taken over while open ('revocation log lock lost'), every later write
- * is refused (the revocation stays enforced in memory): another process may be writing
- * the file now.
- *
- * Not here: sharing between replicas (the Redis store does that).
+ * The default revocation store for one process: the list lives in memory (`isRevoked` is
+ * synchronous, O(1)) and every revocation is appended to a log file and fsynced before its
+ * promise resolves, so a resolved revocation survives SIGKILL and power loss. Corrupt lines
+ * are skipped (the rest can only refuse more), the file is compacted atomically, and the
+ * file's writer lock keeps a second process out. Not here: sharing between replicas.
+ * Details: docs/architecture.md.
  */
 import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';

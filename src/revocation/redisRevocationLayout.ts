@@ -1,6 +1,7 @@
 /**
  * How the Redis revocation store lays its data out in Redis (Redis ≥ 6.2: `ZADD GT`,
- * `ZMSCORE`). Every name starts with `redis.keyPrefix`:
+ * `ZMSCORE`), and the scripts that read and write it. Every name starts with
+ * `redis.keyPrefix`:
  *
  *   <prefix>revocation:tokens    sorted set: member jti,      score = entry expiry (s)
  *   <prefix>revocation:clients   sorted set: member clientId, score = entry expiry (s)
@@ -8,37 +9,9 @@
  *   <prefix>revocation:events    pub/sub channel: one message per revocation
  *   <prefix>revocation:marker    string, no TTL: the list's generation, a random id
  *
- * Why sorted sets and not one key per entry: a full load is a `ZSCAN` of the list itself,
- * O(entries), whatever else lives in the database (the token limits' keys share it); a
- * key per entry would need a `SCAN` of the whole keyspace. Merging is order-free and
- * atomic: `ZADD GT` keeps the greater expiry and the later cut-off, as the in-memory
- * store does, so replays and concurrent writers can only make an entry stricter.
- *
- * TTLs: an entry leaves its set once its expiry passed (every replica's sweep runs
- * `ZREMRANGEBYSCORE` each minute; a load skips expired members anyway), and each set
- * carries a key TTL (`EXPIREAT`) at its latest entry's expiry, so the whole list
- * disappears by itself once nothing in it can matter — even with no gateway left.
- *
- * Losing data: the TTLs make the sets evictable under every `maxmemory-policy` but
- * `noeviction` (`volatile-*` evicts the sets and keeps the marker), and `FLUSHALL` or a
- * restart without persistence drops everything. The generation is how every replica that
- * still knows entries finds out, whoever rewrote what since:
- * - a full sync reads it, or creates it when absent (`MARKER_SCRIPT`), before loading;
- *   the replica keeps the id it synchronised against;
- * - the heartbeat (`HEARTBEAT_SCRIPT`) returns it, and deletes it when a set the replica
- *   holds live entries for is missing: every replica sees a missing or different id and
- *   synchronises in full, writing back what it knows;
- * - a write that creates a set deletes it too (unless it is the id the writer's own sync
- *   just created): the set was evicted and is being recreated, or every entry in it had
- *   expired — a write after an eviction must not hide the loss from the replicas that
- *   still know the evicted entries (the cost, in the harmless case, is one full sync per
- *   replica).
- * The marker has no TTL, so `volatile-*` policies never evict it; `allkeys-*` may, which
- * reads as a missing marker.
- *
- * The write script stores and announces in one step: a replica that sees the message
- * finds the entry stored, and an entry is never stored or made stricter unannounced. The
- * message is a `revocationLogRecord` line (checked JSON) without its newline.
+ * Sorted sets make a full load a `ZSCAN` of the list alone and merging order-free
+ * (`ZADD GT`); the generation tells every replica that Redis lost data. Why:
+ * docs/architecture.md.
  */
 import type { RevocationRecord } from './revocationLogRecord.js';
 
@@ -123,6 +96,29 @@ if (tonumber(ARGV[1]) > after and redis.call('EXISTS', KEYS[2]) == 0)
 end
 return {redis.call('GET', KEYS[1]), 0}
 `;
+
+/**
+ * A replica expects a set in Redis only while it holds an entry of that kind expiring
+ * more than this many seconds from now, by its own clock and by Redis's (which expires
+ * the sets): a set's TTL is rounded up to the second, and a replica whose clock runs a
+ * little ahead sweeps entries early, so a set about to expire is no evidence of loss.
+ */
+export const EXPECT_MARGIN_S = 5;
+
+/** Why a heartbeat found the list in Redis no longer the one this replica synchronised. */
+export type LossReason = 'marker-missing' | 'marker-replaced' | 'set-missing';
+
+/** Reads `HEARTBEAT_SCRIPT`'s reply against the generation the replica synchronised. */
+export function heartbeatLoss(reply: unknown, generation: string | null): LossReason | undefined {
+  const [marker, setMissing] = reply as [string | null, number];
+  return setMissing === 1
+    ? 'set-missing'
+    : marker === null
+      ? 'marker-missing'
+      : marker !== generation
+        ? 'marker-replaced'
+        : undefined;
+}
 
 /**
  * KEYS: tokens, clients, cutoffs. ARGV: now (s). Removes entries whose expiry is before

@@ -1,28 +1,9 @@
 /**
  * The durable queue of revocations accepted while Redis was unreachable
- * (`revocation.whileRedisDown: queue`). Same line format as the local store's log
- * (`revocationLogRecord`); each record is appended and fsynced before `append` resolves,
- * so an acknowledged revocation survives a crash or SIGKILL until it reached Redis.
- *
- * The Redis store takes a snapshot (`records()`), writes it to Redis, then `drop`s
- * exactly that many records from the front: records appended meanwhile stay queued.
- * Dropping everything truncates the file in place; dropping part rewrites it
- * atomically with the rest.
- *
- * The file (0600) is created on the first append only: a store that never queues never
- * writes it. Opening reads every valid line; a bad line is reported through `log`
- * ('revocation queue line corrupt') and skipped — a torn last line is a record whose
- * fsync never completed, so it was never acknowledged.
- *
- * One process at a time: opening creates the directory (0700) if it can and takes the
- * file's writer lock (`lib/writerLock.ts`) before reading it, held until `close()`. Another
- * process on the same file is refused with a `ConfigError` (a partial drop renames a new
- * file over the one the other appends to). When the lock cannot be taken at open (a
- * read-only directory, with `whileRedisDown: refuse`), it is taken before the first
- * write, which fails if it cannot. If it is found removed or taken over, every later
- * write rejects ('revocation queue lock lost').
- *
- * Operations run one at a time through a promise chain.
+ * (`revocation.whileRedisDown: queue`): each record is appended and fsynced before `append`
+ * resolves, so an acknowledged revocation survives a crash until it reached Redis. The
+ * store writes a snapshot to Redis and then drops exactly that many records from the
+ * front. Writer lock, file creation and corrupt lines: docs/architecture.md.
  */
 import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';

@@ -1,25 +1,9 @@
 /**
  * Which back-off entry of a source address a check reads and a failure charges (the local
- * limiter's rule, and the one the Redis scripts mirror). The entries of one address are
- * a small table: client entry key (`backoffEntryKey`) → `BackoffState`, plus one
- * overflow entry.
- *
- * Why per address and bounded: with an entry per (client, address) pair, every wrong
- * secret naming a new client id leaves an entry behind for `forgetAfterSeconds`, so one
- * address makes the store hold as many entries as it can send requests (with Redis, which
- * has no `maxTrackedKeys`: about 1 MB per IPv6 /64, 72 GB per /48). So an address tracks at
- * most `MAX_CLIENTS_PER_ADDRESS` clients on their own; failures for any further client
- * are counted together in the address's overflow entry, which then backs off every client
- * the address has no entry for. An address spraying client ids is thus slowed as one
- * (client, address) pair would be, and never holds more than the cap, the overflow entry,
- * and one entry per client it got a token for lately.
- *
- * Known pairs (a (client, address) pair that got a token within `KNOWN_PAIR_MS`) always
- * have their own entry and ignore the overflow: failures of other clients sent from the
- * same address (a shared NAT) do not slow a client that proved its secret there, and
- * filling the table first does not let anyone's guesses at a known pair escape its own
- * back-off. Entries no longer live (`forgetAtMs` reached) count as absent; they are
- * dropped when the table is full.
+ * limiter's rule, and the one the Redis scripts mirror). Per address and bounded: an
+ * address tracks at most `MAX_CLIENTS_PER_ADDRESS` clients on their own and counts failures
+ * for any other client in one overflow entry, so spraying client ids cannot grow the store;
+ * a pair that recently got a token keeps its own entry. Why: docs/architecture.md.
  */
 import { type BackoffRule, type BackoffState, forgetAtMs } from './failedSecretBackoff.js';
 

@@ -1,22 +1,10 @@
 /**
  * Token limits shared by every replica through Redis: the same checks as
- * `LocalTokenLimiter`, each one atomic in Redis and one round trip (a Lua script run by
- * EVALSHA, sent again as EVAL when Redis does not know it). Keys live under
- * `<redis.keyPrefix>limits:` — `address:<ip>`, `client:<id>` and `client-known:<id>`
- * (buckets), `backoff:<ip>` (one hash per address), `known:<ip> <id>` — and carry TTLs
- * (see `limitScripts.ts`), so nothing stays behind and one address holds a bounded part.
- *
- * When Redis cannot be used (not connected, an error, a command timeout) the check is
- * answered by a local limiter instead, and counted (`fallback` hook): a token request is
- * never refused or failed because of Redis. While it lasts each replica enforces the
- * limits on its own (so a fleet of N admits up to N times a limit), and failures are
- * remembered only by the replica that saw them. The connection is never waited for:
- * commands do not queue while it is down (see `redis/redisClient.ts`), so a fallback
- * costs nothing when it is known to be down, and at most `redis.commandTimeoutMs` when
- * it goes down mid-command. A Redis that hangs with its connection still open (stopped
- * process, black-holed path) would cost that timeout on every command; so after a failure
- * Redis is left alone for `RETRY_AFTER_FAILURE_MS` — every check answered locally at once
- * — and then tried by one check at a time until one succeeds.
+ * `LocalTokenLimiter`, each atomic and one round trip (a Lua script, `limitScripts.ts`),
+ * under keys with TTLs so nothing stays behind. When Redis cannot be used the check is
+ * answered by a local limiter and counted: a token request is never refused or failed
+ * because of Redis. After a failure Redis is left alone for `RETRY_AFTER_FAILURE_MS`, so a
+ * hung Redis does not cost a timeout per request. Details: docs/architecture.md.
  */
 import type { RedisConfig, TokenLimitsConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';

@@ -1,21 +1,9 @@
 /**
- * The token operation's abuse controls, as the HTTP layer sees them. Each check answers
- * 0 (go on) or the milliseconds the caller must wait (the route turns that into 429
- * `too-many-requests` with `Retry-After`). A switched-off limit always answers 0.
- *
- * Known pairs. A (client, address) pair that got a token within `KNOWN_PAIR_MS` is
- * *known*: the address proved it holds the client's secret. Its requests draw from the
- * client's second bucket (same rate and burst), which only known pairs reach, so wrong
- * secrets sprayed at a client from addresses it never used drain only the bucket of
- * unknown addresses and cannot lock the client out of its own addresses. Knowing a pair
- * never shortens its own back-off. The window is twice the longest token lifetime
- * (24 h), so a client that fetches a token at least daily from an address stays known
- * there; a mark is created only by accepted credentials, so nobody without a secret can
- * make the limiter hold one.
- *
- * Nothing here waits on a timer: a refusal is answered at once, never by holding the
- * request. Implementations: `LocalTokenLimiter` (this process) and `RedisTokenLimiter`
- * (shared by every replica, falling back to a local limiter while Redis is unusable).
+ * The token operation's abuse controls, as the HTTP layer sees them. Each check answers 0
+ * (go on) or the milliseconds the caller must wait (429 with `Retry-After`); nothing waits
+ * on a timer. A (client, address) pair that recently got a token is *known* and draws from
+ * a bucket that wrong secrets sprayed from other addresses cannot drain. Implementations:
+ * `LocalTokenLimiter` and `RedisTokenLimiter`. Known pairs: docs/architecture.md.
  */
 
 /** Which limit refused a request (a bounded metric label). */

@@ -1,5 +1,5 @@
 /**
- * Verifies a bearer JWT in a fixed order that fails closed (STYLE habit 5):
+ * Verifies a bearer JWT in a fixed order that fails closed (RFC 8725 §3):
  *   (verified-token cache) → compact JWS form in canonical base64url → protected header
  *   grammar → `alg` allowlist → issuer by the (unverified) `iss` → the issuer's `alg`
  *   allowlist → key by `kid` from that issuer's key source → signature length for that

@@ -1,27 +1,11 @@
 /**
- * Verified-token cache: token text → Principal, bounded by count (LRU eviction).
- *
- * An entry is served only while the token is unexpired by our clock (`exp` strictly in
- * the future, no skew), so a cached entry never outlives the token; past that the
- * token goes through full verification again (where the configured skew applies).
- * It caches signature and claim checks only: revocation is checked on every request.
- *
- * Entries are found by the token's last `KEY_LENGTH` characters (the end of its
- * signature) and served only when the whole stored token equals the one presented.
- * A map keyed by the whole token hashes its ~600 characters on every request (each
- * request's token is a new string, so V8 has no hash stored for it): a lookup cost
- * ~650 ns, against ~150 ns by the short key plus the comparison. Two tokens sharing
- * the key share one slot: the later verified one takes it, and the other is verified
- * again on its next use. Only a fully verified token is ever stored, so a token made to
- * end like another one (a copied signature) can neither be served for it nor displace
- * it without a valid signature of its own. Each token has one spelling (`compactJws.ts`)
- * except an ECDSA signature's (r, n − s) twin, which verifies on its own and gets its own
- * entry with the same principal: nothing here or after it keys a decision on the text.
- *
- * `clear()` (a key left the ring) starts a new generation: a verification that began
- * before it — its key looked up in the old ring, its signature check still running —
- * must not put its result into the fresh cache, so `set` takes the generation read
- * before the verification and drops the entry when it is stale.
+ * Verified-token cache: token text → Principal, bounded by count (LRU eviction). It caches
+ * signature and claim checks only (revocation is checked on every request), and an entry is
+ * served only while the token is unexpired by our clock, so it never outlives the token.
+ * Entries are found by the token's last `KEY_LENGTH` characters (hashing the whole token
+ * cost ~650 ns a lookup) and served only when the whole token matches; `clear()` starts a
+ * generation so a verification begun before it cannot refill the cache. Why this is safe:
+ * docs/architecture.md.
  */
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../domain/principal.js';
