@@ -53,14 +53,22 @@ export class TokenService {
     this.#refuseWhileRevoking(client.id);
     const issued = await issueAccessToken(
       this.#options.signingKey(),
-      { issuer: this.#options.issuer, audience: this.#options.audience, clock: this.#options.clock },
+      {
+        issuer: this.#options.issuer,
+        audience: this.#options.audience,
+        clock: this.#options.clock,
+      },
       {
         clientId: client.id,
         scope: client.scope,
         lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
       },
     );
-    return { clientId: client.id, issued, body: shapeTokenResult(this.#options.responseFields, issued) };
+    return {
+      clientId: client.id,
+      issued,
+      body: shapeTokenResult(this.#options.responseFields, issued),
+    };
   }
 
   /**

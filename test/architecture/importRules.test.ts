@@ -1,5 +1,5 @@
 /**
- * The import rule of DESIGN.md, enforced: imports point inward, there are no cycles,
+ * The import rule (docs/architecture.md, Layers), enforced: imports point inward, there are no cycles,
  * and each third-party library has one home. Reads the TypeScript sources as text.
  */
 import assert from 'node:assert/strict';
@@ -147,7 +147,7 @@ test('every relative import resolves to a source file', () => {
   assert.deepEqual(missing, []);
 });
 
-test('imports point inward (DESIGN.md import rule)', () => {
+test('imports point inward (the import rule of docs/architecture.md)', () => {
   const violations: string[] = [];
   for (const edge of internal) {
     const from = areaOf(edge.from);

@@ -1,5 +1,5 @@
 /**
- * The log is a contract (STYLE habit 11): at the most verbose level (`trace`), after a
+ * The log is a contract (the logging contract): at the most verbose level (`trace`), after a
  * session of token requests, good and bad bearer tokens, wrong secrets, oversized and
  * malformed bodies, Basic credentials and cookies, no log line carries a secret, a token,
  * an Authorization value, a secret hash or a cookie; every request has exactly one access
