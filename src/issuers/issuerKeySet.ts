@@ -8,15 +8,8 @@
  * module (no cycle).
  */
 import type { IssuerConfig } from '../config/types.js';
-import type { Clock } from '../lib/clock.js';
 import type { IssuerKey } from './issuerJwks.js';
-import {
-  type IssuerKeySetState,
-  type KeySetHooks,
-  type KeySetLog,
-  RemoteKeySet,
-  type SetTimer,
-} from './remoteKeySet.js';
+import { type IssuerKeySetState, RemoteKeySet, type RemoteKeySetDeps } from './remoteKeySet.js';
 import { StaticKeySet } from './staticKeySet.js';
 
 export type { IssuerKey } from './issuerJwks.js';
@@ -46,17 +39,8 @@ export interface IssuerKeySet {
   close(): void;
 }
 
-export interface IssuerKeySetDeps {
-  readonly clock: Clock;
-  readonly hooks?: KeySetHooks;
-  readonly fetch?: typeof fetch;
-  readonly random?: () => number;
-  readonly log?: KeySetLog;
-  /** Retry backoff bounds (1 s and 60 s by default); tests shrink them. */
-  readonly backoffBaseMs?: number;
-  readonly backoffMaxMs?: number;
-  /** One-shot timer (default: unref'd `setTimeout`); tests may fire it by hand. */
-  readonly setTimer?: SetTimer;
+/** The remote key set's dependencies, and where the issuer stands in the config. */
+export interface IssuerKeySetDeps extends RemoteKeySetDeps {
   /** Position in `issuers`, for configuration-error paths. */
   readonly index?: number;
 }

@@ -51,8 +51,10 @@ export interface RemoteKeySetDeps {
   readonly fetch?: typeof fetch;
   readonly random?: () => number;
   readonly log?: KeySetLog;
+  /** Retry backoff bounds (1 s and 60 s by default); tests shrink them. */
   readonly backoffBaseMs?: number;
   readonly backoffMaxMs?: number;
+  /** One-shot timer (default: unref'd `setTimeout`); tests may fire it by hand. */
   readonly setTimer?: SetTimer;
 }
 
