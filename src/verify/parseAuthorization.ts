@@ -2,8 +2,9 @@
  * Extracts the bearer token from a request (RFC 6750 §2.1), refusing every ambiguous
  * form before any cryptography runs:
  *   - no Authorization header, or another scheme → token-missing (no error code, §3.1);
- *   - more than one Authorization header, `Bearer` with no or several tokens, an
- *     over-long token → token-invalid;
+ *   - more than one Authorization header, `Bearer` with no token, an over-long token →
+ *     token-invalid (`Bearer a.b.c d.e.f` is passed on whole: the verifier's compact-JWS
+ *     check refuses it);
  *   - an `access_token` query parameter (§2.3, which we do not support) → token-invalid,
  *     even when a header is present too (a client must use one method only); also in the
  *     spellings frameworks read as that name (`Access_Token`, `access.token`, `;`-separated);
