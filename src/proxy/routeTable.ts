@@ -2,8 +2,9 @@
  * The route table, compiled once from the frozen config. The longest prefix matching the
  * canonical path at a `/` or `.` boundary wins, ASCII case-insensitively; a route matched
  * at a `.` also requires the scopes of the route the `/` rule would pick, so no upstream
- * that ignores suffixes or case is reachable with fewer scopes. A lookup is a scan of
- * routes sorted once, with no allocation. Matching rules in full: docs/architecture.md.
+ * that ignores suffixes or case is reachable with fewer scopes. A lookup tries the path's
+ * cuts at the lengths some prefix has, longest first, each one map lookup: its cost does
+ * not grow with the number of routes. Matching rules in full: docs/architecture.md.
  */
 import type { Config } from '../config/types.js';
 
@@ -49,47 +50,43 @@ function compileRoute(
   });
 }
 
-/** `path` starts with `lowerPrefix` (already lower case), ignoring ASCII case; allocates nothing. */
-function startsWithFolded(path: string, lowerPrefix: string): boolean {
-  if (path.length < lowerPrefix.length) return false;
-  for (let i = 0; i < lowerPrefix.length; i++) {
-    let c = path.charCodeAt(i);
-    if (c >= 0x41 && c <= 0x5a) c += 0x20;
-    if (c !== lowerPrefix.charCodeAt(i)) return false;
-  }
-  return true;
-}
-
-const NO_MATCH = 0;
 const AT_SEGMENT_END = 1;
 const AT_DOT = 2;
 
-/** Whether `path` starts with `prefix` at a boundary: a segment's end, or a `.` only. */
-function boundaryOf(prefix: string, path: string): number {
-  if (!startsWithFolded(path, prefix)) return NO_MATCH;
-  // A prefix ending in `/` (including `/` itself) already ends on a boundary.
-  // `;` also ends a segment (RFC 3986 §3.3 parameters); request paths with `;` are refused
-  // before routing, so this is defence in depth.
-  const next = path.charCodeAt(prefix.length);
-  if (
-    path.length === prefix.length ||
-    prefix.charCodeAt(prefix.length - 1) === 0x2f ||
-    next === 0x2f ||
-    next === 0x3b
-  ) {
-    return AT_SEGMENT_END;
-  }
-  return next === 0x2e ? AT_DOT : NO_MATCH;
+/**
+ * How a prefix of `length` code units of `path` ends: on a segment boundary (the path's
+ * end, a `/` inside or right after the prefix, or `;`, which ends a segment in RFC 3986
+ * §3.3 — paths with `;` are refused before routing, so that is defence in depth), at a
+ * `.`, or on no boundary (0).
+ */
+function boundaryAt(path: string, length: number): number {
+  if (length === path.length || path.charCodeAt(length - 1) === 0x2f) return AT_SEGMENT_END;
+  const next = path.charCodeAt(length);
+  if (next === 0x2f || next === 0x3b) return AT_SEGMENT_END;
+  return next === 0x2e ? AT_DOT : 0;
+}
+
+interface IndexedRoute {
+  readonly route: CompiledRoute;
+  /** The route matched at a `.`: the same route with the `/` rule's route's scopes added. */
+  atDot: CompiledRoute;
 }
 
 export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): RouteTable {
   const routes = config.routes.map((r) =>
     compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs),
   );
-  // Stable sort: among equal prefixes the first configured wins (validation rejects those).
-  const sorted = [...routes]
-    .sort((a, b) => b.prefix.length - a.prefix.length)
-    .map((route) => ({ route, folded: lowerAscii(route.prefix) }));
+  // Prefixes by their ASCII-folded spelling; validation rejects two routes with one prefix,
+  // and the first configured wins should one slip through.
+  const byPrefix = new Map<string, IndexedRoute>();
+  for (const route of routes) {
+    const folded = lowerAscii(route.prefix);
+    if (!byPrefix.has(folded)) byPrefix.set(folded, { route, atDot: route });
+  }
+  // The lengths some prefix has, longest first: a lookup tries only those cuts of the path.
+  const lengths = Int32Array.from(new Set([...byPrefix.keys()].map((k) => k.length))).sort(
+    (a, b) => b - a,
+  );
   const fallback =
     config.upstream.default === null
       ? null
@@ -101,28 +98,32 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           config.upstream.default.timeoutMs,
         );
   const all = fallback === null ? routes : [...routes, fallback];
-  /** The route the `/` boundary alone picks for `path` (the rule before `.` counted). */
-  const bySegments = (path: string): CompiledRoute | null =>
-    sorted.find(({ folded }) => boundaryOf(folded, path) === AT_SEGMENT_END)?.route ?? fallback;
-  const byLength = Object.freeze(
-    sorted.map(({ route, folded }) => ({
-      route,
-      folded,
-      atDot: withScopesOf(route, bySegments(`${folded}.`)),
-    })),
-  );
+
+  /**
+   * The longest prefix of `path` that names a route and ends on a boundary; `dots`: a `.`
+   * boundary counts too. Cost: one map lookup per distinct prefix length that fits and
+   * ends on a boundary, whatever the number of routes.
+   */
+  const lookup = (path: string, dots: boolean): CompiledRoute | null => {
+    const folded = hasUpperAscii(path) ? lowerAscii(path) : path;
+    for (let i = 0; i < lengths.length; i++) {
+      const length = lengths[i] as number;
+      if (length > folded.length) continue;
+      const boundary = boundaryAt(folded, length);
+      if (boundary === 0 || (boundary === AT_DOT && !dots)) continue;
+      const entry = byPrefix.get(length === folded.length ? folded : folded.slice(0, length));
+      if (entry !== undefined) return boundary === AT_DOT ? entry.atDot : entry.route;
+    }
+    return fallback;
+  };
+  for (const [folded, entry] of byPrefix) {
+    entry.atDot = withScopesOf(entry.route, lookup(`${folded}.`, false));
+  }
 
   return Object.freeze({
     routes: Object.freeze(all),
     origins: Object.freeze([...new Set(all.map((r) => r.origin))]),
-    match(path: string): CompiledRoute | null {
-      for (const { route, folded, atDot } of byLength) {
-        const boundary = boundaryOf(folded, path);
-        if (boundary === AT_SEGMENT_END) return route;
-        if (boundary === AT_DOT) return atDot;
-      }
-      return fallback;
-    },
+    match: (path: string): CompiledRoute | null => lookup(path, true),
   });
 }
 
@@ -131,6 +132,15 @@ function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): Compil
   const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
   if (extra.length === 0) return route;
   return Object.freeze({ ...route, scopes: Object.freeze([...route.scopes, ...extra]) });
+}
+
+/** Whether `text` has an ASCII capital (most paths have none: then nothing is copied). */
+function hasUpperAscii(text: string): boolean {
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c >= 0x41 && c <= 0x5a) return true;
+  }
+  return false;
 }
 
 /** ASCII-only lower case (URL paths are ASCII once canonical; no locale rules). */

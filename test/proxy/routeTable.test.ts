@@ -138,3 +138,75 @@ describe('compileRouteTable', () => {
     assert.ok(compiled !== null && Object.isFrozen(compiled) && Object.isFrozen(compiled.scopes));
   });
 });
+
+/**
+ * The matching rule written as plainly as possible — every route tried, longest prefix
+ * first — to check the indexed lookup against on many generated tables and paths.
+ */
+function referenceMatch(routes: readonly RouteConfig[], path: string): string | null {
+  const lower = path.toLowerCase();
+  const boundary = (prefix: string): 'segment' | 'dot' | null => {
+    if (!lower.startsWith(prefix)) return null;
+    const next = lower[prefix.length];
+    if (next === undefined || prefix.endsWith('/') || next === '/' || next === ';') {
+      return 'segment';
+    }
+    return next === '.' ? 'dot' : null;
+  };
+  const sorted = [...routes].sort((a, b) => b.prefix.length - a.prefix.length);
+  for (const r of sorted) {
+    if (boundary(r.prefix.toLowerCase()) !== null) return r.id;
+  }
+  return null;
+}
+
+describe('compileRouteTable on generated tables', () => {
+  // A small deterministic generator: segments from a tiny alphabet make prefixes that
+  // share beginnings, end in `/`, contain `.` and differ only in case.
+  let seed = 42;
+  const next = (n: number): number => {
+    seed = (seed * 1103515245 + 12345) % 2 ** 31;
+    return seed % n;
+  };
+  const pieces = ['a', 'A', 'b', 'a.b', 'v1', 'V1', 'x', ''];
+  const pathOf = (segments: number): string => {
+    let p = '';
+    for (let i = 0; i < segments; i++) p += `/${pieces[next(pieces.length)]}`;
+    return p === '' ? '/' : p;
+  };
+
+  test('the indexed lookup picks the same route as trying every route, longest first', () => {
+    for (let t = 0; t < 200; t++) {
+      const byFolded = new Map<string, RouteConfig>();
+      const count = 1 + next(12);
+      for (let i = 0; i < count; i++) {
+        let prefix = pathOf(1 + next(3));
+        if (next(4) === 0 && !prefix.endsWith('/')) prefix += '/';
+        const folded = prefix.toLowerCase();
+        if (!byFolded.has(folded)) byFolded.set(folded, route(`r${i}`, prefix, 'http://u'));
+      }
+      const routes = [...byFolded.values()];
+      const compiled = compileRouteTable({ routes, upstream });
+      for (let q = 0; q < 50; q++) {
+        let path = pathOf(next(5));
+        if (next(5) === 0) path += '.json';
+        if (next(5) === 0) path += '/';
+        assert.equal(
+          compiled.match(path)?.id ?? null,
+          referenceMatch(routes, path),
+          `${path} in ${routes.map((r) => r.prefix).join(' ')}`,
+        );
+      }
+    }
+  });
+
+  test('10,000 routes compile and match like one', () => {
+    const routes = Array.from({ length: 10_000 }, (_, i) =>
+      route(`r${i}`, `/api/${i}/items`, 'http://u'),
+    );
+    const compiled = compileRouteTable({ routes, upstream });
+    assert.equal(compiled.match('/api/9999/items/7')?.id, 'r9999');
+    assert.equal(compiled.match('/API/0/Items.json')?.id, 'r0');
+    assert.equal(compiled.match('/api/10000/items'), null);
+  });
+});
