@@ -28,6 +28,11 @@ export class ChildSet {
     return child;
   }
 
+  /** The pids of the children started so far. */
+  pids(): number[] {
+    return this.#children.flatMap((c) => (c.pid === undefined ? [] : [c.pid]));
+  }
+
   async stopAll(): Promise<void> {
     for (const c of this.#children.reverse()) await c.stop().catch(() => undefined);
     this.#children.length = 0;
