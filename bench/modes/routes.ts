@@ -9,7 +9,7 @@
 import { intList, parseModeArgs, TIMING_OPTIONS, timingOf } from '../lib/modeArgs.js';
 import { runScale, type Variant } from '../lib/scale.js';
 
-const PATH = '/v1/orders/42/lines/7';
+export const PATH = '/v1/orders/42/lines/7';
 const HIT = '/v1/orders';
 /** Shares `/v1/orders/42/l` with PATH; a digit after it never continues `lines`. */
 const FILLER_BASE = '/v1/orders/42/l';

@@ -83,7 +83,9 @@ export async function run(argv: readonly string[]): Promise<number> {
     ];
     for (const t of targets) await expectOk(t.url, { authorization: `Bearer ${token}` });
     log(header('workers', wrk, timing));
-    log(`${pinning}; CPU = primary + workers\n`);
+    log(
+      `${pinning}; CPU = primary + workers; processes: ${processTree(one.pid ?? 0).length} and ${processTree(two.pid ?? 0).length}\n`,
+    );
     const measured = await runInterleaved(targets, timing);
     log('\n## Workers (ratios against one worker; medians of per-round ratios)\n');
     log(resultTable(measured));
