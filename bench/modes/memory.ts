@@ -99,7 +99,12 @@ export async function run(argv: readonly string[]): Promise<number> {
 
 /** GETs `PATH` once per token, `CONCURRENCY` at a time; returns how many were not 200. */
 async function sendEachOnce(url: string, tokens: readonly string[]): Promise<number> {
-  const pool = new Pool(url, { connections: CONCURRENCY });
+  // Bounded: a gateway that stops answering fails the run instead of hanging it.
+  const pool = new Pool(url, {
+    connections: CONCURRENCY,
+    headersTimeout: 30_000,
+    bodyTimeout: 30_000,
+  });
   let next = 0;
   let failures = 0;
   const worker = async () => {
