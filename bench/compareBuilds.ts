@@ -67,6 +67,7 @@ function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
   }
 }
 
+process.stdout.write(`node ${process.version} (${process.execPath}), both builds\n`);
 const work = await mkdtemp(join(tmpdir(), 'portaria-compare-'));
 const children: Child<unknown>[] = [];
 try {

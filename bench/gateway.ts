@@ -11,12 +11,16 @@
  * verified-token cache; revocation on every request).
  *
  *   node dist-test/bench/gateway.js http://127.0.0.1:<port> [--dir D] [--log-level info]
- *                                   [--log-to FIFO]
+ *                                   [--log-to FIFO] [--keys-dir K] [--overrides F.json]
+ *
+ * `--keys-dir` loads a key the bench made (so peers verify the same tokens); `--overrides`
+ * is a JSON object merged over the settings below (the modes' cache sizes, routes,
+ * limits, revocation file).
  *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
  */
 import { open as openFd } from 'node:fs';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -36,6 +40,8 @@ const { values, positionals } = parseArgs({
     dir: { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
     'log-to': { type: 'string' },
+    'keys-dir': { type: 'string' },
+    overrides: { type: 'string' },
   },
   allowPositionals: true,
   strict: true,
@@ -50,8 +56,10 @@ if (upstream === undefined) {
 const givenDir = values.dir;
 const dir = givenDir ?? (await mkdtemp(join(tmpdir(), 'portaria-bench-')));
 await mkdir(dir, { recursive: true });
-const keysDir = join(dir, 'keys');
-await writeSigningKey(keysDir, await generateSigningKey('ES256', new Date()));
+const keysDir = values['keys-dir'] ?? join(dir, 'keys');
+if (values['keys-dir'] === undefined) {
+  await writeSigningKey(keysDir, await generateSigningKey('ES256', new Date()));
+}
 const clientsFile = join(dir, 'clients.json');
 await writeFile(
   clientsFile,
@@ -65,17 +73,24 @@ await writeFile(
     ],
   }),
 );
+const overrides =
+  values.overrides === undefined
+    ? {}
+    : (JSON.parse(await readFile(values.overrides, 'utf8')) as Record<string, unknown>);
 const config = validateConfig(
-  {
-    server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 1000 },
-    admin: { host: '127.0.0.1', port: 0 },
-    issuer: 'https://portaria.bench',
-    audience: 'bench-api',
-    keys: { dir: keysDir },
-    clients: { file: clientsFile },
-    upstream: { default: { upstream, scopes: ['orders:read'] } },
-    log: { level: values['log-level'] },
-  },
+  merged(
+    {
+      server: { host: '127.0.0.1', port: 0, shutdownGraceMs: 1000 },
+      admin: { host: '127.0.0.1', port: 0 },
+      issuer: 'https://portaria.bench',
+      audience: 'bench-api',
+      keys: { dir: keysDir },
+      clients: { file: clientsFile },
+      upstream: { default: { upstream, scopes: ['orders:read'] } },
+      log: { level: values['log-level'] },
+    },
+    overrides,
+  ),
   { baseDir: dir },
 );
 // Production logs to stdout, a pipe the container runtime reads: `--log-to <fifo>` (the
@@ -111,3 +126,20 @@ onStop(async () => {
   if (givenDir === undefined) await rm(dir, { recursive: true, force: true });
   return undefined;
 });
+
+/** `base` with `over` merged in: objects key by key, anything else (arrays too) replaced. */
+function merged(
+  base: Record<string, unknown>,
+  over: Record<string, unknown>,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = { ...base };
+  for (const [key, value] of Object.entries(over)) {
+    const was = out[key];
+    out[key] = isObject(was) && isObject(value) ? merged(was, value) : value;
+  }
+  return out;
+}
+
+function isObject(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}

@@ -11,6 +11,9 @@ export interface WrkOptions {
   readonly connections: number;
   readonly threads: number;
   readonly durationS: number;
+  /** A wrk Lua script (`-s`), and the arguments after `--` it receives in `init(args)`. */
+  readonly script?: string;
+  readonly scriptArgs?: readonly string[];
 }
 
 export interface WrkResult {
@@ -38,7 +41,9 @@ export function runWrk(options: WrkOptions): Promise<WrkResult> {
     '5s',
     '--latency',
     ...options.headers.flatMap((h) => ['-H', h]),
+    ...(options.script === undefined ? [] : ['-s', options.script]),
     options.url,
+    ...(options.script === undefined ? [] : ['--', ...(options.scriptArgs ?? [])]),
   ];
   return new Promise((resolve, reject) => {
     execFile(
