@@ -70,12 +70,15 @@ describe('upstream failures', () => {
     await assert.rejects(res.text(), 'the client sees a truncated body');
     const requestId = res.headers.get('x-request-id') as string;
     const line = await waitFor('the request line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.status !== undefined),
+      parsedLogs(gw.logs).find(
+        (l) =>
+          l['portaria.request_id'] === requestId && l['http.response.status_code'] !== undefined,
+      ),
     );
     assert.equal(line.msg, 'request failed');
     assert.equal(line.level, 'warn');
-    assert.equal(line.status, 200, 'the status the client got');
-    assert.equal(line.reason, 'upstream-reset');
+    assert.equal(line['http.response.status_code'], 200, 'the status the client got');
+    assert.equal(line['portaria.reason'], 'upstream-reset');
     assert.equal(upstreamErrors(await metricsText(gw), 'default', 'reset'), 1);
   });
 
@@ -117,12 +120,12 @@ describe('upstream failures', () => {
     const downLine = await accessLineOf(gw.logs, down.headers.get('x-request-id') ?? '');
     assert.equal(downLine.level, 'warn');
     assert.equal(downLine.msg, 'request failed');
-    assert.equal(downLine.status, 502);
-    assert.equal(downLine.reason, 'upstream-refused');
-    assert.equal(downLine.err, undefined);
+    assert.equal(downLine['http.response.status_code'], 502);
+    assert.equal(downLine['portaria.reason'], 'upstream-refused');
+    assert.equal(downLine['exception.type'], undefined);
     const ownLine = await accessLineOf(gw.logs, own.headers.get('x-request-id') ?? '');
     assert.equal(ownLine.level, 'warn');
-    assert.equal(ownLine.status, 500);
+    assert.equal(ownLine['http.response.status_code'], 500);
     assert.equal(
       parsedLogs(gw.logs).filter((line) => line.level === 'error').length,
       0,
@@ -461,9 +464,9 @@ describe('WebSocket upgrades through the gateway', () => {
     const line = await waitFor('the close line', () =>
       parsedLogs(gw.logs).find((l) => l.msg === 'websocket closed'),
     );
-    assert.equal(line.reason, 'token_revoked');
-    assert.equal(line.route, 'live');
-    assert.equal(line.clientId, 'acme');
+    assert.equal(line['portaria.reason'], 'token_revoked');
+    assert.equal(line['http.route'], 'live');
+    assert.equal(line['portaria.client_id'], 'acme');
     const text = await metricsText(gw);
     assert.match(text, /portaria_websocket_closed_total\{reason="token_revoked"\} 1/);
     assert.match(text, /portaria_websocket_closed_total\{reason="token_expired"\} 0/);

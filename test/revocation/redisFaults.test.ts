@@ -173,7 +173,7 @@ test('queue mode under traffic: Redis down and back — nothing acknowledged is 
   );
   // 5xx answers are logged at error (the stale refusals); nothing else is.
   for (const line of a.logs.filter((l) => l.includes('"level":"error"'))) {
-    assert.match(line, /"reason":"revocation-stale"/);
+    assert.match(line, /"portaria.reason":"revocation-stale"/);
   }
 });
 
@@ -218,7 +218,7 @@ test('whenStale: refuse for safe and admit for unsafe is honoured as configured'
   assert.equal((await callWith(a.url, token, 'HEAD')).status, 503);
   assert.equal((await callWith(a.url, token, 'DELETE')).status, 200);
   assert.equal((await callWith(a.url, 'not-a-token', 'GET')).status, 401, 'authentication first');
-  const line = a.logs.find((l) => l.includes('"reason":"revocation-stale"'));
+  const line = a.logs.find((l) => l.includes('"portaria.reason":"revocation-stale"'));
   assert.ok(line, 'the access log names the reason');
 });
 
