@@ -273,7 +273,7 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
 });
 
 describe('upgrade access lines and request metrics', () => {
-  test('101, 502, 504 and 401 each get one line with the real outcome and count in portaria_http_requests_total', async (t) => {
+  test('101, 502, 504 and 401 each get one line with the real outcome and count in portaria_http_requests_total; the open tunnel in portaria_websocket_tunnels_open', async (t) => {
     const live = await wsUpstream(t);
     const mute = await wsUpstream(t, -1);
     const gw = await gatewayFor(t, [
@@ -345,7 +345,12 @@ describe('upgrade access lines and request metrics', () => {
       0,
       'an open tunnel is no request in flight',
     );
+    assert.equal(sample(text, 'portaria_websocket_tunnels_open'), 1, 'the open tunnel');
     assert.equal(sample(text, 'portaria_auth_failures_total{reason="no-authorization"}'), 1);
+    open.destroy();
+    await waitFor('the tunnel closed', async () =>
+      sample(await scrape(gw.adminUrl), 'portaria_websocket_tunnels_open') === 0 ? true : undefined,
+    );
   });
 });
 
