@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect as connectTcp, type Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
@@ -176,6 +176,53 @@ describe('upstream failures', () => {
     assert.equal(upstreamErrors(text, 'down', 'refused'), 2);
     assert.equal(upstreamErrors(text, 'slow', 'timeout'), 1);
     assert.equal(upstreamErrors(text, 'slow', 'refused'), 0);
+  });
+});
+
+describe('the access line of a forwarded request', () => {
+  test('carries the bytes each request moved on a keep-alive connection, the upstream time and the path without its query', async (t) => {
+    const gw = await startGateway(t);
+    const token = await gw.token();
+    gw.upstream.handler = (_req, res) => {
+      setTimeout(() => res.end('x'.repeat(1000)), 20);
+    };
+    const socket = connectTcp(Number(new URL(gw.url).port), '127.0.0.1');
+    t.after(() => socket.destroy());
+    await once(socket, 'connect');
+    const body = 'a'.repeat(500);
+    const first =
+      `POST /v1/orders/first?secret=q HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+      `X-Request-Id: size-1\r\nUser-Agent: sizes/1\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const second = `GET /v1/orders/second HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Request-Id: size-2\r\nConnection: close\r\n\r\n`;
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      received += chunk;
+    });
+    socket.write(first);
+    const firstAnswer = await waitFor('the first answer', () =>
+      received.endsWith('x'.repeat(1000)) ? received : undefined,
+    );
+    socket.write(second);
+    await once(socket, 'end');
+    const secondAnswer = received.slice(firstAnswer.length);
+
+    const one = await accessLineOf(gw.logs, 'size-1');
+    const two = await accessLineOf(gw.logs, 'size-2');
+    assert.deepEqual(
+      [one['http.request.size'], one['http.response.size']],
+      [Buffer.byteLength(first), Buffer.byteLength(firstAnswer, 'latin1')],
+    );
+    assert.deepEqual(
+      [two['http.request.size'], two['http.response.size']],
+      [Buffer.byteLength(second), Buffer.byteLength(secondAnswer, 'latin1')],
+    );
+    assert.equal(one['url.path'], '/v1/orders/first');
+    assert.equal(one['user_agent.original'], 'sizes/1');
+    assert.equal(two['user_agent.original'], undefined);
+    const upstreamMs = one['portaria.upstream.duration_ms'] as number;
+    assert.ok(upstreamMs >= 15, `the upstream's 20 ms (${upstreamMs})`);
+    assert.ok(upstreamMs <= (one['portaria.duration_ms'] as number));
   });
 });
 
