@@ -226,6 +226,24 @@ describe('the access line of a forwarded request', () => {
   });
 });
 
+describe('the access line behind a trusted proxy', () => {
+  test('client.address is the address the trusted proxy names; network.peer.address the proxy', async (t) => {
+    const gw = await startGateway(t, {
+      settings: () => ({ server: { trustedProxies: ['127.0.0.1'] } }),
+    });
+    const token = await gw.token();
+    const res = await call(gw, token, '/v1/orders/1', {
+      headers: { 'x-forwarded-for': '198.51.100.9, 203.0.113.7', 'x-request-id': 'proxied-1' },
+    });
+    await res.arrayBuffer();
+    const line = await accessLineOf(gw.logs, 'proxied-1');
+    assert.deepEqual(
+      [line['client.address'], line['network.peer.address']],
+      ['203.0.113.7', '127.0.0.1'],
+    );
+  });
+});
+
 describe('concurrency and large bodies', () => {
   test('200 concurrent requests with 200 distinct tokens each reach the upstream with their own identity', async (t) => {
     const clients: ClientSpec[] = Array.from({ length: 20 }, (_, i) => ({
