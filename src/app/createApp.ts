@@ -108,7 +108,10 @@ export async function createApp(options: AppOptions): Promise<App> {
   const destination =
     options.logDestination ?? (config.log.pretty ? await prettyDestination() : undefined);
   const { logger, access, droppedWrites } = createLoggers(config.log.level, destination);
-  const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
+  const metrics = createMetrics({
+    maxClientLabels: config.metrics.maxClientLabels,
+    processMetricsPrefix: config.metrics.processMetricsPrefix,
+  });
   metrics.setLogDropSource(droppedWrites);
 
   const issuerSets = config.issuers.map((issuer, index) => ({
@@ -211,6 +214,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     problemTypeBase: config.problemTypeBase,
     hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
   });
+  metrics.setWebSocketTunnelSource(() => webSockets.openTunnels());
 
   // Created after every start-up load that can fail, so a failed start leaves no Redis
   // connection reconnecting behind it.

@@ -12,6 +12,7 @@
  */
 import type { Config } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
+import { ACCESS_BOUNDS, ACCESS_FIELDS, boundedText } from '../observability/accessLine.js';
 import type { AccessLog } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
@@ -58,10 +59,10 @@ export function startHousekeeping(deps: HousekeepingDeps): Housekeeping {
       metrics.webSocketClosed(tunnel.reason);
       access.logger.info(
         {
-          reqId: tunnel.requestId,
-          route: tunnel.routeId,
-          clientId: tunnel.clientId,
-          reason: tunnel.reason,
+          [ACCESS_FIELDS.requestId]: tunnel.requestId,
+          [ACCESS_FIELDS.route]: tunnel.routeId,
+          [ACCESS_FIELDS.clientId]: boundedText(tunnel.clientId, ACCESS_BOUNDS.clientId),
+          [ACCESS_FIELDS.reason]: tunnel.reason,
         },
         'websocket closed',
       );

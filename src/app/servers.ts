@@ -18,6 +18,7 @@ import { createClientErrorHandler } from '../http/clientErrors.js';
 import { type DeclinedUpgrades, declinedUpgrades } from '../http/declinedUpgrade.js';
 import type { PublicGateway } from '../http/publicGateway.js';
 import { GatewayResponse } from '../http/requestScope.js';
+import { ACCESS_FIELDS } from '../observability/accessLine.js';
 import type { Logger } from '../observability/logger.js';
 import { offersWebSocket } from '../proxy/webSocketProxy.js';
 
@@ -83,7 +84,8 @@ export function createPublicListener(
     createClientErrorHandler(
       config.problemTypeBase,
       (reason) => logger.info({ reason }, 'request refused by the HTTP parser'),
-      (reqId, bytes) => logger.info({ reqId, bytes }, 'bytes after the request ignored'),
+      (reqId, bytes) =>
+        logger.info({ [ACCESS_FIELDS.requestId]: reqId, bytes }, 'bytes after the request ignored'),
     ),
   );
   return { server, connections, declined };

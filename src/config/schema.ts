@@ -269,6 +269,12 @@ export const configSchema = {
       default: {},
       properties: {
         maxClientLabels: { type: 'integer', minimum: 0, maximum: 10_000, default: 100 },
+        processMetricsPrefix: {
+          type: 'string',
+          maxLength: 64,
+          pattern: '^([a-zA-Z_:][a-zA-Z0-9_:]*)?$',
+          default: '',
+        },
       },
     },
     log: {

@@ -235,6 +235,8 @@ export interface Config {
   readonly metrics: {
     /** Distinct clients given their own `client` metric label; later ones share `_other`; 0: none. */
     readonly maxClientLabels: number;
+    /** Prefix of the process and Node.js metrics (`process_*`, `nodejs_*`); '': the standard names. */
+    readonly processMetricsPrefix: string;
   };
   readonly log: {
     readonly level: 'fatal' | 'error' | 'warn' | 'info' | 'debug' | 'trace' | 'silent';

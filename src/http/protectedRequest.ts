@@ -7,9 +7,12 @@
  *
  *   credentials   the bearer token from `Authorization` (RFC 6750 §2.1; never the query)
  *   verification  signature, claims, revocation by jti and client (TokenVerifier)
- *   revocation    with a stale Redis revocation list, the method class's policy
- *   route         the route serving the path (after authentication: the route table is
- *                 not revealed to strangers, who get 401 on any path)
+ *   route         the route serving the path, recorded in the scope (after authentication:
+ *                 the route table is not revealed to strangers, who get 401 on any path)
+ *   revocation    with a stale Redis revocation list, the method class's policy (503,
+ *                 logged and counted under the route)
+ *   no route      404, only now: with a stale list a token revoked elsewhere gets 503 on
+ *                 any path, and learns nothing of the route table either
  *   scopes        every scope the route requires (else 403 insufficient_scope)
  *
  * Synchronous up to the first I/O: a cached token goes through without a tick. Results
@@ -70,15 +73,20 @@ export class ProtectedRequest {
     return this.#deps.verifier.verify(token);
   }
 
-  /** revocation policy → route → scopes. */
+  /** route → revocation policy → no route → scopes. */
   #authorise(scope: RequestScope, principal: Principal, kind: MethodClass): void {
     scope.principal = principal;
     scope.clientId = principal.clientId;
+    // Before any refusal: a 503 or a 403 is logged and counted under the route it was for.
+    const route = this.#deps.routes().match(scope.target?.path ?? '');
+    if (route !== null) {
+      scope.route = route;
+      scope.routeId = route.id;
+    }
     if (this.#revocationStale?.() === true) this.#refuseWhenStale(kind);
-    const route = this.#matchRoute(scope.target?.path ?? '');
-    // Before the scope check: a 403 is logged and counted under the route it was for.
-    scope.route = route;
-    scope.routeId = route.id;
+    if (route === null) {
+      throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
+    }
     checkScopes(route, principal);
   }
 
@@ -91,14 +99,6 @@ export class ProtectedRequest {
       'The revocation list cannot be confirmed as current; retry later.',
       { reason: 'revocation-stale' },
     );
-  }
-
-  #matchRoute(path: string): CompiledRoute {
-    const route = this.#deps.routes().match(path);
-    if (route === null) {
-      throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
-    }
-    return route;
   }
 }
 

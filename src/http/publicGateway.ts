@@ -100,6 +100,7 @@ export class PublicGateway {
       logger: deps.logger,
       accessLogger: deps.accessLogger,
       metrics: deps.metrics,
+      trustedProxies: deps.tokenRoute.trustedProxies,
       ...(deps.graceOver === undefined ? {} : { graceOver: deps.graceOver }),
     });
     this.#onForwardFailure = (req, res, error) => this.#fail(req, res as GatewayResponse, error);

@@ -11,6 +11,8 @@
  * sent, or 499 `shutdown-grace` when nothing was), or by the client leaving (499).
  */
 import type { IncomingMessage } from 'node:http';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
+import { accessFieldsObject, roundedMs } from '../observability/accessLine.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import {
   type MethodClass,
@@ -30,6 +32,20 @@ export interface RequestAccountingDeps {
   readonly metrics: Metrics;
   /** True once the shutdown grace ended and the remaining connections are being cut. */
   readonly graceOver?: () => boolean;
+  /** `server.trustedProxies`: the access line's `client.address` behind them. */
+  readonly trustedProxies?: TrustedProxies;
+}
+
+/** A connection's byte counters when its previous request's line was written. */
+interface ConnectionBytes {
+  read: number;
+  written: number;
+}
+
+/** The parts of a socket the byte counts read (a `net.Socket` has them). */
+interface CountingSocket {
+  readonly bytesRead?: number;
+  readonly bytesWritten?: number;
 }
 
 export class RequestAccounting {
@@ -39,6 +55,11 @@ export class RequestAccounting {
   /** Requests whose access line is not written yet; `#idle` waits for none. */
   #open = 0;
   #idle: (() => void) | null = null;
+  /**
+   * Per connection, its counters at the previous line: a request's bytes are what the
+   * connection carried since (keep-alive connections carry several requests).
+   */
+  readonly #bytes = new WeakMap<object, ConnectionBytes>();
 
   constructor(deps: RequestAccountingDeps) {
     this.#deps = deps;
@@ -56,7 +77,15 @@ export class RequestAccounting {
     scope.start = performance.now();
     scope.method = req.method ?? '';
     scope.id = requestIdFor(req.headers['x-request-id']);
-    scope.peerAddress = req.socket.remoteAddress;
+    scope.socket = req.socket;
+    const peer = req.socket.remoteAddress;
+    scope.peerAddress = peer;
+    scope.clientAddress =
+      this.#deps.trustedProxies?.trusts(peer) === true
+        ? this.#deps.trustedProxies.hops(peer, req.headers['x-forwarded-for'])[0]
+        : peer;
+    scope.url = req.url;
+    scope.userAgent = req.headers['user-agent'];
     this.#deps.metrics.requestStarted();
     this.#open++;
   }
@@ -122,46 +151,55 @@ export class RequestAccounting {
     upgrade: boolean,
   ): void {
     const { metrics, accessLogger, logger } = this.#deps;
-    const seconds = (performance.now() - scope.start) / 1000;
-    metrics.requestFinished(scope.routeId, kind, statusClass(status), seconds);
-    const durationMs = Math.round(seconds * 1e6) / 1e3;
+    const ms = performance.now() - scope.start;
+    metrics.requestFinished(scope.routeId, kind, statusClass(status), ms / 1000);
+    scope.status = status;
+    scope.durationMs = roundedMs(ms);
+    this.#countBytes(scope);
     const failed = status >= 500 || truncated;
     if (failed || upgrade) {
-      const line = {
-        reqId: scope.id,
-        method: scope.method,
-        route: scope.routeId,
-        status,
-        durationMs,
-        clientId: scope.clientId,
-        reason: scope.reason,
-      };
       if (!failed) {
-        accessLogger.logger.info(line, 'upgrade');
+        accessLogger.logger.info(accessFieldsObject(scope), 'upgrade');
       } else if (scope.error !== undefined) {
         // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream
         // down or slow, revocation list stale, shutting down), the upstream's own 5xx or a
         // response cut short is a warning — one per request during an outage, which the
         // alerts count (portaria_upstream_errors_total), not a fault to page on here.
-        logger.error({ ...line, err: scope.error }, upgrade ? 'upgrade failed' : 'request failed');
+        logger.error(
+          accessFieldsObject(scope, scope.error),
+          upgrade ? 'upgrade failed' : 'request failed',
+        );
       } else {
-        logger.warn(line, upgrade ? 'upgrade failed' : 'request failed');
+        logger.warn(accessFieldsObject(scope), upgrade ? 'upgrade failed' : 'request failed');
       }
     } else {
-      accessLogger.request(
-        scope.id,
-        scope.method,
-        scope.routeId,
-        status,
-        durationMs,
-        scope.clientId,
-        scope.reason,
-      );
+      accessLogger.request(scope);
     }
     if (--this.#open === 0 && this.#idle !== null) {
       const idle = this.#idle;
       this.#idle = null;
       idle();
     }
+  }
+
+  /**
+   * The bytes the request's connection carried since its previous request's line: this
+   * request's head and body, its response with framing. What a client pipelined or sent
+   * after the response (an unread body Node discards) counts for the next request.
+   */
+  #countBytes(scope: RequestScope): void {
+    const socket = scope.socket as CountingSocket | null;
+    if (socket === null) return;
+    const read = socket.bytesRead ?? 0;
+    const written = socket.bytesWritten ?? 0;
+    let last = this.#bytes.get(socket);
+    if (last === undefined) {
+      last = { read: 0, written: 0 };
+      this.#bytes.set(socket, last);
+    }
+    scope.requestBytes = read - last.read;
+    scope.responseBytes = written - last.written;
+    last.read = read;
+    last.written = written;
   }
 }

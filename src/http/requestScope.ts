@@ -11,16 +11,25 @@ import { type IncomingMessage, ServerResponse } from 'node:http';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { FailureReason } from '../errors.js';
+import { type AccessRecord, pathOf } from '../observability/accessLine.js';
 import type { ForwardContext } from '../proxy/forwarder.js';
 import type { ForwardedProto } from '../proxy/headers.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
 import type { UpstreamErrorKind } from '../proxy/upstreamErrors.js';
 
-export class RequestScope implements ForwardContext {
+export class RequestScope implements ForwardContext, AccessRecord {
   /** Request id: the caller's valid `X-Request-Id`, or a generated UUID. */
   id = '';
   /** The TCP peer's address. */
   peerAddress: string | undefined = undefined;
+  /** The client's address behind the trusted proxies; the peer's when it is not one. */
+  clientAddress: string | undefined = undefined;
+  /** The request's connection (its byte counters give the access line's sizes). */
+  socket: object | null = null;
+  /** The raw request target (the access line's path when the path step did not run). */
+  url: string | undefined = undefined;
+  /** The `User-Agent` header as received. */
+  userAgent: string | undefined = undefined;
   proto: ForwardedProto = 'http';
   /** The canonical request target (path step). */
   target: RequestTarget | null = null;
@@ -41,6 +50,13 @@ export class RequestScope implements ForwardContext {
   clientId: string | undefined = undefined;
   /** Private reason of a refusal (log and metric label only). */
   reason: FailureReason | undefined = undefined;
+  /** Time from dispatch to the end of the upstream response or its failure (the forwarder sets it). */
+  upstreamMs: number | undefined = undefined;
+  /** The status the access line reports, the duration and the bytes: set when it is written. */
+  status = 0;
+  durationMs = 0;
+  requestBytes = 0;
+  responseBytes = 0;
   /** The unexpected error behind a 500, logged with the request id. */
   error: unknown = undefined;
   /**
@@ -58,6 +74,11 @@ export class RequestScope implements ForwardContext {
 
   get requestId(): string {
     return this.id;
+  }
+
+  /** The path without the query: the canonical target's, else the raw target's. */
+  get urlPath(): string {
+    return this.target?.path ?? pathOf(this.url);
   }
 }
 

@@ -6,6 +6,7 @@ import { fstatSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { type DestinationStream, type Logger, pino } from 'pino';
+import { type AccessRecord, accessFieldsJson } from './accessLine.js';
 
 export type { DestinationStream, Logger };
 
@@ -33,10 +34,10 @@ export interface Loggers {
   /** Events and errors, with redaction. */
   readonly logger: Logger;
   /**
-   * The access log: one line per request with fixed, non-secret fields (request id,
-   * method, route id, status, duration, client id, reason code). It skips redaction,
-   * which would cost more than the rest of the line on the hot path; the fields are
-   * built by `http/publicGateway.ts` only, and a test proves no secret reaches them.
+   * The access log: one line per request with fixed, non-secret fields
+   * (`accessLine.ts`). It skips redaction, which would cost more than the rest of the
+   * line on the hot path; the fields are built by `http/requestAccounting.ts` only, and a
+   * test proves no secret reaches them.
    */
   readonly access: AccessLog;
   /** Log writes dropped because the output's reader fell too far behind (see `MAX_LOG_BACKLOG_BYTES`). */
@@ -60,16 +61,8 @@ export interface AccessLog {
    * while the process stops must not wait for a batch timer that will never fire.
    */
   stopBatching(): void;
-  /** One `request` line; `clientId` and `reason` are left out when undefined. */
-  request(
-    reqId: string,
-    method: string,
-    route: string,
-    status: number,
-    durationMs: number,
-    clientId: string | undefined,
-    reason: string | undefined,
-  ): void;
+  /** One `request` line (fields: `accessLine.ts`; absent values are left out). */
+  request(record: AccessRecord): void;
 }
 
 /**
@@ -196,7 +189,14 @@ export function createLoggers(level: string, destination?: DestinationStream): L
     base: { service: 'portaria' },
     formatters: { level: (label: string) => ({ level: label }) },
   };
-  const access = pino({ ...common, base: { service: 'portaria', log: 'access' } }, stream);
+  const access = pino(
+    {
+      ...common,
+      timestamp: pino.stdTimeFunctions.isoTime,
+      base: { service: 'portaria', log: 'access' },
+    },
+    stream,
+  );
   return {
     logger: pino(
       {
@@ -211,9 +211,24 @@ export function createLoggers(level: string, destination?: DestinationStream): L
   };
 }
 
-/** The line prefix pino writes for the access logger (`level` label, `time` in epoch ms). */
-const LINE_START = '{"level":"info","time":';
-const LINE_BASE = ',"service":"portaria","log":"access","reqId":';
+/** The line prefix pino writes for the access logger (`level` label, then `time`). */
+const LINE_START = '{"level":"info","time":"';
+const LINE_BASE = '","service":"portaria","log":"access"';
+
+/**
+ * `time` as every line writes it: ISO 8601 UTC with milliseconds, as pino's `isoTime`.
+ * Made once per millisecond: a busy gateway writes many lines in the same one.
+ */
+let isoMs = -1;
+let isoText = '';
+function isoNow(): string {
+  const now = Date.now();
+  if (now !== isoMs) {
+    isoMs = now;
+    isoText = new Date(now).toISOString();
+  }
+  return isoText;
+}
 
 /** What every destination is besides a `DestinationStream` (typed for strings only). */
 interface BufferWritable {
@@ -265,12 +280,9 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
   };
   return {
     logger,
-    request(reqId, method, route, status, durationMs, clientId, reason) {
+    request(record) {
       if (!enabled) return;
-      let line = `${LINE_START}${Date.now()}${LINE_BASE}${jsonString(reqId)},"method":${jsonString(method)},"route":${jsonString(route)},"status":${status},"durationMs":${Number.isFinite(durationMs) ? durationMs : null}`;
-      if (clientId !== undefined) line += `,"clientId":${jsonString(clientId)}`;
-      if (reason !== undefined) line += `,"reason":${jsonString(reason)}`;
-      append(`${line},"msg":"request"}\n`);
+      append(`${LINE_START}${isoNow()}${LINE_BASE}${accessFieldsJson(record)},"msg":"request"}\n`);
       if (!batching) flush();
       else if (timer === null) {
         timer = setTimeout(flush, BATCH_MS);
@@ -283,18 +295,4 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
       flush();
     },
   };
-}
-
-/**
- * `JSON.stringify(text)`, with a fast path for the common case: short printable ASCII
- * with no `"` or `\\` needs no escaping. Anything else (client ids of external issuers
- * can hold any character) goes through `JSON.stringify`.
- */
-export function jsonString(text: string): string {
-  if (text.length > 64) return JSON.stringify(text);
-  for (let i = 0; i < text.length; i++) {
-    const c = text.charCodeAt(i);
-    if (c < 0x20 || c > 0x7e || c === 0x22 || c === 0x5c) return JSON.stringify(text);
-  }
-  return `"${text}"`;
 }

@@ -1,6 +1,7 @@
 /**
  * Every Prometheus metric Portaria exposes, in one place. Names are prefixed
- * `portaria_`, units are in the names, and every label is bounded: route ids from the
+ * `portaria_` (the process and Node.js metrics keep their standard names, or take
+ * `metrics.processMetricsPrefix`), units are in the names, and every label is bounded: route ids from the
  * config, reason codes and outcomes from closed sets, status classes — never a path,
  * a token or a client-chosen string.
  *
@@ -89,6 +90,8 @@ export interface Metrics {
   tokenLimitFallback(check: TokenLimitCheck): void;
   /** A WebSocket tunnel closed by the gateway because its token ended. */
   webSocketClosed(reason: 'token_expired' | 'token_revoked'): void;
+  /** Binds the count of open WebSocket tunnels, read at scrape time. */
+  setWebSocketTunnelSource(read: () => number): void;
 }
 
 /** Which token limit refused a request. */
@@ -141,6 +144,8 @@ const METHOD_INDEX: readonly MethodClass[] = ['safe', 'unsafe'];
 export interface MetricsOptions {
   /** Distinct clients given their own `client` label; later ones share `_other`. 0: no per-client series. */
   readonly maxClientLabels: number;
+  /** Prefix of prom-client's process and Node.js metrics; '' (default): the standard names. */
+  readonly processMetricsPrefix?: string;
 }
 
 /** The `client` label value shared by clients beyond `maxClientLabels`. */
@@ -152,12 +157,14 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   const slots = new Map<string, RouteSlot>();
   let inFlightCount = 0;
 
-  // prom-client's process and Node.js metrics, prefixed like ours. The three
+  // prom-client's process and Node.js metrics under their standard names (what the stock
+  // Node.js dashboards query) unless a prefix is configured. The three
   // `nodejs_active_*_total` gauges break the naming rule (promtool flags a gauge ending in
   // `_total`) and repeat `nodejs_active_*`: left out.
-  collectDefaultMetrics({ register: registry, prefix: 'portaria_' });
+  const prefix = options.processMetricsPrefix ?? '';
+  collectDefaultMetrics({ register: registry, prefix });
   for (const kind of ['handles', 'requests', 'resources']) {
-    registry.removeSingleMetric(`portaria_nodejs_active_${kind}_total`);
+    registry.removeSingleMetric(`${prefix}nodejs_active_${kind}_total`);
   }
 
   new Counter({
@@ -440,6 +447,15 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   for (const reason of ['token_expired', 'token_revoked'] as const)
     tunnelsClosed.inc({ reason }, 0);
+  let readOpenTunnels: () => number = () => 0;
+  new Gauge({
+    name: 'portaria_websocket_tunnels_open',
+    help: 'WebSocket tunnels open now (past their 101, not closed yet).',
+    registers,
+    collect() {
+      this.set(readOpenTunnels());
+    },
+  });
 
   const slotOf = (route: string): RouteSlot => {
     let slot = slots.get(route);
@@ -558,6 +574,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     webSocketClosed(reason) {
       tunnelsClosed.labels(reason).inc();
+    },
+    setWebSocketTunnelSource(read) {
+      readOpenTunnels = read;
     },
   };
 }

@@ -37,6 +37,8 @@ export interface ForwardContext {
    * going away. The caller's per-request scope carries it.
    */
   upstreamCut: UpstreamErrorKind | undefined;
+  /** Set by the forwarder: milliseconds from dispatch to the end of the upstream response or its failure. */
+  upstreamMs: number | undefined;
 }
 
 export interface ForwarderOptions {
@@ -219,11 +221,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (!this.#finish()) return;
     this.#res.end();
-    this.#hooks.upstreamResponse?.(
-      this.#routeId,
-      performance.now() - this.#start,
-      this.#statusCode,
-    );
+    this.#hooks.upstreamResponse?.(this.#routeId, this.#ctx.upstreamMs as number, this.#statusCode);
     this.#resolve?.();
   }
 
@@ -267,6 +265,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   #finish(): boolean {
     if (this.#settled) return false;
     this.#settled = true;
+    this.#ctx.upstreamMs = performance.now() - this.#start;
     if (this.#onDrain !== null) this.#res.removeListener('drain', this.#onDrain);
     return true;
   }

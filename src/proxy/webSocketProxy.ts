@@ -62,6 +62,8 @@ export interface WebSocketProxy {
   closeEnded(ended: (principal: Principal) => TunnelEnd | null): ClosedTunnel[];
   /** Destroys every tunnel, open or in its handshake; later upgrades are refused (503). */
   close(): void;
+  /** Tunnels open now (past their 101, not closed yet). O(tunnels): read at scrape time. */
+  openTunnels(): number;
 }
 
 type ProxyTarget = { protocol: string; hostname: string; host: string; port: string };
@@ -209,6 +211,12 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         request.removeAllListeners('response');
         request.on('response', (res: IncomingMessage) => relayRefusal(tunnel, res));
       }
+    },
+
+    openTunnels() {
+      let open = 0;
+      for (const tunnel of tunnels.values()) if (tunnel.done === null) open++;
+      return open;
     },
 
     closeEnded(ended) {

@@ -91,7 +91,7 @@ const EVERY_SETTING = {
   forwardAuthorization: true,
   forwardCallerHeaders: [],
   problemTypeBase: 'urn:portaria:problem:',
-  metrics: { maxClientLabels: 1 },
+  metrics: { maxClientLabels: 1, processMetricsPrefix: 'p_' },
   log: { level: 'info', pretty: false },
   demo: false,
 } satisfies Config;

@@ -61,6 +61,7 @@ describe('validateConfig', () => {
         routes: [{ prefix: '/a', upstream: 'http://a' }],
         identityHeaders: { sub: 'X Client', 'bad key': 'X-Foo' },
         log: { level: 'loud' },
+        metrics: { processMetricsPrefix: 'portaria-' },
       }),
     );
     assert.deepEqual(problems, [
@@ -72,6 +73,7 @@ describe('validateConfig', () => {
       'routes[0].id: is required',
       'identityHeaders["bad key"]: is not a valid name (must match pattern "^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")',
       'identityHeaders.sub: must match pattern "^[A-Za-z0-9-]{1,64}$"',
+      'metrics.processMetricsPrefix: must match pattern "^([a-zA-Z_:][a-zA-Z0-9_:]*)?$"',
       'log.level: must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
     ]);
   });
@@ -344,7 +346,7 @@ describe('validateConfig', () => {
       forwardAuthorization: true,
       forwardCallerHeaders: [],
       problemTypeBase: 'urn:portaria:problem:',
-      metrics: { maxClientLabels: 100 },
+      metrics: { maxClientLabels: 100, processMetricsPrefix: '' },
       log: { level: 'info', pretty: false },
       demo: false,
     });

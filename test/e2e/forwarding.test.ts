@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, request } from 'node:http';
-import type { Socket } from 'node:net';
+import { connect as connectTcp, type Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { decodeJwt } from 'jose';
@@ -70,12 +70,15 @@ describe('upstream failures', () => {
     await assert.rejects(res.text(), 'the client sees a truncated body');
     const requestId = res.headers.get('x-request-id') as string;
     const line = await waitFor('the request line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.status !== undefined),
+      parsedLogs(gw.logs).find(
+        (l) =>
+          l['portaria.request_id'] === requestId && l['http.response.status_code'] !== undefined,
+      ),
     );
     assert.equal(line.msg, 'request failed');
     assert.equal(line.level, 'warn');
-    assert.equal(line.status, 200, 'the status the client got');
-    assert.equal(line.reason, 'upstream-reset');
+    assert.equal(line['http.response.status_code'], 200, 'the status the client got');
+    assert.equal(line['portaria.reason'], 'upstream-reset');
     assert.equal(upstreamErrors(await metricsText(gw), 'default', 'reset'), 1);
   });
 
@@ -117,12 +120,12 @@ describe('upstream failures', () => {
     const downLine = await accessLineOf(gw.logs, down.headers.get('x-request-id') ?? '');
     assert.equal(downLine.level, 'warn');
     assert.equal(downLine.msg, 'request failed');
-    assert.equal(downLine.status, 502);
-    assert.equal(downLine.reason, 'upstream-refused');
-    assert.equal(downLine.err, undefined);
+    assert.equal(downLine['http.response.status_code'], 502);
+    assert.equal(downLine['portaria.reason'], 'upstream-refused');
+    assert.equal(downLine['exception.type'], undefined);
     const ownLine = await accessLineOf(gw.logs, own.headers.get('x-request-id') ?? '');
     assert.equal(ownLine.level, 'warn');
-    assert.equal(ownLine.status, 500);
+    assert.equal(ownLine['http.response.status_code'], 500);
     assert.equal(
       parsedLogs(gw.logs).filter((line) => line.level === 'error').length,
       0,
@@ -173,6 +176,71 @@ describe('upstream failures', () => {
     assert.equal(upstreamErrors(text, 'down', 'refused'), 2);
     assert.equal(upstreamErrors(text, 'slow', 'timeout'), 1);
     assert.equal(upstreamErrors(text, 'slow', 'refused'), 0);
+  });
+});
+
+describe('the access line of a forwarded request', () => {
+  test('carries the bytes each request moved on a keep-alive connection, the upstream time and the path without its query', async (t) => {
+    const gw = await startGateway(t);
+    const token = await gw.token();
+    gw.upstream.handler = (_req, res) => {
+      setTimeout(() => res.end('x'.repeat(1000)), 20);
+    };
+    const socket = connectTcp(Number(new URL(gw.url).port), '127.0.0.1');
+    t.after(() => socket.destroy());
+    await once(socket, 'connect');
+    const body = 'a'.repeat(500);
+    const first =
+      `POST /v1/orders/first?secret=q HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n` +
+      `X-Request-Id: size-1\r\nUser-Agent: sizes/1\r\nContent-Length: ${body.length}\r\n\r\n${body}`;
+    const second = `GET /v1/orders/second HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\nX-Request-Id: size-2\r\nConnection: close\r\n\r\n`;
+    let received = '';
+    socket.setEncoding('latin1');
+    socket.on('data', (chunk: string) => {
+      received += chunk;
+    });
+    socket.write(first);
+    const firstAnswer = await waitFor('the first answer', () =>
+      received.endsWith('x'.repeat(1000)) ? received : undefined,
+    );
+    socket.write(second);
+    await once(socket, 'end');
+    const secondAnswer = received.slice(firstAnswer.length);
+
+    const one = await accessLineOf(gw.logs, 'size-1');
+    const two = await accessLineOf(gw.logs, 'size-2');
+    assert.deepEqual(
+      [one['http.request.size'], one['http.response.size']],
+      [Buffer.byteLength(first), Buffer.byteLength(firstAnswer, 'latin1')],
+    );
+    assert.deepEqual(
+      [two['http.request.size'], two['http.response.size']],
+      [Buffer.byteLength(second), Buffer.byteLength(secondAnswer, 'latin1')],
+    );
+    assert.equal(one['url.path'], '/v1/orders/first');
+    assert.equal(one['user_agent.original'], 'sizes/1');
+    assert.equal(two['user_agent.original'], undefined);
+    const upstreamMs = one['portaria.upstream.duration_ms'] as number;
+    assert.ok(upstreamMs >= 15, `the upstream's 20 ms (${upstreamMs})`);
+    assert.ok(upstreamMs <= (one['portaria.duration_ms'] as number));
+  });
+});
+
+describe('the access line behind a trusted proxy', () => {
+  test('client.address is the address the trusted proxy names; network.peer.address the proxy', async (t) => {
+    const gw = await startGateway(t, {
+      settings: () => ({ server: { trustedProxies: ['127.0.0.1'] } }),
+    });
+    const token = await gw.token();
+    const res = await call(gw, token, '/v1/orders/1', {
+      headers: { 'x-forwarded-for': '198.51.100.9, 203.0.113.7', 'x-request-id': 'proxied-1' },
+    });
+    await res.arrayBuffer();
+    const line = await accessLineOf(gw.logs, 'proxied-1');
+    assert.deepEqual(
+      [line['client.address'], line['network.peer.address']],
+      ['203.0.113.7', '127.0.0.1'],
+    );
   });
 });
 
@@ -461,9 +529,9 @@ describe('WebSocket upgrades through the gateway', () => {
     const line = await waitFor('the close line', () =>
       parsedLogs(gw.logs).find((l) => l.msg === 'websocket closed'),
     );
-    assert.equal(line.reason, 'token_revoked');
-    assert.equal(line.route, 'live');
-    assert.equal(line.clientId, 'acme');
+    assert.equal(line['portaria.reason'], 'token_revoked');
+    assert.equal(line['http.route'], 'live');
+    assert.equal(line['portaria.client_id'], 'acme');
     const text = await metricsText(gw);
     assert.match(text, /portaria_websocket_closed_total\{reason="token_revoked"\} 1/);
     assert.match(text, /portaria_websocket_closed_total\{reason="token_expired"\} 0/);

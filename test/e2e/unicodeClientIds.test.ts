@@ -110,7 +110,11 @@ describe('Unicode client ids end to end', () => {
       const res = await call(gw, token);
       await res.arrayBuffer();
       const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') ?? '');
-      assert.equal(line.clientId, id, `${script}: the access log carries the id, JSON-escaped`);
+      assert.equal(
+        line['portaria.client_id'],
+        id,
+        `${script}: the access log carries the id, JSON-escaped`,
+      );
     }
 
     const metrics = await scrape(gw.adminUrl);

@@ -162,8 +162,8 @@ describe('framing between client, gateway and upstream', () => {
     assert.equal(headerOf(first as never, 'etag'), '"v1"');
     assert.equal(second?.status, 200);
     const line = await accessLineOf(gw.logs, headerOf(first as never, 'x-request-id') as string);
-    assert.equal(line.status, 304);
-    assert.equal(line.reason, undefined);
+    assert.equal(line['http.response.status_code'], 304);
+    assert.equal(line['portaria.reason'], undefined);
   });
 
   test('a 204 with Content-Length is relayed without it (RFC 9110 §8.6)', async (t) => {

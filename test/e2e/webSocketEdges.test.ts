@@ -164,7 +164,8 @@ function upgradeLineOf(logs: readonly string[], reqId: string, timeoutMs = 3000)
     `the upgrade line of ${reqId}`,
     () =>
       parsedLogs(logs).find(
-        (l) => l.reqId === reqId && (l.msg === 'upgrade' || l.msg === 'upgrade failed'),
+        (l) =>
+          l['portaria.request_id'] === reqId && (l.msg === 'upgrade' || l.msg === 'upgrade failed'),
       ),
     timeoutMs,
   );
@@ -197,8 +198,8 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
       upstream.connections === 0 ? true : undefined,
     );
     const line = await upgradeLineOf(gw.logs, 'reset-1');
-    assert.equal(line.status, 499);
-    assert.equal(line.route, 'live');
+    assert.equal(line['http.response.status_code'], 499);
+    assert.equal(line['http.route'], 'live');
   });
 
   test('a client that ends its side (FIN) during the handshake has left too', async (t) => {
@@ -215,8 +216,8 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
       upstream.connections === 0 ? true : undefined,
     );
     const line = await upgradeLineOf(gw.logs, 'fin-1');
-    assert.equal(line.status, 499);
-    assert.equal(line.reason, undefined, 'not an upstream timeout');
+    assert.equal(line['http.response.status_code'], 499);
+    assert.equal(line['portaria.reason'], undefined, 'not an upstream timeout');
   });
 
   test('a 101 the upstream sends after the client left opens no session', async (t) => {
@@ -236,7 +237,7 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
     await sleep(600); // past the upstream's 400 ms: its 101 would have come by now
     assert.equal(upstream.connections, 0);
     assert.equal(upstream.openSessions, 0, 'no upstream session left open');
-    assert.equal((await upgradeLineOf(gw.logs, 'late-1')).status, 499);
+    assert.equal((await upgradeLineOf(gw.logs, 'late-1'))['http.response.status_code'], 499);
   });
 
   test('a token revoked during the handshake gets 401 token-revoked and the upstream request is aborted', async (t) => {
@@ -261,8 +262,8 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
     );
     assert.equal(upstream.sessions, 0);
     const line = await upgradeLineOf(gw.logs, 'revoked-1');
-    assert.equal(line.status, 401);
-    assert.equal(line.reason, 'revoked');
+    assert.equal(line['http.response.status_code'], 401);
+    assert.equal(line['portaria.reason'], 'revoked');
     assert.equal(
       parsedLogs(gw.logs).some((l) => l.msg === 'websocket closed'),
       false,
@@ -272,7 +273,7 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
 });
 
 describe('upgrade access lines and request metrics', () => {
-  test('101, 502, 504 and 401 each get one line with the real outcome and count in portaria_http_requests_total', async (t) => {
+  test('101, 502, 504 and 401 each get one line with the real outcome and count in portaria_http_requests_total; the open tunnel in portaria_websocket_tunnels_open', async (t) => {
     const live = await wsUpstream(t);
     const mute = await wsUpstream(t, -1);
     const gw = await gatewayFor(t, [
@@ -304,11 +305,11 @@ describe('upgrade access lines and request metrics', () => {
     assert.equal(ok.msg, 'upgrade');
     assert.equal(ok.log, 'access');
     assert.equal(ok.level, 'info');
-    assert.equal(ok.method, 'GET');
-    assert.equal(ok.route, 'live');
-    assert.equal(ok.status, 101);
-    assert.equal(ok.clientId, 'acme');
-    assert.equal(typeof ok.durationMs, 'number');
+    assert.equal(ok['http.request.method'], 'GET');
+    assert.equal(ok['http.route'], 'live');
+    assert.equal(ok['http.response.status_code'], 101);
+    assert.equal(ok['portaria.client_id'], 'acme');
+    assert.equal(typeof ok['portaria.duration_ms'], 'number');
     const expected: [string, string, number, string, string][] = [
       ['up-502', 'upgrade failed', 502, 'down', 'upstream-refused'],
       ['up-504', 'upgrade failed', 504, 'mute', 'upstream-timeout'],
@@ -317,13 +318,21 @@ describe('upgrade access lines and request metrics', () => {
     for (const [reqId, msg, status, route, reason] of expected) {
       const line = await upgradeLineOf(gw.logs, reqId);
       assert.deepEqual(
-        [line.msg, line.level, line.status, line.route, line.reason],
+        [
+          line.msg,
+          line.level,
+          line['http.response.status_code'],
+          line['http.route'],
+          line['portaria.reason'],
+        ],
         [msg, status >= 500 ? 'warn' : 'info', status, route, reason],
         reqId,
       );
-      assert.equal(typeof line.durationMs, 'number', reqId);
+      assert.equal(typeof line['portaria.duration_ms'], 'number', reqId);
     }
-    const lines = parsedLogs(gw.logs).filter((l) => String(l.reqId).startsWith('up-'));
+    const lines = parsedLogs(gw.logs).filter((l) =>
+      String(l['portaria.request_id']).startsWith('up-'),
+    );
     assert.equal(lines.length, 4, 'one line per upgrade');
 
     const text = await scrape(gw.adminUrl);
@@ -336,7 +345,12 @@ describe('upgrade access lines and request metrics', () => {
       0,
       'an open tunnel is no request in flight',
     );
+    assert.equal(sample(text, 'portaria_websocket_tunnels_open'), 1, 'the open tunnel');
     assert.equal(sample(text, 'portaria_auth_failures_total{reason="no-authorization"}'), 1);
+    open.destroy();
+    await waitFor('the tunnel closed', async () =>
+      sample(await scrape(gw.adminUrl), 'portaria_websocket_tunnels_open') === 0 ? true : undefined,
+    );
   });
 });
 
@@ -375,7 +389,7 @@ describe('what the upstream answers is relayed well framed', () => {
     assert.equal(headerOf(res, 'set-cookie'), 'sess=abc');
     assert.equal(headerOf(res, 'content-type'), 'text/plain');
     const line = await upgradeLineOf(gw.logs, 'chunk-1');
-    assert.equal(line.status, 200);
+    assert.equal(line['http.response.status_code'], 200);
   });
 
   test('the 101 carries X-Request-Id and no hop-by-hop field but Connection and Upgrade', async (t) => {
@@ -437,7 +451,10 @@ describe('upgrades and shutdown', () => {
     assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:service-unavailable');
     assert.equal(upstream.upgrades, 0);
     const line = await upgradeLineOf(gw.logs, 'drain-1');
-    assert.deepEqual([line.status, line.reason], [503, 'shutting-down']);
+    assert.deepEqual(
+      [line['http.response.status_code'], line['portaria.reason']],
+      [503, 'shutting-down'],
+    );
     await stopping;
   });
 
@@ -477,8 +494,11 @@ describe('upgrades and shutdown', () => {
       live.connections === 0 && mute.connections === 0 ? true : undefined,
     );
     const line = await upgradeLineOf(gw.logs, 'grace-pending');
-    assert.deepEqual([line.status, line.reason], [499, 'shutdown-grace']);
-    assert.equal((await upgradeLineOf(gw.logs, 'grace-open')).status, 101);
+    assert.deepEqual(
+      [line['http.response.status_code'], line['portaria.reason']],
+      [499, 'shutdown-grace'],
+    );
+    assert.equal((await upgradeLineOf(gw.logs, 'grace-open'))['http.response.status_code'], 101);
   });
 
   test('HTTP requests cut at the grace limit are logged with reason shutdown, not as the client leaving', async (t) => {
@@ -518,14 +538,19 @@ describe('upgrades and shutdown', () => {
     assert.equal(await none, null);
 
     const lines = parsedLogs(gw.logs);
-    const halfLine = lines.find((l) => l.reqId === 'cut-half');
+    const halfLine = lines.find((l) => l['portaria.request_id'] === 'cut-half');
     assert.deepEqual(
-      [halfLine?.msg, halfLine?.level, halfLine?.status, halfLine?.reason],
+      [
+        halfLine?.msg,
+        halfLine?.level,
+        halfLine?.['http.response.status_code'],
+        halfLine?.['portaria.reason'],
+      ],
       ['request failed', 'warn', 200, 'shutdown'],
     );
-    const noneLine = lines.find((l) => l.reqId === 'cut-none');
+    const noneLine = lines.find((l) => l['portaria.request_id'] === 'cut-none');
     assert.deepEqual(
-      [noneLine?.msg, noneLine?.status, noneLine?.reason],
+      [noneLine?.msg, noneLine?.['http.response.status_code'], noneLine?.['portaria.reason']],
       ['request', 499, 'shutdown-grace'],
     );
   });
@@ -553,8 +578,11 @@ describe('upgrades and shutdown', () => {
     // (server.halfClosedRequests: answer).
     req.socket?.resetAndDestroy();
     await stopping;
-    const line = parsedLogs(gw.logs).find((l) => l.reqId === 'left-1');
-    assert.deepEqual([line?.msg, line?.status, line?.reason], ['request', 499, undefined]);
+    const line = parsedLogs(gw.logs).find((l) => l['portaria.request_id'] === 'left-1');
+    assert.deepEqual(
+      [line?.msg, line?.['http.response.status_code'], line?.['portaria.reason']],
+      ['request', 499, undefined],
+    );
   });
 });
 
@@ -588,7 +616,10 @@ test('a stale revocation list refuses upgrades under the unsafe policy while saf
   assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:service-unavailable');
   assert.equal(upgrades, 0, 'nothing reached the upstream');
   const line = await upgradeLineOf(gw.logs, 'stale-1');
-  assert.deepEqual([line.status, line.reason], [503, 'revocation-stale']);
+  assert.deepEqual(
+    [line['http.response.status_code'], line['portaria.reason']],
+    [503, 'revocation-stale'],
+  );
 });
 
 describe('what reaches the upstream, and what comes back', () => {
@@ -608,7 +639,7 @@ describe('what reaches the upstream, and what comes back', () => {
     );
     assert.equal(res.status, 502);
     const line = await upgradeLineOf(gw.logs, 'bare-101');
-    assert.equal(line.status, 502);
+    assert.equal(line['http.response.status_code'], 502);
   });
 
   test('the upstream gets the path as checked, "http:/" inside it included', async (t) => {
@@ -655,8 +686,8 @@ describe('a handshake that announces a body', () => {
       assert.ok(performance.now() - started < 2000, 'not held until the route times out');
       assert.equal(upstream.upgrades, 0);
       const line = await upgradeLineOf(gw.logs, 'with-body');
-      assert.equal(line.status, 400);
-      assert.equal(line.reason, 'upgrade-with-body');
+      assert.equal(line['http.response.status_code'], 400);
+      assert.equal(line['portaria.reason'], 'upgrade-with-body');
     });
   }
 

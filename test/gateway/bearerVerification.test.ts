@@ -422,8 +422,8 @@ describe('bearer verification at the edge', () => {
     assert.equal(res.headers.get('x-content-type-options'), 'nosniff');
     // Logged and counted under the route it was refused for, not as unmatched.
     const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
-    assert.equal(line.route, 'reports');
-    assert.equal(line.status, 403);
+    assert.equal(line['http.route'], 'reports');
+    assert.equal(line['http.response.status_code'], 403);
   });
 
   test('no route and no default upstream → 404 after authentication, 401 before', async (t) => {

@@ -54,9 +54,9 @@ describe('a request followed by a half-close (server.halfClosedRequests: answer,
     assert.equal(res.status, 200);
     assert.equal(res.body, '{"slow":true}');
     const line = await waitFor('the access line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === 'half-close-1'),
+      parsedLogs(gw.logs).find((l) => l['portaria.request_id'] === 'half-close-1'),
     );
-    assert.equal(line.status, 200);
+    assert.equal(line['http.response.status_code'], 200);
   });
 
   test('a POST the upstream carries out is answered, not dropped', async (t) => {
@@ -175,9 +175,9 @@ describe('server.halfClosedRequests: abort', () => {
     );
     assert.equal(raw, '');
     const line = await waitFor('the access line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === 'half-close-abort'),
+      parsedLogs(gw.logs).find((l) => l['portaria.request_id'] === 'half-close-abort'),
     );
-    assert.equal(line.status, 499);
+    assert.equal(line['http.response.status_code'], 499);
     await waitFor('the upstream request cancelled', () => (upstreamSawClose ? true : undefined));
   });
 
@@ -209,9 +209,9 @@ describe('server.halfClosedRequests: abort', () => {
       const raw = await sendThenHalfClose(gw.url, request.replace('TOKEN', token));
       assert.equal(raw, '');
       const line = await waitFor('the access line', () =>
-        parsedLogs(gw.logs).find((l) => l.reqId === 'gone-early'),
+        parsedLogs(gw.logs).find((l) => l['portaria.request_id'] === 'gone-early'),
       );
-      assert.equal(line.status, 499);
+      assert.equal(line['http.response.status_code'], 499);
       await new Promise((resolve) => setTimeout(resolve, 200));
       assert.deepEqual(gw.upstream.received, [], 'the upstream never saw the request');
       // Before the fix the forwarded exchange, with no client to write to, paused for

@@ -32,12 +32,14 @@ describe('token operation', () => {
     const requestId = res.headers.get('x-request-id');
     assert.ok(requestId);
     const line = await waitFor('the error line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.msg === 'request failed'),
+      parsedLogs(gw.logs).find(
+        (l) => l['portaria.request_id'] === requestId && l.msg === 'request failed',
+      ),
     );
     assert.equal(line.level, 'error');
-    assert.equal(line.status, 500);
-    assert.equal(line.route, 'token');
-    assert.equal((line.err as { type?: string } | undefined)?.type, 'RangeError');
+    assert.equal(line['http.response.status_code'], 500);
+    assert.equal(line['http.route'], 'token');
+    assert.equal(line['exception.type'], 'RangeError');
     assert.ok(!JSON.stringify(line).includes(CLIENT_SECRET), 'the secret is not logged');
 
     // The gateway keeps serving.
@@ -243,8 +245,8 @@ describe('token operation', () => {
     assert.deepEqual(bodies[2], bodies[0]);
     // The reasons differ only in the log (access lines are written asynchronously).
     const reasons = await waitFor('three token access lines', () => {
-      const lines = parsedLogs(gw.logs).filter((l) => l.route === 'token');
-      return lines.length === 3 ? lines.map((l) => l.reason) : undefined;
+      const lines = parsedLogs(gw.logs).filter((l) => l['http.route'] === 'token');
+      return lines.length === 3 ? lines.map((l) => l['portaria.reason']) : undefined;
     });
     assert.deepEqual(reasons, ['unknown-client', 'bad-secret', 'disabled-client']);
   });

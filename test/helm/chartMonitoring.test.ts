@@ -62,7 +62,7 @@ describe('PrometheusRule', () => {
       },
     );
     assert.equal(result.code, 0, `${result.stdout}${result.stderr}`);
-    assert.match(result.stdout, /SUCCESS: 10 rules found/);
+    assert.match(result.stdout, /SUCCESS: 11 rules found/);
   });
 
   test('promtool test rules: every alert fires on its condition and stays silent below it', async (t) => {
@@ -92,11 +92,12 @@ describe('PrometheusRule', () => {
     }
   });
 
-  test('the six alerts of the issue, plus Redis, log drops, reload failures and the outage; Redis alerts only when a store uses Redis', async () => {
+  test('the six alerts of the issue, plus latency, Redis, log drops, reload failures and the outage; Redis alerts only when a store uses Redis', async () => {
     const names = rulesOf(await monitoringScenario()).map((r) => r.alert);
     assert.deepEqual(names, [
       'PortariaHighErrorRatio',
       'PortariaAuthFailureSpike',
+      'PortariaHighLatency',
       'PortariaIssuerKeySetStale',
       'PortariaRevocationSyncLag',
       'PortariaRedisDisconnected',
@@ -113,6 +114,7 @@ describe('PrometheusRule', () => {
       [
         'PortariaHighErrorRatio',
         'PortariaAuthFailureSpike',
+        'PortariaHighLatency',
         'PortariaIssuerKeySetStale',
         'PortariaSigningKeyRetiringWithoutSuccessor',
         'PortariaTokenEndpointRateLimited',
@@ -132,10 +134,75 @@ describe('PrometheusRule', () => {
       ],
     });
     const rules = rulesOf(tuned);
-    // No Redis: 10 − 2 Redis alerts − the switched-off one (PortariaDown is in: own selector).
-    assert.equal(rules.length, 7);
+    // No Redis: 11 − 2 Redis alerts − the switched-off one (PortariaDown is in: own selector).
+    assert.equal(rules.length, 8);
     assert.match(String(rules[0]?.expr), /\{service="gw",status_class="5xx"\}/);
     assert.match(String(rules[0]?.expr), /\) > 0\.2\n/);
+  });
+
+  test('every alert links its runbook: a section of docs/operating.md, under prometheusRule.runbookBaseUrl', async () => {
+    const docs = await readFile(join(REPO_ROOT, 'docs', 'operating.md'), 'utf8');
+    const anchors = new Set(
+      [...docs.matchAll(/^#{2,4} (.+)$/gm)].map((m) =>
+        (m[1] as string)
+          .toLowerCase()
+          .replace(/[^a-z0-9 _-]/g, '')
+          .replace(/ /g, '-'),
+      ),
+    );
+    const rules = rulesOf(await monitoringScenario());
+    assert.equal(rules.length, 11);
+    for (const rule of rules) {
+      const url = String(rule.annotations?.runbook_url);
+      assert.equal(url, `docs/operating.md#${String(rule.alert).toLowerCase()}`, rule.alert);
+      assert.ok(anchors.has(url.split('#')[1] as string), `${rule.alert}: no section ${url}`);
+    }
+    const own = rulesOf(
+      await render({
+        values: [
+          {
+            prometheusRule: {
+              enabled: true,
+              runbookBaseUrl: 'https://git.example/platform/portaria/docs/operating.md',
+            },
+          },
+        ],
+      }),
+    );
+    assert.equal(
+      own[0]?.annotations?.runbook_url,
+      'https://git.example/platform/portaria/docs/operating.md#portariahigherrorratio',
+    );
+  });
+
+  test('ratio alerts stay silent below their traffic guard; the latency budgets per route', async () => {
+    const rules = rulesOf(
+      await render({
+        values: [
+          {
+            prometheusRule: {
+              enabled: true,
+              alerts: {
+                errorRatio: { minRequestsPerSecond: 20 },
+                authFailureSpike: { minRequestsPerSecond: 30 },
+                latency: { budgetSeconds: 0.5, routeBudgetsSeconds: { reports: 5, token: 2 } },
+              },
+            },
+          },
+        ],
+      }),
+    );
+    const expr = (name: string) => String(rules.find((r) => r.alert === name)?.expr);
+    assert.match(
+      expr('PortariaHighErrorRatio'),
+      /\nand\nsum by \(namespace, job\) \(rate\(portaria_http_requests_total\{[^}]*\}\[5m\]\)\) > 20\n$/,
+    );
+    assert.match(expr('PortariaAuthFailureSpike'), /\) > 30\n$/);
+    const latency = expr('PortariaHighLatency');
+    assert.match(latency, /route!~"reports\|token"\}\[5m\]\)\)\) > 0\.5\n/);
+    assert.match(latency, /route="reports"\}\[5m\]\)\)\) > 5\n/);
+    assert.match(latency, /route="token"\}\[5m\]\)\)\) > 2\n/);
+    assert.match(latency, /_count\{[^}]*\}\[5m\]\)\) > 1\n$/);
   });
 
   test('PortariaDown only when something scrapes the release under the selector, and pods are asked for', async () => {
@@ -240,6 +307,24 @@ describe('Grafana dashboard', () => {
     }
   });
 
+  test('panels for the process (standard Node.js names), event-loop lag, dropped log writes and WebSocket tunnels', async () => {
+    const { json } = await dashboard();
+    const queries = (title: string) => {
+      const panel = json.panels.find((p) => p.title === title);
+      assert.ok(panel, `a panel "${title}"`);
+      return (panel.targets ?? []).map((t) => t.expr).join('\n');
+    };
+    assert.match(queries('CPU'), /\bprocess_cpu_seconds_total\{/);
+    assert.match(queries('Resident memory'), /\bprocess_resident_memory_bytes\{/);
+    assert.match(queries('Event-loop lag'), /\bnodejs_eventloop_lag_p99_seconds\{/);
+    assert.match(queries('Dropped log writes'), /\bportaria_log_dropped_writes_total\{/);
+    assert.match(queries('Open WebSocket tunnels'), /\bportaria_websocket_tunnels_open\{/);
+    assert.match(
+      queries('WebSocket tunnels opened and closed'),
+      /portaria_websocket_closed_total\{/,
+    );
+  });
+
   test('the ConfigMap carries the dashboard with the sidecar label, where the sidecar looks', async () => {
     const map = find(await monitoringScenario(), 'ConfigMap', '-dashboard') as unknown as {
       metadata: {
@@ -335,8 +420,9 @@ describe('metrics used by the alerts and the dashboard', () => {
         queried.set(match[1] as string, `variable ${variable.name}`);
       }
     }
+    // Ours, or prom-client's process and Node.js metrics under their standard names.
     for (const name of queried.keys())
-      assert.match(name, /^portaria_/, `${name} (${queried.get(name)})`);
+      assert.match(name, /^(portaria|process|nodejs)_/, `${name} (${queried.get(name)})`);
 
     const missing = [...queried.keys()].filter((n) => !exposed.has(n)).sort();
     const stale = EXPECTED_MISSING_METRICS.filter((n) => exposed.has(n));

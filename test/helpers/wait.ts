@@ -28,7 +28,8 @@ export function parsedLogs(logs: readonly string[]): LogLine[] {
 export function accessLineOf(logs: readonly string[], reqId: string): Promise<LogLine> {
   return waitFor(`the access line of ${reqId}`, () =>
     parsedLogs(logs).find(
-      (l) => l.reqId === reqId && (l.msg === 'request' || l.msg === 'request failed'),
+      (l) =>
+        l['portaria.request_id'] === reqId && (l.msg === 'request' || l.msg === 'request failed'),
     ),
   );
 }

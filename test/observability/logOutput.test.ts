@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { promisify } from 'node:util';
 import { createLoggers, droppedWrites, outputDestination } from '../../src/observability/logger.js';
+import { accessRecord } from '../helpers/accessRecord.js';
 import { startGateway } from '../helpers/fixture.js';
 import { waitFor } from '../helpers/wait.js';
 
@@ -152,7 +153,7 @@ test('a reader that goes away (EPIPE) ends the logging, not the process', async 
   // Written after the reader left: EPIPE, swallowed; later writes are dropped at once.
   for (let i = 0; i < 100; i++) {
     logger.info({ i }, 'after');
-    access.request(`r${i}`, 'GET', 'orders', 200, 1, 'acme', undefined);
+    access.request(accessRecord({ id: `r${i}`, clientId: 'acme' }));
   }
   access.flush();
   await new Promise<void>((resolve) => output.flush(() => resolve()));
@@ -171,7 +172,7 @@ test('a file is written through pino’s asynchronous destination', async (t) =>
   assert.equal(output.constructor.name, 'SonicBoom');
   const { logger, access } = createLoggers('info', output);
   logger.info('event');
-  access.request('r1', 'GET', 'orders', 200, 1.5, 'acme', undefined);
+  access.request(accessRecord({ id: 'r1', durationMs: 1.5, clientId: 'acme' }));
   access.flush();
   logger.info('stopped');
   // flush calls back once every line is in the file (shutdown exits right after it: an

@@ -26,7 +26,9 @@ function readmeMetrics(): Map<string, Documented> {
   const rows = new Map<string, Documented>();
   for (const line of readme.split('\n')) {
     const match =
-      /^\| `(portaria_[a-z0-9_]+)` \| (counter|gauge|histogram|summary) \|([^|]*)\|/.exec(line);
+      /^\| `((?:portaria|process|nodejs)_[a-z0-9_]+)` \| (counter|gauge|histogram|summary) \|([^|]*)\|/.exec(
+        line,
+      );
     if (!match) continue;
     const [, name = '', type = '', labelText = ''] = match;
     assert.ok(!rows.has(name), `docs/operating.md lists ${name} twice`);
@@ -60,8 +62,11 @@ function exposed(text: string): Map<string, { type: string; labels: Set<string> 
   return metrics;
 }
 
-async function busyGatewayMetrics(t: Parameters<typeof startGateway>[0]): Promise<string> {
-  const gateway = await startGateway(t);
+async function busyGatewayMetrics(
+  t: Parameters<typeof startGateway>[0],
+  settings: Record<string, unknown> = {},
+): Promise<string> {
+  const gateway = await startGateway(t, { settings: () => settings });
   const token = await gateway.token();
   const requests: RequestInit[] = [{ headers: { authorization: `Bearer ${token}` } }, {}];
   for (const init of requests) {
@@ -104,15 +109,46 @@ describe('metrics contract', () => {
     assert.match(text, /^portaria_upstream_duration_seconds_bucket\{le="60",route="default"\} 1$/m);
   });
 
-  test('every metric is prefixed portaria_ and has help text', async (t) => {
+  test('every metric is prefixed portaria_, or is a process or Node.js metric under its standard name, and has help text', async (t) => {
     const text = await busyGatewayMetrics(t);
     for (const line of text.split('\n')) {
       const help = /^# HELP (\S+) (.*)$/.exec(line);
       if (help) {
-        assert.match(help[1] ?? '', /^portaria_[a-z0-9_]+$/);
+        assert.match(help[1] ?? '', /^(portaria|process|nodejs)_[a-z0-9_]+$/);
         assert.ok((help[2] ?? '').length > 10, `${help[1]} has no useful help text`);
       }
     }
+  });
+
+  test('process and Node.js metrics: the standard names by default, metrics.processMetricsPrefix when set', async (t) => {
+    const standard = exposed(await busyGatewayMetrics(t));
+    for (const name of [
+      'process_cpu_seconds_total',
+      'process_resident_memory_bytes',
+      'process_start_time_seconds',
+      'nodejs_eventloop_lag_seconds',
+      'nodejs_heap_size_used_bytes',
+      'nodejs_gc_duration_seconds',
+    ]) {
+      assert.ok(standard.has(name), name);
+      assert.ok(!standard.has(`portaria_${name}`), `portaria_${name}`);
+    }
+    const prefixed = exposed(
+      await busyGatewayMetrics(t, { metrics: { processMetricsPrefix: 'portaria_' } }),
+    );
+    assert.ok(prefixed.has('portaria_process_cpu_seconds_total'));
+    assert.ok(prefixed.has('portaria_nodejs_eventloop_lag_seconds'));
+    assert.deepEqual(
+      [...prefixed.keys()].filter((n) => /^(process|nodejs)_/.test(n)),
+      [],
+      'nothing left under the standard names',
+    );
+    assert.equal(
+      [...prefixed.keys()].filter((n) => n.includes('nodejs_active_') && n.endsWith('_total'))
+        .length,
+      0,
+      'the *_total gauges stay out under a prefix too',
+    );
   });
 
   test('the real /metrics output passes promtool check metrics', async (t) => {

@@ -129,6 +129,7 @@ export async function startGateway(
       peerAddress: req.socket.remoteAddress,
       proto: 'http' as const,
       upstreamCut: undefined,
+      upstreamMs: undefined,
     };
     return { target, matched, ctx };
   }

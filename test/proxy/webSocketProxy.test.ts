@@ -255,6 +255,7 @@ describe('webSocketProxy', () => {
         peerAddress: '127.0.0.1',
         proto: 'http' as const,
         upstreamCut: undefined,
+        upstreamMs: undefined,
       };
       const matched = table.match(target.path);
       assert.ok(matched);

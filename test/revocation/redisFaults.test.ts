@@ -17,7 +17,7 @@ import { createApp } from '../../src/app/createApp.js';
 import { systemClock } from '../../src/lib/clock.js';
 import { RedisRevocationStore } from '../../src/revocation/redisRevocationStore.js';
 import { type Gateway, startGateway } from '../helpers/fixture.js';
-import { metric, scrape } from '../helpers/metrics.js';
+import { metric, sample, scrape } from '../helpers/metrics.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { onlyResponse, rawProblemOf } from '../helpers/rawResponse.js';
 import {
@@ -173,7 +173,7 @@ test('queue mode under traffic: Redis down and back — nothing acknowledged is 
   );
   // 5xx answers are logged at error (the stale refusals); nothing else is.
   for (const line of a.logs.filter((l) => l.includes('"level":"error"'))) {
-    assert.match(line, /"reason":"revocation-stale"/);
+    assert.match(line, /"portaria.reason":"revocation-stale"/);
   }
 });
 
@@ -218,7 +218,7 @@ test('whenStale: refuse for safe and admit for unsafe is honoured as configured'
   assert.equal((await callWith(a.url, token, 'HEAD')).status, 503);
   assert.equal((await callWith(a.url, token, 'DELETE')).status, 200);
   assert.equal((await callWith(a.url, 'not-a-token', 'GET')).status, 401, 'authentication first');
-  const line = a.logs.find((l) => l.includes('"reason":"revocation-stale"'));
+  const line = a.logs.find((l) => l.includes('"portaria.reason":"revocation-stale"'));
   assert.ok(line, 'the access log names the reason');
 });
 
@@ -298,4 +298,64 @@ test('whenStale applies to WebSocket upgrades too: a stale list refuses the hand
   const unauthenticated = onlyResponse(await handshake('not-a-token'));
   assert.equal(unauthenticated.status, 401, 'authentication first');
   assert.equal(upgrades, 0, 'nothing reached the upstream');
+});
+
+test('a request refused because the list is stale is logged and counted under its route; an unknown path stays unmatched', async (t) => {
+  const redis = await startRedis(t);
+  const a = await startGateway(t, {
+    settings: (u) => ({
+      upstream: { default: null },
+      routes: [{ id: 'orders', prefix: '/v1/orders', upstream: u }],
+      revocation: { store: 'redis', maxSyncLagSeconds: 1 },
+      redis: { url: redis.url, connectTimeoutMs: 500, commandTimeoutMs: 500 },
+    }),
+  });
+  const token = await a.token();
+  const post = (path: string) =>
+    fetch(`${a.url}${path}`, { method: 'POST', headers: { authorization: `Bearer ${token}` } });
+  await redis.stop();
+  await waitFor(
+    'stale',
+    async () => ((await callWith(a.url, token, 'POST')).status === 503 ? true : undefined),
+    3000,
+  );
+  const known = await post('/v1/orders/1');
+  assert.equal(known.status, 503);
+  await known.arrayBuffer();
+  // The stale list is refused before the route's absence is told: a token revoked
+  // elsewhere, not yet known here, learns nothing of the route table.
+  const unknown = await post('/v1/nothing/here');
+  assert.equal(unknown.status, 503);
+  await unknown.arrayBuffer();
+
+  const lineOf = (res: Response) =>
+    waitFor('the access line', () =>
+      parsedLogs(a.logs).find((l) => l['portaria.request_id'] === res.headers.get('x-request-id')),
+    );
+  const knownLine = await lineOf(known);
+  assert.deepEqual(
+    [knownLine['http.route'], knownLine['portaria.reason']],
+    ['orders', 'revocation-stale'],
+  );
+  const unknownLine = await lineOf(unknown);
+  assert.deepEqual(
+    [unknownLine['http.route'], unknownLine['portaria.reason']],
+    ['unmatched', 'revocation-stale'],
+  );
+  const text = await scrape(a.adminUrl);
+  assert.ok(
+    (sample(
+      text,
+      'portaria_http_requests_total{route="orders",method="unsafe",status_class="5xx"}',
+    ) ?? 0) >= 2,
+    'the refusals on orders are counted under orders',
+  );
+  assert.equal(
+    sample(
+      text,
+      'portaria_http_requests_total{route="unmatched",method="unsafe",status_class="5xx"}',
+    ),
+    1,
+    'only the unknown path is unmatched',
+  );
 });

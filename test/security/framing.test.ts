@@ -193,9 +193,9 @@ describe('request line and header limits', () => {
       assert.equal(problem.detalhe, 'Send exactly one Host header.');
       const requestId = headerOf(res, 'x-request-id') as string;
       const line = await waitFor('the access line', () =>
-        parsedLogs(gw.logs).find((l) => l.reqId === requestId),
+        parsedLogs(gw.logs).find((l) => l['portaria.request_id'] === requestId),
       );
-      assert.equal(line.reason, 'multiple-host');
+      assert.equal(line['portaria.reason'], 'multiple-host');
     }
     await assertStillServing(gw, token);
   });
@@ -349,11 +349,13 @@ describe('request line and header limits', () => {
     // An access line like any request's, with the request id the response carries.
     const requestId = headerOf(res, 'x-request-id') as string;
     const line = await waitFor('the access line', () =>
-      parsedLogs(gw.logs).find((l) => l.reqId === requestId && l.msg === 'request'),
+      parsedLogs(gw.logs).find(
+        (l) => l['portaria.request_id'] === requestId && l.msg === 'request',
+      ),
     );
-    assert.equal(line.method, 'CONNECT');
-    assert.equal(line.status, 405);
-    assert.equal(line.reason, 'connect');
+    assert.equal(line['http.request.method'], 'CONNECT');
+    assert.equal(line['http.response.status_code'], 405);
+    assert.equal(line['portaria.reason'], 'connect');
     await assertStillServing(gw, token);
   });
 
@@ -420,10 +422,12 @@ describe('a request body slower than server.requestTimeoutMs', () => {
       assert.equal(problem.instancia, `${path}#slow-upload-1`);
       assert.equal(headerOf(res, 'x-request-id'), 'slow-upload-1');
       const line = await waitFor('the access line', () =>
-        parsedLogs(gw.logs).find((l) => l.reqId === 'slow-upload-1' && l.route === route),
+        parsedLogs(gw.logs).find(
+          (l) => l['portaria.request_id'] === 'slow-upload-1' && l['http.route'] === route,
+        ),
       );
-      assert.equal(line.status, 408);
-      assert.equal(line.reason, 'request-timeout');
+      assert.equal(line['http.response.status_code'], 408);
+      assert.equal(line['portaria.reason'], 'request-timeout');
     });
   }
 });
@@ -609,7 +613,7 @@ describe('bytes after a complete request', () => {
       const line = await waitFor('the stray-bytes line', () =>
         parsedLogs(gw.logs).find((l) => l.msg === 'bytes after the request ignored'),
       );
-      assert.equal(line.reqId, headerOf(answer, 'x-request-id'));
+      assert.equal(line['portaria.request_id'], headerOf(answer, 'x-request-id'));
       assert.equal(line.bytes, stray.length);
       assert.doesNotMatch(JSON.stringify(line), /amount/, 'a count, never the bytes');
     });
@@ -625,6 +629,6 @@ describe('bytes after a complete request', () => {
     );
     const reqId = headerOf(onlyResponse(raw), 'x-request-id') as string;
     const line = await accessLineOf(gw.logs, reqId);
-    assert.equal(line.status, 200);
+    assert.equal(line['http.response.status_code'], 200);
   });
 });

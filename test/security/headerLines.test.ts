@@ -164,7 +164,8 @@ describe('a request whose header lines reach server.maxHeaderLines', () => {
     );
     const reasons = await waitFor('a refusal line', () => {
       const found = parsedLogs(gw.logs)
-        .map((l) => l.reason)
+        // The access line's reason, or the parser refusal's (an event line).
+        .map((l) => l['portaria.reason'] ?? l.reason)
         .filter((r) => r === 'header-lines' || r === 'header-overflow');
       return found.length > 0 ? found : undefined;
     });

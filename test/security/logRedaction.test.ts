@@ -26,6 +26,9 @@ const WRONG_SECRET = 'wrong-secret-ZYXWVUTSRQPONMLKJIHGFEDCBA98';
 const COOKIE_VALUE = 'session-cookie-value-5f3c9a1b7e2d4c6a';
 const BASIC = `Basic ${Buffer.from(`${CLIENT_ID}:${CLIENT_SECRET}`).toString('base64')}`;
 const BODY_LIMIT = 256;
+/** A user agent written to look like more fields of the line. */
+const FORGED_UA =
+  'curl/8", "portaria.client_id":"admin", "http.response.status_code":200, "x":"\u00e9\tend';
 
 interface Sent {
   readonly what: string;
@@ -128,11 +131,21 @@ async function session(gw: Gateway) {
   await get('cookie without a token', { cookie: `sid=${COOKIE_VALUE}` });
   await get('token in the query string', {}, `/v1/orders?access_token=${readerToken}`);
   await get('insufficient scope', { authorization: `Bearer ${readerToken}` }, '/v1/reports/1');
+  await get('a user agent forging fields', { 'user-agent': FORGED_UA });
+  await get(
+    'secrets in the query string of a forwarded request',
+    { authorization: `Bearer ${token}` },
+    `/v1/orders/1?client_secret=${READER_SECRET}&token=${readerToken}`,
+  );
 
   for (const t of [token, readerToken, tampered]) {
     const [, p = '', s = ''] = t.split('.');
     secrets.push(['a token', t], ['a token payload', p], ['a token signature', s]);
   }
+  secrets.push(
+    ['a query string', `access_token=${readerToken.slice(0, 8)}`],
+    ['a query string', `client_secret=${READER_SECRET.slice(0, 4)}`],
+  );
   const clientsFile = JSON.parse(await readFile(join(gw.dir, 'clients.json'), 'utf8')) as {
     clients: { secrets: { hash: string }[] }[];
   };
@@ -171,7 +184,7 @@ describe('log redaction at level trace', () => {
     }
   });
 
-  test('each request has exactly one JSON access line with reqId, method, route, status and durationMs', async (t) => {
+  test('each request has exactly one JSON access line with its request id, method, route, path, status, duration, peer, sizes and user agent', async (t) => {
     const gw = await startGateway(t, {
       settings: (u) => ({
         log: { level: 'trace' },
@@ -200,6 +213,8 @@ describe('log redaction at level trace', () => {
       ['cookie without a token', 401],
       ['token in the query string', 401],
       ['insufficient scope', 403],
+      ['a user agent forging fields', 401],
+      ['secrets in the query string of a forwarded request', 200],
     ];
     assert.deepEqual(
       sent.map((s) => [s.what, s.status]),
@@ -213,27 +228,57 @@ describe('log redaction at level trace', () => {
     const access = accessLines(lines);
     assert.equal(access.length, sent.length);
     for (const request of sent) {
-      const mine = access.filter((l) => l.reqId === request.requestId);
+      const mine = access.filter((l) => l['portaria.request_id'] === request.requestId);
       assert.equal(mine.length, 1, `one access line for ${request.what}`);
       const line = mine[0] as LogLine;
-      assert.equal(line.status, request.status, request.what);
-      assert.equal(typeof line.method, 'string');
-      assert.match(line.route as string, /^(token|default|reports|unmatched)$/, request.what);
-      assert.equal(typeof line.durationMs, 'number');
-      assert.ok((line.durationMs as number) >= 0);
+      assert.equal(line['http.response.status_code'], request.status, request.what);
+      assert.equal(typeof line['http.request.method'], 'string');
+      assert.match(
+        line['http.route'] as string,
+        /^(token|default|reports|unmatched)$/,
+        request.what,
+      );
+      assert.equal(typeof line['portaria.duration_ms'], 'number');
+      assert.ok((line['portaria.duration_ms'] as number) >= 0);
       if (request.status >= 400) {
-        assert.equal(typeof line.reason, 'string', `${request.what} carries a reason`);
-        assert.ok((line.reason as string).length > 0);
+        assert.equal(typeof line['portaria.reason'], 'string', `${request.what} carries a reason`);
+        assert.ok((line['portaria.reason'] as string).length > 0);
       } else {
-        assert.equal(line.reason, undefined, request.what);
+        assert.equal(line['portaria.reason'], undefined, request.what);
       }
       if (request.status === 401) assert.equal(line.level, 'info', request.what);
     }
-    const tokenLines = access.filter((l) => l.route === 'token');
+    const tokenLines = access.filter((l) => l['http.route'] === 'token');
     assert.equal(tokenLines.length, 10);
     assert.deepEqual(
-      access.filter((l) => l.status === 200 && l.route === 'default').map((l) => l.clientId),
-      ['acme', 'reader', 'acme'],
+      access
+        .filter((l) => l['http.response.status_code'] === 200 && l['http.route'] === 'default')
+        .map((l) => l['portaria.client_id']),
+      ['acme', 'reader', 'acme', 'acme'],
+    );
+    // The fields added to the line: the path without its query, the peer, the user agent,
+    // the bytes, the upstream's time on forwarded requests.
+    for (const line of access) {
+      const what = String(line['portaria.request_id']);
+      assert.match(line['url.path'] as string, /^\/v1\/[a-z/0-9]+$/, what);
+      assert.equal(line['network.peer.address'], '127.0.0.1', what);
+      assert.equal(line['client.address'], '127.0.0.1', what);
+      assert.ok((line['http.request.size'] as number) > 0, what);
+      assert.ok((line['http.response.size'] as number) > 0, what);
+      assert.equal(line['portaria.truncated'], undefined, what);
+      const forwarded = line['http.response.status_code'] === 200 && line['http.route'] !== 'token';
+      assert.equal(
+        typeof line['portaria.upstream.duration_ms'],
+        forwarded ? 'number' : 'undefined',
+        what,
+      );
+    }
+    assert.ok(access.some((l) => l['user_agent.original'] === 'node'));
+    const forged = access.find((l) => l['user_agent.original'] === FORGED_UA);
+    assert.ok(forged, 'the forged user agent is one value');
+    assert.deepEqual(
+      [forged['http.response.status_code'], forged['portaria.client_id']],
+      [401, undefined],
     );
   });
 });

@@ -68,8 +68,8 @@ async function expectProblem(
   assert.equal(problem.status, status);
   assert.equal(problem.instancia, `${instancePath}#${requestId}`);
   const line = await accessLineOf(gw.logs, requestId);
-  assert.equal(line.status, status);
-  assert.equal(line.reason, reason);
+  assert.equal(line['http.response.status_code'], status);
+  assert.equal(line['portaria.reason'], reason);
 }
 
 /** [target as sent on the request line, private reason]: refused before routing. */
@@ -276,7 +276,7 @@ describe('a route-scoped prefix cannot be bypassed', () => {
       ['/v1/reportsX'],
     );
     const line = await accessLineOf(gw.logs, headerOf(res, 'x-request-id') as string);
-    assert.equal(line.route, 'default');
+    assert.equal(line['http.route'], 'default');
   });
 
   test('/v1/ordersX is not the orders route either (segment boundary), and /v1/orders/1 is', async (t) => {
@@ -334,9 +334,14 @@ describe('invisible code points cannot hide a scope-guarded prefix', () => {
       [],
     );
     const lines = await waitFor('every access line', () => {
-      const found = parsedLogs(gw.logs).filter((l) => refused.has(l.reqId as string));
+      const found = parsedLogs(gw.logs).filter((l) =>
+        refused.has(l['portaria.request_id'] as string),
+      );
       return found.length === refused.size ? found : undefined;
     });
-    assert.deepEqual(new Set(lines.map((l) => l.reason)), new Set(['ambiguous-unicode']));
+    assert.deepEqual(
+      new Set(lines.map((l) => l['portaria.reason'])),
+      new Set(['ambiguous-unicode']),
+    );
   });
 });

@@ -35,7 +35,7 @@ async function call(gw: Gateway, token: string): Promise<{ status: number; reaso
   const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
   return {
     status: res.status,
-    reason: `${String(problem.tipo).replace('urn:portaria:problem:', '')}/${line.reason}`,
+    reason: `${String(problem.tipo).replace('urn:portaria:problem:', '')}/${line['portaria.reason']}`,
   };
 }
 

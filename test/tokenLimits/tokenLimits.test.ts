@@ -68,8 +68,8 @@ describe('per-address limit', () => {
     // Refused before the body was read: the connection is not reused.
     assert.equal(refused.headers.connection, 'close');
     const line = await accessLineOf(gw.logs, requestId);
-    assert.equal(line.reason, 'rate-limit-address');
-    assert.equal(line.status, 429);
+    assert.equal(line['portaria.reason'], 'rate-limit-address');
+    assert.equal(line['http.response.status_code'], 429);
 
     assert.equal(await attempt(gw.url, '127.0.0.3'), '200', 'another address has its own bucket');
     clock.advance(999);
