@@ -139,7 +139,12 @@ export async function startGroup(
   });
   try {
     // Loaded machines start each worker in seconds.
-    await waitForStatus(`${files.adminUrl}/readyz`, 200, 60_000);
+    await Promise.race([
+      waitForStatus(`${files.adminUrl}/readyz`, 200, 60_000),
+      exited.then(({ code }) => {
+        throw new Error(`the gateway exited (${code})`);
+      }),
+    ]);
   } catch (error) {
     throw new Error(`group did not get ready: ${(error as Error).message}\n${out}\n${err}`);
   }
