@@ -102,7 +102,8 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   function onMessage(worker: Worker, message: WorkerMessage): void {
     switch (message.portaria) {
       case 'hello':
-        return answer(worker, message.id, fanout.snapshotFor(worker));
+        answer(worker, message.id, fanout.snapshotFor(worker));
+        return;
       case 'log':
         if (message.chunk !== '') output.write(message.chunk);
         return;
