@@ -30,7 +30,7 @@ export function primaryReadiness(
     }
     const answers = await Promise.all(
       pool
-        .registered()
+        .listeningWorkers()
         .map((worker: Worker) =>
           pool.ask(
             worker,

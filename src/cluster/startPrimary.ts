@@ -132,7 +132,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
     createAdminHandler({
       metricsText: async () => {
         const asked = pool
-          .registered()
+          .listeningWorkers()
           .map((worker) =>
             pool.ask(
               worker,

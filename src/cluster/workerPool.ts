@@ -81,6 +81,11 @@ export class WorkerPool {
     if (worker.isConnected()) this.#registered.add(worker);
   }
 
+  /** Workers listening now: each answers questions (metrics, readiness). */
+  listeningWorkers(): Worker[] {
+    return [...this.#listening];
+  }
+
   /** Workers registered now: each has the revocation list. */
   registered(): Worker[] {
     return [...this.#registered];
@@ -110,14 +115,19 @@ export class WorkerPool {
   }
 
   /**
-   * Stops replacing workers, sends each `shutdown`, and resolves once every one exited
+   * Stops replacing workers, tells each to drain, and resolves once every one exited
    * and its channel closed (its last log lines read); one still running after `graceMs`
    * is killed.
    */
   async stop(graceMs: number): Promise<void> {
     this.#stopping = true;
     const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w);
-    for (const worker of workers) this.send(worker, { portaria: 'shutdown' });
+    // A listening worker drains; one still starting has no handler for the message yet,
+    // and its stop signal ends it at once (main.ts: nothing to drain before listening).
+    for (const worker of workers) {
+      if (this.#listening.has(worker)) this.send(worker, { portaria: 'shutdown' });
+      else if (!worker.isDead()) worker.process.kill('SIGTERM');
+    }
     const kill = setTimeout(() => {
       for (const worker of workers) if (!worker.isDead()) worker.process.kill('SIGKILL');
     }, graceMs);
