@@ -185,7 +185,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   try {
     publicUrl = await pool.start();
   } catch (error) {
-    logger.error({ err: error }, 'a worker failed to start: stopping');
+    logger.error({ reason: (error as Error).message }, 'a worker failed to start: stopping');
     await pool.stop(1000);
     adminServer.close();
     adminServer.closeAllConnections();

@@ -9,7 +9,7 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { describe, type TestContext, test } from 'node:test';
 import { metric } from '../helpers/metrics.js';
-import { waitForStatus } from '../helpers/process.js';
+import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   accessToken,
@@ -140,5 +140,23 @@ describe('a group of workers over time', () => {
     );
     const token = await accessToken(group);
     assert.deepEqual(new Set(await protectedRequests(group, token, 10)), new Set([200]));
+  });
+
+  test('a worker that cannot start fails the start: exit 1, its reason on stderr', async (t) => {
+    const dir = await tempDir(t, 'portaria-group-');
+    const files = await writeGatewayFiles(dir, [['acme', 'x'.repeat(43), ['orders:read']]], {
+      server: { workers: WORKERS },
+      upstream: { default: { upstream: 'http://127.0.0.1:9' } },
+    });
+    // The public port is taken: each worker's listen fails.
+    const taken = createServer();
+    taken.listen(files.publicPort, '127.0.0.1');
+    await once(taken, 'listening');
+    t.after(() => new Promise<void>((done) => taken.close(() => done())));
+    const proc = runGateway(t, ['--config', files.configFile], { cwd: dir });
+    const { code } = await proc.exited;
+    assert.equal(code, 1);
+    assert.match(proc.stderr(), /server\.host\/server\.port: cannot listen on .*EADDRINUSE/);
+    assert.match(proc.stderr(), /portaria: failed to start: worker \d+ exited while starting/);
   });
 });
