@@ -111,7 +111,17 @@ export class WorkerPool {
     timeoutMs: number,
   ): Promise<unknown> {
     if (!worker.isConnected()) return Promise.resolve(undefined);
-    return this.#pending.ask((id) => this.send(worker, message(id)), timeoutMs);
+    // A worker that dies meanwhile answers nothing: settled when its channel closes, not
+    // after the whole timeout.
+    let asked = 0;
+    const gone = () => this.#pending.answer(asked, undefined);
+    worker.once('disconnect', gone);
+    return this.#pending
+      .ask((id) => {
+        asked = id;
+        this.send(worker, message(id));
+      }, timeoutMs)
+      .finally(() => worker.off('disconnect', gone));
   }
 
   /**
