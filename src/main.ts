@@ -5,14 +5,20 @@
  *
  *   portaria-gateway --config FILE   production: keys and clients must exist
  *   portaria-gateway --demo          `npm start`: embedded defaults, demo data, demo upstream
+ *
+ * With `server.workers` above 1 this process becomes the group's primary
+ * (cluster/startPrimary.ts) and runs this file again as each worker, which joins the
+ * group (cluster/joinCluster.ts) before building its app (docs/workers.md).
  */
 // Only Node's own modules load before the signal handlers below are installed; the
 // gateway's modules (a few hundred milliseconds to evaluate: pino, prom-client, undici,
 // ioredis, ajv…) are imported in main(), after them. Statically imported, they ran first,
 // and a SIGHUP in that time met Node's default action: the process exited (129).
+import cluster from 'node:cluster';
 import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
+import type { App } from './app/createApp.js';
 
 const USAGE = `Usage: node dist/main.js --config FILE | --demo
 
@@ -93,6 +99,8 @@ async function main(): Promise<number> {
     { startDemoUpstream },
     { DEMO_CLIENT_ID, prepareDemoData },
     { printDemoWalkthrough },
+    { MAX_WORKERS },
+    { workerCount },
   ] = await Promise.all([
     import('./app/createApp.js'),
     import('./config/configError.js'),
@@ -100,6 +108,8 @@ async function main(): Promise<number> {
     import('./demo/demoUpstream.js'),
     import('./demo/prepareDemoData.js'),
     import('./demo/walkthrough.js'),
+    import('./config/schema.js'),
+    import('./cluster/availableCpus.js'),
   ]);
   const demo = values.demo === true && values.config === undefined && !process.env.PORTARIA_CONFIG;
   const demoUpstream = demo ? await startDemoUpstream() : null;
@@ -111,6 +121,21 @@ async function main(): Promise<number> {
     const configSince = file && !demo ? sourceBaseline([resolve(cwd, file)]) : undefined;
     await configSince?.catch(() => undefined);
     const config = await loadConfig({ file, env, cwd, demo, demoUpstream: demoUpstream?.url });
+    const workers = cluster.isPrimary ? workerCount(config.server.workers, MAX_WORKERS) : 1;
+    if (workers > 1 && !demo) {
+      const { startPrimary } = await import('./cluster/startPrimary.js');
+      const primary = await startPrimary(config, workers);
+      stopOnSignals(primary);
+      onSighup = () => {
+        primary.logger.info({ signal: 'SIGHUP' }, 'signal received: reloading every worker');
+        primary.reload();
+      };
+      if (sighupWhileStarting) onSighup();
+      return -1;
+    }
+    const joined = cluster.isWorker
+      ? await (await import('./cluster/joinCluster.js')).joinCluster(config)
+      : null;
     const created = demo
       ? await prepareDemoData({
           keysDir: config.keys.dir,
@@ -123,6 +148,9 @@ async function main(): Promise<number> {
       : null;
     const app = await createApp({
       config,
+      ...(joined === null
+        ? {}
+        : { worker: joined.parts, logDestination: joined.parts.logDestination }),
       ...(file && !demo
         ? {
             configSource: {
@@ -143,30 +171,21 @@ async function main(): Promise<number> {
       });
       unshownDemoClients = null;
     }
-    let stopSignals = 0;
-    const stop = (signal: NodeJS.Signals) => {
-      // A third stop signal (Ctrl-C pressed again while draining) exits at once.
-      if (++stopSignals >= 3) process.exit(signal === 'SIGINT' ? 130 : 143);
-      app.logger.info({ signal }, 'signal received');
-      app.shutdown().then(
-        () => {
-          demoUpstream?.server.close();
-          process.exit(0);
-        },
-        (error: unknown) => {
-          app.logger.error({ err: error }, 'shutdown failed');
-          app.logger.flush(() => process.exit(1));
-        },
-      );
-    };
+    const stop = stopOnSignals(app, () => demoUpstream?.server.close());
+    joined?.serve(
+      {
+        readiness: () => app.readiness(),
+        metricsSnapshot: () => app.metricsSnapshot(),
+        reload: () => app.reload(),
+        stop,
+      },
+      publicUrl,
+    );
     onSighup = () => {
       app.logger.info({ signal: 'SIGHUP' }, 'signal received: reloading');
       void app.reload();
     };
     if (sighupWhileStarting) onSighup();
-    // A second stop signal waits for the one drain (app.shutdown() is idempotent); `once`
-    // would leave it to Node's default: exit at once.
-    onStop = stop;
     return -1;
   } catch (error) {
     demoUpstream?.server.close();
@@ -183,6 +202,37 @@ async function main(): Promise<number> {
     }
     throw error;
   }
+}
+
+/**
+ * SIGTERM/SIGINT from now on drain `target` (an app, or a group's primary) and exit 0.
+ * A second stop signal waits for the one drain (shutdown() is idempotent; `once` would
+ * leave it to Node's default: exit at once); a third (Ctrl-C pressed again while
+ * draining) exits at once. Returns the drain alone (a group's primary asking a worker).
+ */
+function stopOnSignals(
+  target: { readonly logger: App['logger']; shutdown(): Promise<void> },
+  stopped: () => void = () => {},
+): () => void {
+  const drain = () => {
+    target.shutdown().then(
+      () => {
+        stopped();
+        process.exit(0);
+      },
+      (error: unknown) => {
+        target.logger.error({ err: error }, 'shutdown failed');
+        target.logger.flush(() => process.exit(1));
+      },
+    );
+  };
+  let stopSignals = 0;
+  onStop = (signal) => {
+    if (++stopSignals >= 3) process.exit(signal === 'SIGINT' ? 130 : 143);
+    target.logger.info({ signal }, 'signal received');
+    drain();
+  };
+  return drain;
 }
 
 // A failed start exits at once: a connection opened before the failure (Redis

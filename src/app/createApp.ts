@@ -25,7 +25,7 @@ import {
   type Logger,
   prettyDestination,
 } from '../observability/logger.js';
-import { createMetrics } from '../observability/metrics.js';
+import { createMetrics, type Metrics, type MetricsSnapshot } from '../observability/metrics.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
@@ -35,17 +35,20 @@ import {
   contentFingerprint,
   type EntryFilter,
 } from '../reload/contentFingerprint.js';
+import type { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
+import type { RevocationStore } from '../revocation/revocationStore.js';
 import { TokenService } from '../token/tokenService.js';
 import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
 import { NO_LIMITS } from '../tokenLimits/noLimits.js';
 import { PairAttempts } from '../tokenLimits/pairAttempts.js';
 import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
+import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { TokenVerifier } from '../verify/tokenVerifier.js';
 import { buildIssuerTable } from '../verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { LiveState } from './liveState.js';
-import { createReadiness } from './readiness.js';
+import { createReadiness, type Readiness } from './readiness.js';
 import { watchReloadSources } from './reloads.js';
 import { revocationHorizon } from './revocationHorizon.js';
 import { openRevocationStore } from './revocationStores.js';
@@ -68,6 +71,23 @@ export interface AppOptions {
     /** `sourceBaseline([file])`, taken before the config was loaded. */
     readonly since?: Promise<ContentFingerprint>;
   };
+  /**
+   * A worker of a group (`server.workers` > 1, cluster/joinCluster.ts): the primary owns
+   * the admin listener, the revocation store and the local token limits, so the worker
+   * takes these parts from it and has no admin listener. Absent: one process, as ever.
+   */
+  readonly worker?: WorkerParts;
+}
+
+export interface WorkerParts {
+  /** The primary's revocation list, mirrored. */
+  readonly revocation: RevocationStore;
+  /** With the Redis store: whether the primary's list is stale (revocation.whenStale). */
+  readonly revocationFreshness?: { isStale(): boolean };
+  /** The primary's token limits; undefined: made here (Redis, or every limit off). */
+  readonly limiter?: TokenLimiter;
+  /** Log writes dropped (the log output is the primary's). */
+  readonly logDrops: () => number;
 }
 
 /**
@@ -93,6 +113,10 @@ export interface App {
   listen(): Promise<{ publicUrl: string; adminUrl: string }>;
   /** Reloads the clients file, the keys directory, key files and the routes now (SIGHUP). */
   reload(): Promise<void>;
+  /** The /readyz policy's answer now (the primary asks its workers). */
+  readiness(): Readiness;
+  /** Every metric's values (the primary merges its workers'). */
+  metricsSnapshot(): Promise<MetricsSnapshot>;
   /** Revokes a token by id; the entry is kept until `expiresAt` (default: max lifetime). */
   revoke(tokenId: string, expiresAt?: number): Promise<void>;
   /**
@@ -112,7 +136,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     maxClientLabels: config.metrics.maxClientLabels,
     processMetricsPrefix: config.metrics.processMetricsPrefix,
   });
-  metrics.setLogDropSource(droppedWrites);
+  metrics.setLogDropSource(options.worker?.logDrops ?? droppedWrites);
+  const worker = options.worker;
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,
@@ -143,16 +168,13 @@ export async function createApp(options: AppOptions): Promise<App> {
   const [clients, initialRing, adminToken] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
     loadKeyRing(config.keys.dir, config.token.algorithm, clock),
-    readAdminToken(config.admin.tokenFile),
-    checkRevocationFile(config),
+    worker ? Promise.resolve(null) : readAdminToken(config.admin.tokenFile),
+    worker ? Promise.resolve() : checkRevocationFile(config),
     ...issuerSets.map((s) => s.keys.load()),
   ] as const);
-  const { revocation, redis: redisRevocations } = await openRevocationStore(
-    config,
-    clock,
-    logger,
-    metrics,
-  );
+  const { revocation, redis: redisRevocations } = worker
+    ? mirroredRevocations(worker.revocation, metrics)
+    : await openRevocationStore(config, clock, logger, metrics);
   const state: LiveState = {
     keyRing: initialRing,
     authenticate: createClientAuthenticator(clients, clock),
@@ -218,27 +240,30 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   // Created after every start-up load that can fail, so a failed start leaves no Redis
   // connection reconnecting behind it.
-  const limiter = await createTokenLimiter({
-    config: config.tokenLimits,
-    redis: config.redis,
-    clock,
-    hooks: {
-      fallback: (check) => metrics.tokenLimitFallback(check),
-      stateChanged: (limitState, error) => {
-        if (limitState === 'down')
-          logger.warn({ error }, 'token limits: Redis unusable, each replica limits on its own');
-        else logger.info('token limits: Redis usable again, limits are shared');
+  const limiter =
+    worker?.limiter ??
+    (await createTokenLimiter({
+      config: config.tokenLimits,
+      redis: config.redis,
+      clock,
+      hooks: {
+        fallback: (check) => metrics.tokenLimitFallback(check),
+        stateChanged: (limitState, error) => {
+          if (limitState === 'down')
+            logger.warn({ error }, 'token limits: Redis unusable, each replica limits on its own');
+          else logger.info('token limits: Redis usable again, limits are shared');
+        },
       },
-    },
-  }).catch(async (error: unknown) => {
-    await revocation.close();
-    for (const set of issuerSets) set.keys.close();
-    throw error;
-  });
+    }).catch(async (error: unknown) => {
+      await revocation.close();
+      for (const set of issuerSets) set.keys.close();
+      throw error;
+    }));
   if (limiter instanceof RedisTokenLimiter) {
     metrics.addRedisConnectionSource('limits', () => limiter.connected());
   }
 
+  const freshness = redisRevocations ?? worker?.revocationFreshness ?? null;
   const gateway = new PublicGateway({
     config,
     tokenRoute: {
@@ -275,11 +300,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     draining: () => state.draining,
     graceOver: () => state.graceOver,
-    ...(redisRevocations === null
+    ...(freshness === null
       ? {}
       : {
           revocationFreshness: {
-            isStale: () => redisRevocations.isStale(),
+            isStale: () => freshness.isStale(),
             refuse: {
               safe: config.revocation.whenStale.safe === 'refuse',
               unsafe: config.revocation.whenStale.unsafe === 'refuse',
@@ -295,23 +320,25 @@ export async function createApp(options: AppOptions): Promise<App> {
     issuerSets,
     ...(redisRevocations === null ? {} : { redisState: () => redisRevocations.state() }),
   });
-  const adminServer = createAdminListener(
-    config,
-    createAdminHandler({
-      metricsText: () => metrics.exposition(),
-      revocations: {
-        store: revocation,
-        adminToken,
-        ...horizon,
-        now: () => clock.now(),
-        onRevoked: (kind) => metrics.revoked(kind),
-        audit: (level, event, detail) => logger[level](detail, event),
-      },
-      problemTypeBase: config.problemTypeBase,
-      maxHeaderLines: config.server.maxHeaderLines,
-      ready: readiness,
-    }),
-  );
+  const adminServer = worker
+    ? null
+    : createAdminListener(
+        config,
+        createAdminHandler({
+          metricsText: () => metrics.exposition(),
+          revocations: {
+            store: revocation,
+            adminToken,
+            ...horizon,
+            now: () => clock.now(),
+            onRevoked: (kind) => metrics.revoked(kind),
+            audit: (level, event, detail) => logger[level](detail, event),
+          },
+          problemTypeBase: config.problemTypeBase,
+          maxHeaderLines: config.server.maxHeaderLines,
+          ready: readiness,
+        }),
+      );
   const sources = watchReloadSources({
     config,
     clock,
@@ -342,18 +369,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     async listen() {
       await listenOn(publicListener.server, config.server.host, config.server.port, 'server');
       try {
-        await listenOn(adminServer, config.admin.host, config.admin.port, 'admin');
+        if (adminServer !== null) {
+          await listenOn(adminServer, config.admin.host, config.admin.port, 'admin');
+        }
       } catch (error) {
         publicListener.server.close();
         throw error;
       }
       const publicUrl = urlOf(publicListener.server);
-      const adminUrl = urlOf(adminServer);
+      // A worker has none: the primary's admin listener serves the group.
+      const adminUrl = adminServer === null ? '' : urlOf(adminServer);
       logger.info(
         { publicUrl, adminUrl, kid: state.keyRing.signingKey.kid, clients: state.clientCount },
         'listening',
       );
-      if (config.revocation.store === 'memory') {
+      if (config.revocation.store === 'memory' && worker === undefined) {
         logger.warn(
           { setting: 'revocation.store' },
           'revocations are kept in memory only: a restart forgets them and other replicas never see them (use local or redis outside tests)',
@@ -361,6 +391,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       }
       return { publicUrl, adminUrl };
     },
+    readiness: readiness,
+    metricsSnapshot: () => metrics.snapshot(),
     async reload() {
       const remote = issuerSets.flatMap((s) => (s.keys instanceof RemoteKeySet ? [s.keys] : []));
       await Promise.all([
@@ -397,4 +429,13 @@ export async function createApp(options: AppOptions): Promise<App> {
       return shuttingDown;
     },
   };
+}
+
+/** A worker's revocation list (the primary's, mirrored), bound to its metrics. */
+function mirroredRevocations(
+  revocation: RevocationStore,
+  metrics: Metrics,
+): { revocation: RevocationStore; redis: RedisRevocationStore | null } {
+  metrics.setRevocationSizeSource(() => revocation.size());
+  return { revocation, redis: null };
 }

@@ -58,7 +58,7 @@ export function createReadiness(deps: ReadinessDeps): () => Readiness {
 }
 
 /** Why the Redis revocation list is not current, or undefined when it is. */
-function revocationDegraded(state: RedisRevocationState): string | undefined {
+export function revocationDegraded(state: RedisRevocationState): string | undefined {
   if (state.synced && !state.stale && state.queued === 0) return undefined;
   const age = Math.round(state.syncAgeSeconds ?? 0);
   const queued = state.queued > 0 ? `; ${state.queued} revocation(s) queued for Redis` : '';

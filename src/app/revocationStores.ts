@@ -11,6 +11,7 @@ import type { Metrics } from '../observability/metrics.js';
 import { LocalRevocationStore } from '../revocation/localRevocationStore.js';
 import { MemoryRevocationStore } from '../revocation/memoryRevocationStore.js';
 import { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
+import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 
 export interface OpenedRevocationStore {
@@ -24,6 +25,8 @@ export async function openRevocationStore(
   clock: Clock,
   logger: Logger,
   metrics: Metrics,
+  /** Redis store: every entry it applies (a group's primary sends them to its workers). */
+  onApplied?: (record: RevocationRecord) => void,
 ): Promise<OpenedRevocationStore> {
   const redis =
     config.revocation.store === 'redis'
@@ -35,6 +38,7 @@ export async function openRevocationStore(
           queueFile: config.revocation.queueFile,
           log: (level, event, detail) => logger[level](detail, event),
           onSync: (outcome) => metrics.revocationSync(outcome),
+          ...(onApplied === undefined ? {} : { onApplied }),
         })
       : null;
   const revocation =

@@ -34,7 +34,8 @@ export interface DrainDeps {
   readonly logger: Logger;
   readonly access: AccessLog;
   readonly publicListener: PublicListener;
-  readonly adminServer: Server;
+  /** Null in a worker of a group: the primary has the admin listener. */
+  readonly adminServer: Server | null;
   readonly webSockets: WebSocketProxy;
   readonly forwarder: Forwarder;
   readonly housekeeping: Housekeeping;
@@ -88,11 +89,13 @@ export async function drain(deps: DrainDeps): Promise<void> {
   await deps.forwarder.close();
 
   const admin = deps.adminServer;
-  const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
-  admin.closeIdleConnections();
-  const adminGrace = setTimeout(() => admin.closeAllConnections(), 1000);
-  await adminClosed;
-  clearTimeout(adminGrace);
+  if (admin !== null) {
+    const adminClosed = new Promise<void>((resolve) => admin.close(() => resolve()));
+    admin.closeIdleConnections();
+    const adminGrace = setTimeout(() => admin.closeAllConnections(), 1000);
+    await adminClosed;
+    clearTimeout(adminGrace);
+  }
   const queued = deps.queuedRevocations();
   if (queued > 0) {
     // Acknowledged revocations Redis has not received yet: they survive only in the

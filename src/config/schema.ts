@@ -33,6 +33,9 @@ function tokenBucket(ratePerSecond: number, burst: number) {
   } as const;
 }
 
+/** Ceiling of `server.workers` (docs/workers.md): past it, scale by replicas. */
+export const MAX_WORKERS = 64;
+
 export const configSchema = {
   type: 'object',
   additionalProperties: false,
@@ -58,6 +61,13 @@ export const configSchema = {
         },
         closeWebSocketsAtTokenExpiry: { type: 'boolean', default: true },
         halfClosedRequests: { enum: ['answer', 'abort'], default: 'answer' },
+        workers: {
+          type: ['integer', 'string'],
+          minimum: 1,
+          maximum: MAX_WORKERS,
+          pattern: '^auto$',
+          default: 1,
+        },
       },
     },
     admin: {

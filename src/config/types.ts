@@ -51,6 +51,11 @@ export interface ServerConfig extends ListenerConfig {
    * the client leaving, cancels the upstream request and logs 499 (nginx's default).
    */
   readonly halfClosedRequests: 'answer' | 'abort';
+  /**
+   * Worker processes sharing the public listener (docs/workers.md): 1 runs the gateway
+   * in this one process; `auto`, the CPUs available to it (cgroup quota included).
+   */
+  readonly workers: number | 'auto';
 }
 
 export interface TokenConfig {

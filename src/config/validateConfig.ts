@@ -13,7 +13,7 @@ import { trustedProxyProblem } from '../lib/trustedProxies.js';
 import { CALLER_HEADERS, headerKey } from './callerHeaders.js';
 import { ConfigError } from './configError.js';
 import { REMOVED_SETTINGS } from './removedSettings.js';
-import { configSchema } from './schema.js';
+import { configSchema, MAX_WORKERS } from './schema.js';
 import type { Config } from './types.js';
 
 const ajv = new Ajv({ allErrors: true, useDefaults: true, strict: true, allowUnionTypes: true });
@@ -345,6 +345,10 @@ function formatAjvError(error: ErrorObject): string | null {
   const key = (error as ErrorObject & { propertyName?: string }).propertyName;
   if (key !== undefined) {
     return `${path || '(root)'}[${JSON.stringify(key)}]: is not a valid name (${error.message ?? 'invalid'})`;
+  }
+  // A number or a word: ajv's messages would name the two halves separately.
+  if (path === 'server.workers') {
+    return `server.workers: must be a whole number from 1 to ${MAX_WORKERS}, or "auto" (the CPUs available to the process)`;
   }
   switch (error.keyword) {
     case 'additionalProperties': {

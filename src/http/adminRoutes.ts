@@ -17,10 +17,16 @@ import {
 import { reachesHeaderLines, tooManyHeaderLines } from './framingChecks.js';
 import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js';
 
+export interface ReadyState {
+  readonly ready: boolean;
+  readonly reason?: string | undefined;
+  readonly degraded?: string | undefined;
+}
+
 export interface AdminDeps {
   readonly metricsText: () => Promise<{ contentType: string; text: string }>;
   /** `degraded`: ready, but something to report (e.g. a stale revocation list). */
-  readonly ready: () => { ready: boolean; reason?: string; degraded?: string };
+  readonly ready: () => ReadyState | Promise<ReadyState>;
   readonly problemTypeBase: string;
   /** `server.maxHeaderLines`: a request reaching it is refused (framingChecks.ts). */
   readonly maxHeaderLines: number;
@@ -65,7 +71,8 @@ async function handleAdmin(
   const noStore = { 'cache-control': 'no-store' };
   if (path === '/healthz') return sendJson(res, 200, '{"status":"ok"}', noStore, head);
   if (path === '/readyz') {
-    const state = deps.ready();
+    // A group's primary asks its workers (cluster/primaryReadiness.ts).
+    const state = await deps.ready();
     const body = JSON.stringify(
       state.ready
         ? { status: 'ready', ...(state.degraded === undefined ? {} : { degraded: state.degraded }) }

@@ -39,9 +39,14 @@ const DURATION_BUCKETS = [
   0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
 ];
 
+/** One process's metrics as prom-client's `getMetricsAsJSON()` gives them (clusterMetrics.ts). */
+export type MetricsSnapshot = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
 export interface Metrics {
   /** The Prometheus text exposition of every metric, and its content type. */
   exposition(): Promise<{ contentType: string; text: string }>;
+  /** Every metric's values, for the primary to merge with the other workers' (workers > 1). */
+  snapshot(): Promise<MetricsSnapshot>;
   requestStarted(): void;
   requestFinished(route: string, method: MethodClass, status: StatusClass, seconds: number): void;
   tokenRequest(outcome: string): void;
@@ -121,6 +126,10 @@ export interface IssuerSnapshot {
 }
 
 const KEY_STATES = ['pending', 'active', 'retiring', 'retired'] as const;
+
+// With several workers (clusterMetrics.ts) counters and histograms are summed, and so is a
+// gauge unless it says otherwise: gauges every process reports alike (keys, the
+// revocation list, Redis connections) take the max or min, not N times the value.
 
 /** A fresh registry per app: tests read their own, nothing is global. */
 /** Per-route counters: requests by method class × status class, and two histograms. */
@@ -299,6 +308,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   const lastReloadOk = new Gauge({
     name: 'portaria_config_last_reload_successful',
+    aggregator: 'min',
     help: 'Whether the last load of each reloadable source succeeded (1) or failed (0, the gateway keeps running the last good one), by source.',
     labelNames: ['source'] as const,
     registers,
@@ -310,6 +320,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   new Gauge({
     name: 'portaria_signing_keys',
+    aggregator: 'max',
     help: 'Signing keys by state (pending, active, retiring, retired).',
     labelNames: ['state'] as const,
     registers,
@@ -322,6 +333,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   new Gauge({
     name: 'portaria_signing_key_active_age_seconds',
+    aggregator: 'max',
     help: 'Seconds since the active signing key started signing.',
     registers,
     collect() {
@@ -332,6 +344,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   new Gauge({
     name: 'portaria_signing_key_active_retires_in_seconds',
+    aggregator: 'min',
     help: 'Seconds until the active signing key is scheduled to retire (absent when no retirement is scheduled).',
     registers,
     collect() {
@@ -343,6 +356,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   let readIssuers: () => readonly IssuerSnapshot[] = () => [];
   new Gauge({
     name: 'portaria_jwks_age_seconds',
+    aggregator: 'max',
     help: 'Age of the key set held for each trusted external issuer (since its last successful fetch).',
     labelNames: ['issuer'] as const,
     registers,
@@ -354,6 +368,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   new Gauge({
     name: 'portaria_jwks_keys',
+    aggregator: 'min',
     help: 'Keys held for each trusted external issuer.',
     labelNames: ['issuer'] as const,
     registers,
@@ -372,6 +387,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   let readRevocationSize: () => number = () => 0;
   new Gauge({
     name: 'portaria_revocation_entries',
+    aggregator: 'max',
     help: 'Revocation entries held (tokens and client cut-offs not yet expired).',
     registers,
     collect() {
@@ -382,6 +398,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   let readRevocationSync: (() => RevocationSyncSnapshot) | null = null;
   new Gauge({
     name: 'portaria_revocation_sync_lag_seconds',
+    aggregator: 'max',
     help: 'Age of the revocation list: seconds since its last successful synchronisation with Redis (+Inf before the first).',
     registers,
     collect() {
@@ -392,6 +409,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   new Gauge({
     name: 'portaria_revocation_queue_entries',
+    aggregator: 'max',
     help: 'Revocations accepted while Redis was unreachable, queued on disk until replayed.',
     registers,
     collect() {
@@ -415,6 +433,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   const redisConnections = new Map<string, () => boolean>();
   new Gauge({
     name: 'portaria_redis_connected',
+    aggregator: 'min',
     help: 'Whether each Redis connection is up (1) or not (0), by role (a fixed name per connection: revocation, revocation-subscriber).',
     labelNames: ['role'] as const,
     registers,
@@ -469,6 +488,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   return {
     async exposition() {
       return { contentType: registry.contentType, text: await registry.metrics() };
+    },
+    snapshot() {
+      return registry.getMetricsAsJSON();
     },
     requestStarted() {
       inFlightCount++;

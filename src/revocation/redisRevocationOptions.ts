@@ -4,6 +4,7 @@
  */
 import type { RedisConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
+import type { RevocationRecord } from './revocationLogRecord.js';
 
 export type RedisRole = 'revocation' | 'revocation-subscriber';
 export type StoreLog = (
@@ -19,6 +20,8 @@ export interface RedisRevocationStoreOptions {
   readonly whileRedisDown: 'queue' | 'refuse';
   readonly queueFile: string;
   readonly log?: StoreLog;
+  /** Every entry applied to the in-memory list, whatever its source (a group's workers mirror it). */
+  readonly onApplied?: (record: RevocationRecord) => void;
   /** A full synchronisation ended (metrics). */
   readonly onSync?: (outcome: 'ok' | 'error') => void;
   /** Heartbeat and retry period; default min(1000, maxSyncLagSeconds × 250) ms. */

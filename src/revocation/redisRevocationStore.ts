@@ -393,6 +393,7 @@ export class RedisRevocationStore implements RevocationStore {
   #apply(record: RevocationRecord): void {
     this.#memory.apply(record);
     if (record.expiresAt > this.#latest[record.kind]) this.#latest[record.kind] = record.expiresAt;
+    this.#options.onApplied?.(record);
   }
 }
 

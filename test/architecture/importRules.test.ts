@@ -59,7 +59,8 @@ const ALLOWED: Record<string, readonly string[]> = {
     'lib',
     'errors',
   ],
-  main: ['app', 'config', 'demo'],
+  cluster: ['app', 'http', 'revocation', 'tokenLimits', 'observability', 'config', 'lib', 'errors'],
+  main: ['app', 'cluster', 'config', 'demo'],
 };
 
 /** The only areas that may import each third-party package. */

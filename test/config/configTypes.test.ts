@@ -25,6 +25,7 @@ const EVERY_SETTING = {
     trustedProxies: [],
     closeWebSocketsAtTokenExpiry: true,
     halfClosedRequests: 'answer',
+    workers: 1,
   },
   admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
   revocation: {

@@ -282,6 +282,21 @@ describe('validateConfig', () => {
     assert.equal(config.admin.port, 0);
   });
 
+  test('server.workers takes 1 to 64 or "auto", and refuses the rest with one clear problem', async () => {
+    for (const workers of [1, 2, 64, 'auto']) {
+      assert.equal(validate({ server: { workers } }).server.workers, workers);
+    }
+    const problem =
+      'server.workers: must be a whole number from 1 to 64, or "auto" (the CPUs available to the process)';
+    for (const workers of [0, -1, 65, 1.5, 'lots', 'AUTO', '2', '', null, true, [2]]) {
+      assert.deepEqual(
+        await problemsOf(() => validate({ server: { workers } })),
+        [problem],
+        `workers: ${JSON.stringify(workers)}`,
+      );
+    }
+  });
+
   test('an empty config gets every default', () => {
     assert.deepEqual(validate({}), {
       server: {
@@ -296,6 +311,7 @@ describe('validateConfig', () => {
         trustedProxies: [],
         closeWebSocketsAtTokenExpiry: true,
         halfClosedRequests: 'answer',
+        workers: 1,
       },
       admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
       issuer: 'http://localhost:8080',

@@ -1,0 +1,81 @@
+/**
+ * A worker's side of the cluster (`server.workers` > 1), made before its app: the
+ * channel to the primary, the revocation list mirrored from the primary, the token
+ * limiter answered by the primary (local limits; Redis limits are shared already), and
+ * the log output sent to the primary. `serve` then answers the primary's questions and
+ * commands with the app.
+ */
+import type { Config } from '../config/types.js';
+import { type Clock, systemClock } from '../lib/clock.js';
+import type { DestinationStream } from '../observability/logger.js';
+import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import { IpcLogDestination } from './ipcLogDestination.js';
+import { IpcTokenLimiter } from './ipcTokenLimiter.js';
+import { RevocationMirror } from './revocationMirror.js';
+import { WorkerChannel } from './workerChannel.js';
+
+export interface ClusterWorkerParts {
+  readonly revocation: RevocationMirror;
+  /** Checked per request with the Redis store, as the Redis store's own (revocation.whenStale). */
+  readonly revocationFreshness?: { isStale(): boolean };
+  /** The limiter to use; undefined: the app makes its own (Redis, or every limit off). */
+  readonly limiter?: TokenLimiter;
+  readonly logDestination: DestinationStream;
+  readonly logDrops: () => number;
+}
+
+/** What a worker's app offers the primary. */
+export interface ServedApp {
+  readiness(): unknown;
+  metricsSnapshot(): Promise<unknown>;
+  reload(): Promise<void>;
+  /** The stop-signal path of main.ts: drain, then exit. */
+  stop(): void;
+}
+
+export interface JoinedCluster {
+  readonly parts: ClusterWorkerParts;
+  /** Answers the primary's questions with `app`; tells it the worker listens at `publicUrl`. */
+  serve(app: ServedApp, publicUrl: string): void;
+}
+
+export async function joinCluster(
+  config: Config,
+  clock: Clock = systemClock,
+): Promise<JoinedCluster> {
+  const channel = new WorkerChannel();
+  const revocation = await RevocationMirror.open(
+    clock,
+    channel,
+    config.revocation.maxSyncLagSeconds,
+  );
+  const limits = config.tokenLimits;
+  const anyLimit =
+    limits.perAddress.enabled || limits.perClient.enabled || limits.failedSecretBackoff.enabled;
+  const log = new IpcLogDestination(channel);
+  const parts: ClusterWorkerParts = {
+    revocation,
+    ...(config.revocation.store === 'redis' ? { revocationFreshness: revocation } : {}),
+    ...(anyLimit && limits.store === 'local'
+      ? { limiter: new IpcTokenLimiter(channel, limits, clock) }
+      : {}),
+    logDestination: log as unknown as DestinationStream,
+    logDrops: () => log.dropped,
+  };
+  return {
+    parts,
+    serve(app, publicUrl) {
+      channel.on('query', (message) => {
+        if (message.what === 'readiness') channel.answer(message.id, app.readiness());
+        else
+          app.metricsSnapshot().then(
+            (value) => channel.answer(message.id, value),
+            () => channel.answer(message.id, null),
+          );
+      });
+      channel.on('reload', () => void app.reload());
+      channel.on('shutdown', () => app.stop());
+      channel.send({ portaria: 'listening', publicUrl });
+    },
+  };
+}

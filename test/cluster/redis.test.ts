@@ -1,0 +1,89 @@
+/**
+ * A group (`server.workers` > 1) with the Redis revocation store and Redis token limits,
+ * beside another replica: the primary holds the Redis store and passes on to its workers
+ * what it applies, from its own admin API (before the 201) and from other replicas
+ * (pub/sub, within a second).
+ */
+import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { describe, test } from 'node:test';
+import { freePort, runGateway, tempDir, waitForStatus } from '../helpers/process.js';
+import { startRedis } from '../helpers/redisServer.js';
+import { waitFor } from '../helpers/wait.js';
+import {
+  ADMIN_TOKEN,
+  accessToken,
+  jtiOf,
+  protectedRequests,
+  revoke,
+  send,
+  startGroup,
+  startUpstream,
+} from './groupGateway.js';
+
+const WORKERS = 2;
+
+describe('a group of workers with Redis', () => {
+  test('revocations reach every worker: from the admin API before the 201, from another replica within 1 s', async (t) => {
+    const redis = await startRedis(t);
+    const upstream = await startUpstream(t);
+    const group = await startGroup(t, WORKERS, {
+      upstream: { default: { upstream: upstream.url } },
+      revocation: { store: 'redis', queueFile: 'queue.log' },
+      tokenLimits: { store: 'redis' },
+      redis: { url: redis.url },
+    });
+    // Replica B: one process, the group's keys, clients and admin token, its own ports.
+    const dir = await tempDir(t, 'portaria-replica-b-');
+    const config = JSON.parse(await readFile(group.files.configFile, 'utf8'));
+    const adminPort = await freePort();
+    const configFile = join(dir, 'portaria.yaml');
+    await writeFile(
+      configFile,
+      JSON.stringify({
+        ...config,
+        server: { ...config.server, port: await freePort(), workers: 1 },
+        admin: { host: '127.0.0.1', port: adminPort, tokenFile: join(group.dir, 'admin.token') },
+        keys: { dir: join(group.dir, 'keys') },
+        clients: { file: join(group.dir, 'clients.json') },
+      }),
+    );
+    const b = runGateway(t, ['--config', configFile], { cwd: dir });
+    const bAdmin = `http://127.0.0.1:${adminPort}`;
+    await waitForStatus(`${bAdmin}/readyz`, 200, 30_000);
+
+    const first = await accessToken(group);
+    assert.deepEqual(new Set(await protectedRequests(group, first, 10)), new Set([200]));
+    const revoked = await revoke(group, { jti: jtiOf(first) });
+    assert.equal(revoked.status, 201, revoked.body);
+    assert.deepEqual(new Set(await protectedRequests(group, first, 20)), new Set([401]));
+
+    const second = await accessToken(group);
+    assert.deepEqual(new Set(await protectedRequests(group, second, 10)), new Set([200]));
+    const viaB = await send(`${bAdmin}/admin/v1/revocations`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', authorization: `Bearer ${ADMIN_TOKEN}` },
+      body: JSON.stringify({ jti: jtiOf(second) }),
+    });
+    assert.equal(viaB.status, 201, viaB.body);
+    const started = performance.now();
+    await waitFor(
+      'every worker refusing the token revoked through replica B',
+      async () => {
+        const statuses = await protectedRequests(group, second, 2 * WORKERS, WORKERS);
+        return statuses.every((s) => s === 401) ? true : undefined;
+      },
+      3000,
+      20,
+    );
+    const elapsed = performance.now() - started;
+    assert.ok(elapsed < 1500, `refused after ${Math.round(elapsed)} ms`);
+    assert.deepEqual(new Set(await protectedRequests(group, second, 20)), new Set([401]));
+
+    const ready = await fetch(`${group.files.adminUrl}/readyz`);
+    assert.equal(ready.status, 200, await ready.text());
+    b.child.kill('SIGTERM');
+    assert.equal((await b.exited).code, 0);
+  });
+});
