@@ -66,7 +66,7 @@ export async function run(argv: readonly string[]): Promise<number> {
         Number(new RegExp(`^${name}(?:\\{[^}]*\\})? (\\S+)$`, 'm').exec(text)?.[1] ?? Number.NaN);
       return {
         cached: read('portaria_verify_cache_entries'),
-        heap: read('portaria_nodejs_heap_size_used_bytes'),
+        heap: read('nodejs_heap_size_used_bytes'),
       };
     };
     const refRss = treeRssBytes(reference.pid);

@@ -55,11 +55,11 @@ describe('the access log of a group of workers', () => {
     const lines = await waitForLines(
       group,
       `${REQUESTS} access lines`,
-      (l) => l.log === 'access' && l.route === 'default',
+      (l) => l.log === 'access' && l['http.route'] === 'default',
       REQUESTS,
     );
     assert.equal(lines.length, REQUESTS);
-    const ids = new Set(lines.map((l) => l.reqId));
+    const ids = new Set(lines.map((l) => l['portaria.request_id']));
     assert.equal(ids.size, REQUESTS, 'one line per request, none repeated');
     // Every line of the stream (not only access lines) is one JSON object.
     const raw = group.stdout();

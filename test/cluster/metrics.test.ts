@@ -53,7 +53,7 @@ describe('metrics of a group of workers', () => {
     assert.equal(at('portaria_worker_restarts_total{cause="exit"}'), 0);
     assert.equal(at('portaria_worker_restarts_total{cause="signal"}'), 0);
     // One process metric from every process: the primary and the workers.
-    assert.ok((at('portaria_process_resident_memory_bytes') ?? 0) > 0);
+    assert.ok((at('process_resident_memory_bytes') ?? 0) > 0);
 
     const check = spawnSync(PROMTOOL, ['check', 'metrics'], { input: text, encoding: 'utf8' });
     assert.equal(check.status, 0, `promtool: ${check.stdout}${check.stderr}`);
