@@ -26,6 +26,7 @@ import {
   prettyDestination,
 } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
+import { createTracing } from '../observability/tracing.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
@@ -110,6 +111,11 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { logger, access, droppedWrites } = createLoggers(config.log.level, destination);
   const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
   metrics.setLogDropSource(droppedWrites);
+  const tracing = config.tracing.enabled
+    ? createTracing({
+        exportFailed: (error) => logger.warn({ error }, 'tracing: span export failed'),
+      })
+    : null;
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,
@@ -118,6 +124,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       index,
       hooks: {
         fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome),
+        ...(tracing === null
+          ? {}
+          : {
+              fetchStarted: (id, trigger) => tracing.keySetFetch(id, trigger, issuer.jwksUri ?? ''),
+            }),
         // A withdrawn key must not keep verifying through the cache.
         keysRemoved: () => cache.clear(),
       },
@@ -184,7 +195,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     cache,
     revocation,
     hooks: {
-      cacheLookup: (hit) => metrics.cacheLookup(hit),
+      cacheLookup:
+        tracing === null
+          ? (hit) => metrics.cacheLookup(hit)
+          : (hit) => {
+              metrics.cacheLookup(hit);
+              tracing.cacheLookup(hit);
+            },
       verified: (issuer, seconds, age) => metrics.tokenVerified(issuer, seconds, age),
       verifyFailed: (issuer, reason, seconds) => metrics.tokenVerifyFailed(issuer, reason, seconds),
     },
@@ -271,6 +288,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     draining: () => state.draining,
     graceOver: () => state.graceOver,
+    tracing,
     ...(redisRevocations === null
       ? {}
       : {
@@ -389,6 +407,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         queuedRevocations: () => redisRevocations?.state().queued ?? 0,
         limiter,
         responsesClosed: () => gateway.responsesClosed(),
+        tracing,
       });
       return shuttingDown;
     },

@@ -283,5 +283,11 @@ export const configSchema = {
         pretty: { type: 'boolean', default: false },
       },
     },
+    tracing: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { enabled: { type: 'boolean', default: false } },
+    },
   },
 } as const;

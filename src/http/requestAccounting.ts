@@ -18,7 +18,9 @@ import {
   methodClass,
   statusClass,
 } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { type GatewayResponse, type RequestScope, requestIdFor } from './requestScope.js';
+import { endRequestTrace, startRequestTrace, traceLogFields } from './requestTracing.js';
 
 /** The method class of a WebSocket upgrade: a tunnel carries writes, so `unsafe`. */
 export const UPGRADE_CLASS: MethodClass = 'unsafe';
@@ -30,10 +32,13 @@ export interface RequestAccountingDeps {
   readonly metrics: Metrics;
   /** True once the shutdown grace ended and the remaining connections are being cut. */
   readonly graceOver?: () => boolean;
+  /** OpenTelemetry tracing; null or absent when off. */
+  readonly tracing?: Tracing | null;
 }
 
 export class RequestAccounting {
   readonly #deps: RequestAccountingDeps;
+  readonly #tracing: Tracing | null;
   /** The one `close` listener every response shares (Node calls it with the response as `this`). */
   readonly onResponseClose: (this: GatewayResponse) => void;
   /** Requests whose access line is not written yet; `#idle` waits for none. */
@@ -42,6 +47,7 @@ export class RequestAccounting {
 
   constructor(deps: RequestAccountingDeps) {
     this.#deps = deps;
+    this.#tracing = deps.tracing ?? null;
     const closed = (res: GatewayResponse) => this.#responseClosed(res);
     this.onResponseClose = function (this: GatewayResponse) {
       closed(this);
@@ -57,6 +63,7 @@ export class RequestAccounting {
     scope.method = req.method ?? '';
     scope.id = requestIdFor(req.headers['x-request-id']);
     scope.peerAddress = req.socket.remoteAddress;
+    if (this.#tracing !== null) startRequestTrace(this.#tracing, scope, req);
     this.#deps.metrics.requestStarted();
     this.#open++;
   }
@@ -126,6 +133,7 @@ export class RequestAccounting {
     metrics.requestFinished(scope.routeId, kind, statusClass(status), seconds);
     const durationMs = Math.round(seconds * 1e6) / 1e3;
     const failed = status >= 500 || truncated;
+    if (scope.trace !== null) endRequestTrace(scope, status);
     if (failed || upgrade) {
       const line = {
         reqId: scope.id,
@@ -135,6 +143,7 @@ export class RequestAccounting {
         durationMs,
         clientId: scope.clientId,
         reason: scope.reason,
+        ...traceLogFields(scope),
       };
       if (!failed) {
         accessLogger.logger.info(line, 'upgrade');
@@ -156,6 +165,7 @@ export class RequestAccounting {
         durationMs,
         scope.clientId,
         scope.reason,
+        scope.trace,
       );
     }
     if (--this.#open === 0 && this.#idle !== null) {

@@ -69,7 +69,15 @@ export interface AccessLog {
     durationMs: number,
     clientId: string | undefined,
     reason: string | undefined,
+    trace?: TraceIds | null,
   ): void;
+}
+
+/** A request's trace ids, written as `trace_id`, `span_id`, `trace_flags` (hex). */
+export interface TraceIds {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly traceFlags: string;
 }
 
 /**
@@ -265,11 +273,14 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
   };
   return {
     logger,
-    request(reqId, method, route, status, durationMs, clientId, reason) {
+    request(reqId, method, route, status, durationMs, clientId, reason, trace) {
       if (!enabled) return;
       let line = `${LINE_START}${Date.now()}${LINE_BASE}${jsonString(reqId)},"method":${jsonString(method)},"route":${jsonString(route)},"status":${status},"durationMs":${Number.isFinite(durationMs) ? durationMs : null}`;
       if (clientId !== undefined) line += `,"clientId":${jsonString(clientId)}`;
       if (reason !== undefined) line += `,"reason":${jsonString(reason)}`;
+      if (trace != null) {
+        line += `,"trace_id":"${trace.traceId}","span_id":"${trace.spanId}","trace_flags":"${trace.traceFlags}"`;
+      }
       append(`${line},"msg":"request"}\n`);
       if (!batching) flush();
       else if (timer === null) {

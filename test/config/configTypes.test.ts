@@ -93,6 +93,7 @@ const EVERY_SETTING = {
   problemTypeBase: 'urn:portaria:problem:',
   metrics: { maxClientLabels: 1 },
   log: { level: 'info', pretty: false },
+  tracing: { enabled: false },
   demo: false,
 } satisfies Config;
 

@@ -346,6 +346,7 @@ describe('validateConfig', () => {
       problemTypeBase: 'urn:portaria:problem:',
       metrics: { maxClientLabels: 100 },
       log: { level: 'info', pretty: false },
+      tracing: { enabled: false },
       demo: false,
     });
     assert.deepEqual(validate(null), validate({}));
