@@ -11,7 +11,10 @@
  * verified-token cache; revocation on every request).
  *
  *   node dist-test/bench/gateway.js http://127.0.0.1:<port> [--dir D] [--log-level info]
- *                                   [--log-to FIFO]
+ *                                   [--log-to FIFO] [--tracing on|off]
+ *
+ * (`--tracing`: `tracing.enabled` set on or off, the `OTEL_*` variables read from the
+ * environment; absent, no `tracing` section at all, as a configuration written before it.)
  *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
  */
@@ -36,6 +39,7 @@ const { values, positionals } = parseArgs({
     dir: { type: 'string' },
     'log-level': { type: 'string', default: 'info' },
     'log-to': { type: 'string' },
+    tracing: { type: 'string' },
   },
   allowPositionals: true,
   strict: true,
@@ -75,6 +79,7 @@ const config = validateConfig(
     clients: { file: clientsFile },
     upstream: { default: { upstream, scopes: ['orders:read'] } },
     log: { level: values['log-level'] },
+    ...(values.tracing === undefined ? {} : { tracing: { enabled: values.tracing === 'on' } }),
   },
   { baseDir: dir },
 );

@@ -86,8 +86,19 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
   'PATCH',
 ]);
 
+/** Span options, made once (the SDK only reads them). */
+const SERVER = Object.freeze({ kind: SpanKind.SERVER });
+const CLIENT = Object.freeze({ kind: SpanKind.CLIENT });
+
 function noStep(): void {}
 function noEnd(): void {}
+
+/** The upstream call of an unrecorded request whose caller sent a `traceparent`. */
+const UNTOUCHED: UpstreamCall = Object.freeze({
+  traceparent: null,
+  tracestate: undefined,
+  end: noEnd,
+});
 
 /** Parsed upstream origins (a handful: one per route's upstream). */
 const ORIGINS = new Map<string, { address: string; port: number }>();
@@ -112,6 +123,7 @@ export class RequestTrace {
   /** The sampler records this request: its children are made and exported. */
   readonly recording: boolean;
   readonly #span: Span;
+  /** The server span as a parent (made for recorded requests only). */
   readonly #context: Context;
   readonly #tracer: Tracer;
   readonly #propagator: W3CTraceContextPropagator;
@@ -135,19 +147,18 @@ export class RequestTrace {
       : ROOT_CONTEXT;
     const method = KNOWN_METHODS.has(start.method) ? start.method : '_OTHER';
     this.#method = method;
-    const span = tracer.startSpan(
-      method === '_OTHER' ? 'HTTP' : method,
-      { kind: SpanKind.SERVER },
-      parent,
-    );
+    const span = tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, SERVER, parent);
     this.#span = span;
-    this.#context = trace.setSpan(ROOT_CONTEXT, span);
     const ids = span.spanContext();
     this.traceId = ids.traceId;
     this.spanId = ids.spanId;
     this.traceFlags = (ids.traceFlags & TraceFlags.SAMPLED) === 0 ? '00' : '01';
     this.recording = span.isRecording();
-    if (!this.recording) return;
+    if (!this.recording) {
+      this.#context = ROOT_CONTEXT;
+      return;
+    }
+    this.#context = trace.setSpan(ROOT_CONTEXT, span);
     span.setAttribute('http.request.method', method);
     if (method === '_OTHER') span.setAttribute('http.request.method_original', start.method);
     span.setAttribute('url.path', start.path);
@@ -220,7 +231,7 @@ export class RequestTrace {
     if (!this.recording) return this.#untraced();
     const span = this.#tracer.startSpan(
       KNOWN_METHODS.has(method) ? method : 'HTTP',
-      { kind: SpanKind.CLIENT },
+      CLIENT,
       this.#context,
     );
     const { address, port } = originParts(origin);
@@ -248,11 +259,10 @@ export class RequestTrace {
 
   /** The upstream call of a request not recorded (see the header comment). */
   #untraced(): UpstreamCall {
-    if (this.#callerSentTraceparent)
-      return { traceparent: null, tracestate: undefined, end: noEnd };
-    const carrier: Record<string, string> = {};
-    this.#propagator.inject(this.#context, carrier, defaultTextMapSetter);
-    return { traceparent: carrier.traceparent ?? null, tracestate: undefined, end: noEnd };
+    if (this.#callerSentTraceparent) return UNTOUCHED;
+    // W3C Trace Context §3.2: version 00, the server span's ids, its flags (not sampled).
+    const traceparent = `00-${this.traceId}-${this.spanId}-${this.traceFlags}`;
+    return { traceparent, tracestate: undefined, end: noEnd };
   }
 
   /** Ends the server span with the response's status and the request's bounded labels. */
