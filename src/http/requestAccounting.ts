@@ -20,7 +20,12 @@ import {
 } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import { type GatewayResponse, type RequestScope, requestIdFor } from './requestScope.js';
-import { endRequestTrace, startRequestTrace, traceLogFields } from './requestTracing.js';
+import {
+  endRequestTrace,
+  loggedTrace,
+  startRequestTrace,
+  traceLogFields,
+} from './requestTracing.js';
 
 /** The method class of a WebSocket upgrade: a tunnel carries writes, so `unsafe`. */
 export const UPGRADE_CLASS: MethodClass = 'unsafe';
@@ -165,7 +170,7 @@ export class RequestAccounting {
         durationMs,
         scope.clientId,
         scope.reason,
-        scope.trace,
+        loggedTrace(scope),
       );
     }
     if (--this.#open === 0 && this.#idle !== null) {

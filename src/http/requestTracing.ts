@@ -4,7 +4,7 @@
  * accounting holds `null` otherwise and checks that alone).
  */
 import type { IncomingMessage } from 'node:http';
-import type { Tracing } from '../observability/tracing.js';
+import type { RequestTrace, Tracing } from '../observability/tracing.js';
 import { pathOnly } from './replies.js';
 import type { RequestScope } from './requestScope.js';
 
@@ -14,16 +14,13 @@ export function startRequestTrace(
   scope: RequestScope,
   req: IncomingMessage,
 ): void {
-  const socket = req.socket;
-  scope.trace = tracing.startRequest({
-    method: scope.method,
-    headers: req.headers,
+  scope.trace = tracing.startRequest(scope.method, req.headers, () => ({
     path: pathOnly(req.url),
     clientAddress: scope.peerAddress,
-    serverAddress: socket.localAddress,
-    serverPort: socket.localPort,
+    serverAddress: req.socket.localAddress,
+    serverPort: req.socket.localPort,
     protocolVersion: req.httpVersion,
-  });
+  }));
 }
 
 /** Ends the server span with the status the access line reports. */
@@ -31,11 +28,17 @@ export function endRequestTrace(scope: RequestScope, status: number): void {
   scope.trace?.end(status, scope.routeId, scope.reason, scope.clientId);
 }
 
+/** The trace the access line names: one recorded here or the caller's (`RequestTrace.logged`). */
+export function loggedTrace(scope: RequestScope): RequestTrace | null {
+  const trace = scope.trace;
+  return trace?.logged === true ? trace : null;
+}
+
 /** The access line's trace fields (the names OpenTelemetry's pino instrumentation writes). */
 export function traceLogFields(
   scope: RequestScope,
 ): { trace_id: string; span_id: string; trace_flags: string } | undefined {
-  const trace = scope.trace;
+  const trace = loggedTrace(scope);
   if (trace === null) return undefined;
   return { trace_id: trace.traceId, span_id: trace.spanId, trace_flags: trace.traceFlags };
 }

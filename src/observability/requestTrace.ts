@@ -43,9 +43,8 @@ export interface TraceSlot {
   verifying: Span | null;
 }
 
+/** What the server span records of its request (read only for a recorded request). */
 export interface RequestStart {
-  readonly method: string;
-  readonly headers: Readonly<Record<string, string | string[] | undefined>>;
   /** The request target's path, without its query. */
   readonly path: string;
   readonly clientAddress: string | undefined;
@@ -122,6 +121,11 @@ export class RequestTrace {
   readonly traceFlags: string;
   /** The sampler records this request: its children are made and exported. */
   readonly recording: boolean;
+  /**
+   * The trace exists beyond this process — recorded here, or the caller's — so the access
+   * line names it. An unrecorded trace the gateway started is known to nobody.
+   */
+  readonly logged: boolean;
   readonly #span: Span;
   /** The server span as a parent (made for recorded requests only). */
   readonly #context: Context;
@@ -132,20 +136,23 @@ export class RequestTrace {
   readonly #callerSentTraceparent: boolean;
   #issuerId: string | undefined = undefined;
 
+  /** `describe` gives the request's attributes, called only when the request is recorded. */
   constructor(
     tracer: Tracer,
     propagator: W3CTraceContextPropagator,
     slot: TraceSlot,
-    start: RequestStart,
+    requestMethod: string,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+    describe: () => RequestStart,
   ) {
     this.#tracer = tracer;
     this.#propagator = propagator;
     this.#slot = slot;
-    this.#callerSentTraceparent = start.headers.traceparent !== undefined;
+    this.#callerSentTraceparent = headers.traceparent !== undefined;
     const parent = this.#callerSentTraceparent
-      ? propagator.extract(ROOT_CONTEXT, start.headers, defaultTextMapGetter)
+      ? propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter)
       : ROOT_CONTEXT;
-    const method = KNOWN_METHODS.has(start.method) ? start.method : '_OTHER';
+    const method = KNOWN_METHODS.has(requestMethod) ? requestMethod : '_OTHER';
     this.#method = method;
     const span = tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, SERVER, parent);
     this.#span = span;
@@ -154,13 +161,15 @@ export class RequestTrace {
     this.spanId = ids.spanId;
     this.traceFlags = (ids.traceFlags & TraceFlags.SAMPLED) === 0 ? '00' : '01';
     this.recording = span.isRecording();
+    this.logged = this.recording || this.#callerSentTraceparent;
     if (!this.recording) {
       this.#context = ROOT_CONTEXT;
       return;
     }
     this.#context = trace.setSpan(ROOT_CONTEXT, span);
+    const start = describe();
     span.setAttribute('http.request.method', method);
-    if (method === '_OTHER') span.setAttribute('http.request.method_original', start.method);
+    if (method === '_OTHER') span.setAttribute('http.request.method_original', requestMethod);
     span.setAttribute('url.path', start.path);
     span.setAttribute('network.protocol.version', start.protocolVersion);
     if (start.clientAddress !== undefined) span.setAttribute('client.address', start.clientAddress);

@@ -48,8 +48,15 @@ export interface TracingOptions {
 }
 
 export interface Tracing {
-  /** The server span of a request, its parent taken from the caller's `traceparent`. */
-  startRequest(start: RequestStart): RequestTrace;
+  /**
+   * The server span of a request, its parent taken from the caller's `traceparent`;
+   * `describe` is called for a recorded request only.
+   */
+  startRequest(
+    method: string,
+    headers: Readonly<Record<string, string | string[] | undefined>>,
+    describe: () => RequestStart,
+  ): RequestTrace;
   /**
    * A key-set download starts: a CLIENT span, the child of the verification running now
    * (the download an unknown `kid` triggered) or a root span (scheduled, start-up).
@@ -77,8 +84,8 @@ export function createTracing(options: TracingOptions = {}): Tracing {
   let stopped: Promise<void> | undefined;
 
   return {
-    startRequest(start) {
-      return new RequestTrace(tracer, propagator, slot, start);
+    startRequest(method, headers, describe) {
+      return new RequestTrace(tracer, propagator, slot, method, headers, describe);
     },
 
     keySetFetch(issuerId, trigger, uri) {

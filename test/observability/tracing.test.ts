@@ -185,6 +185,11 @@ describe('tracing', () => {
     assert.equal(res.status, 200);
     const server = await serverSpan(receiver, 'orders');
     assert.equal(server.parentSpanId, '');
+    const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
+    assert.deepEqual(
+      [line.trace_id, line.span_id, line.trace_flags],
+      [server.traceId, server.spanId, '01'],
+    );
     const client = await receiver.span(
       'the client span',
       (s) => s.parentSpanId === server.spanId && s.kind === KIND.client,
@@ -407,11 +412,27 @@ describe('tracing', () => {
         authorization: `Bearer ${token}`,
         traceparent: CALLER_TRACEPARENT,
         tracestate: 'vendor=abc',
+        'x-request-id': 'off-caller',
       },
     });
     assert.equal(res.status, 200);
     assert.equal(gw.upstream.received[0]?.headers.traceparent, CALLER_TRACEPARENT);
     assert.equal(gw.upstream.received[0]?.headers.tracestate, 'vendor=abc');
+    const line = await accessLineOf(gw.logs, 'off-caller');
+    assert.deepEqual([line.trace_id, line.trace_flags], [CALLER_TRACE, '00'], "the caller's trace");
+
+    // No caller trace: the upstream learns the gateway's decision (not sampled); the access
+    // line names no trace, since nobody holds it.
+    await fetch(`${gw.url}/x`, {
+      headers: { authorization: `Bearer ${token}`, 'x-request-id': 'off-root' },
+    });
+    const [, traceId, parentId] =
+      /^00-([0-9a-f]{32})-([0-9a-f]{16})-00$/.exec(
+        gw.upstream.received[1]?.headers.traceparent as string,
+      ) ?? [];
+    assert.ok(traceId !== undefined && parentId !== undefined);
+    assert.equal(gw.upstream.received[1]?.headers.tracestate, undefined);
+    assert.equal((await accessLineOf(gw.logs, 'off-root')).trace_id, undefined);
     await gw.app.shutdown(); // flushes whatever was buffered
     assert.deepEqual(receiver.spans, []);
   });
