@@ -9,6 +9,7 @@ import { once } from 'node:events';
 import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'node:http';
 import type { Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { SignJWT } from 'jose';
 import { WebSocket, WebSocketServer } from 'ws';
 import { ManualClock } from '../../src/lib/clock.js';
@@ -477,6 +478,41 @@ describe('tracing', () => {
     assert.equal(line.trace_flags, '00');
     await gw.app.shutdown();
     assert.equal(receiver.spans.filter((s) => s.traceId === CALLER_TRACE).length, 0);
+  });
+
+  test('a refused export is logged at warn, once, and the request is unaffected', async (t) => {
+    const refusing = createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end('{}');
+      });
+    });
+    refusing.listen(0, '127.0.0.1');
+    await once(refusing, 'listening');
+    t.after(() => {
+      refusing.closeAllConnections();
+      return new Promise<void>((resolve) => refusing.close(() => resolve()));
+    });
+    const endpoint = `http://127.0.0.1:${(refusing.address() as { port: number }).port}/v1/traces`;
+    const { gw } = await withEnv({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: endpoint }, () =>
+      tracedGateway(t),
+    );
+    const token = await gw.token();
+    for (let i = 0; i < 3; i++) {
+      const res = await fetch(`${gw.url}/x`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 200);
+      await sleep(120); // let each batch go out on its own
+    }
+    const warned = () => gw.logs.filter((line) => line.includes('tracing: span export failed'));
+    await waitFor(
+      'the export failure line',
+      () => (warned().length > 0 ? true : undefined),
+      10_000,
+    );
+    const line = JSON.parse(warned()[0] as string) as Record<string, unknown>;
+    assert.equal(line.level, 'warn');
+    assert.equal(warned().length, 1, 'at most one line a minute');
   });
 
   test('no token, secret, Authorization value or query string appears anywhere in the exported spans', async (t) => {
