@@ -26,7 +26,6 @@ import {
   prettyDestination,
 } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
-import { createTracing } from '../observability/tracing.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
@@ -111,8 +110,9 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { logger, access, droppedWrites } = createLoggers(config.log.level, destination);
   const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
   metrics.setLogDropSource(droppedWrites);
+  // Loaded only when on: with tracing off the OpenTelemetry SDK is not even imported.
   const tracing = config.tracing.enabled
-    ? createTracing({
+    ? (await import('../observability/tracing.js')).createTracing({
         exportFailed: (error) => logger.warn({ error }, 'tracing: span export failed'),
       })
     : null;

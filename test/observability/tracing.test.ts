@@ -480,6 +480,25 @@ describe('tracing', () => {
     assert.equal(receiver.spans.filter((s) => s.traceId === CALLER_TRACE).length, 0);
   });
 
+  test('the drain exports the spans still buffered', async (t) => {
+    const { gw, receiver } = await withEnv({ OTEL_BSP_SCHEDULE_DELAY: '600000' }, () =>
+      tracedGateway(t),
+    );
+    const token = await gw.token();
+    assert.equal(
+      (await fetch(`${gw.url}/x`, { headers: { authorization: `Bearer ${token}` } })).status,
+      200,
+    );
+    assert.equal(receiver.spans.length, 0, 'nothing exported before the drain');
+    await gw.app.shutdown();
+    assert.ok(
+      receiver.spans.some(
+        (s) => s.kind === KIND.server && s.attributes['portaria.route.id'] === 'default',
+      ),
+      `exported at shutdown: ${receiver.spans.map((s) => s.name).join(', ')}`,
+    );
+  });
+
   test('a refused export is logged at warn, once, and the request is unaffected', async (t) => {
     const refusing = createServer((req, res) => {
       req.resume();
