@@ -9,6 +9,7 @@
  */
 import { createClientAuthenticator } from '../clients/authenticateClient.js';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
+import { ConfigError } from '../config/configError.js';
 import type { Config } from '../config/types.js';
 import { createAdminHandler } from '../http/adminRoutes.js';
 import { openApiDocumentFor } from '../http/openApiDocument.js';
@@ -26,6 +27,7 @@ import {
   prettyDestination,
 } from '../observability/logger.js';
 import { createMetrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
@@ -111,11 +113,17 @@ export async function createApp(options: AppOptions): Promise<App> {
   const metrics = createMetrics({ maxClientLabels: config.metrics.maxClientLabels });
   metrics.setLogDropSource(droppedWrites);
   // Loaded only when on: with tracing off the OpenTelemetry SDK is not even imported.
-  const tracing = config.tracing.enabled
-    ? (await import('../observability/tracing.js')).createTracing({
-        exportFailed: (error) => logger.warn({ error }, 'tracing: span export failed'),
-      })
-    : null;
+  let tracing: Tracing | null = null;
+  if (config.tracing.enabled) {
+    const { createTracing, tracingEnvironmentProblems } = await import(
+      '../observability/tracing.js'
+    );
+    const problems = tracingEnvironmentProblems();
+    if (problems.length > 0) throw new ConfigError(problems);
+    tracing = createTracing({
+      exportFailed: (error) => logger.warn({ error }, 'tracing: span export failed'),
+    });
+  }
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,

@@ -20,7 +20,7 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { ExportResultCode, W3CTraceContextPropagator } from '@opentelemetry/core';
+import { ExportResultCode, getStringFromEnv, W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import {
   defaultResource,
@@ -67,6 +67,50 @@ export interface Tracing {
   cacheLookup(hit: boolean): void;
   /** Exports what is buffered and stops; waits at most `timeoutMs`. */
   shutdown(timeoutMs: number): Promise<void>;
+}
+
+/** The sampler names of the OpenTelemetry SDK configuration (`OTEL_TRACES_SAMPLER`). */
+const SAMPLERS: readonly string[] = [
+  'always_on',
+  'always_off',
+  'traceidratio',
+  'parentbased_always_on',
+  'parentbased_always_off',
+  'parentbased_traceidratio',
+];
+
+/**
+ * What the SDK would replace by a default without a word: an unknown sampler becomes
+ * `parentbased_always_on` (every request recorded), a bad ratio 1, an unusable endpoint
+ * fails every export. Checked at start, so a typo stops the process instead. Endpoint
+ * values are not repeated (they may carry credentials).
+ */
+export function tracingEnvironmentProblems(): string[] {
+  const problems: string[] = [];
+  const sampler = getStringFromEnv('OTEL_TRACES_SAMPLER');
+  if (sampler !== undefined && !SAMPLERS.includes(sampler)) {
+    problems.push(
+      `OTEL_TRACES_SAMPLER: must be one of ${SAMPLERS.join(', ')} (got ${JSON.stringify(sampler)})`,
+    );
+  }
+  const ratio = getStringFromEnv('OTEL_TRACES_SAMPLER_ARG');
+  if (sampler?.endsWith('traceidratio') === true && ratio !== undefined) {
+    const value = Number(ratio);
+    if (!Number.isFinite(value) || value < 0 || value > 1) {
+      problems.push(
+        `OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got ${JSON.stringify(ratio)})`,
+      );
+    }
+  }
+  for (const name of ['OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT']) {
+    const url = getStringFromEnv(name);
+    if (url === undefined) continue;
+    const protocol = URL.canParse(url) ? new URL(url).protocol : '';
+    if (protocol !== 'http:' && protocol !== 'https:') {
+      problems.push(`${name}: must be an http:// or https:// URL`);
+    }
+  }
+  return problems;
 }
 
 export function createTracing(options: TracingOptions = {}): Tracing {

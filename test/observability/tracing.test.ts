@@ -480,6 +480,30 @@ describe('tracing', () => {
     assert.equal(receiver.spans.filter((s) => s.traceId === CALLER_TRACE).length, 0);
   });
 
+  test('an OTEL_* value the SDK would silently replace stops the start, every problem named', async (t) => {
+    await assert.rejects(
+      withEnv(
+        {
+          OTEL_TRACES_SAMPLER_ARG: '10%',
+          OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'collector:4318',
+        },
+        () => tracedGateway(t, { sampler: 'parentbased_traceidratio' }),
+      ),
+      (error: Error & { problems?: string[] }) => {
+        assert.equal(error.name, 'ConfigError');
+        assert.deepEqual(error.problems, [
+          'OTEL_TRACES_SAMPLER_ARG: must be a ratio from 0 to 1 (got "10%")',
+          'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: must be an http:// or https:// URL',
+        ]);
+        return true;
+      },
+    );
+    await assert.rejects(
+      tracedGateway(t, { sampler: 'parentbased_traceidratio_typo' }),
+      /OTEL_TRACES_SAMPLER: must be one of always_on, .* \(got "parentbased_traceidratio_typo"\)/,
+    );
+  });
+
   test('the drain exports the spans still buffered', async (t) => {
     const { gw, receiver } = await withEnv({ OTEL_BSP_SCHEDULE_DELAY: '600000' }, () =>
       tracedGateway(t),
