@@ -12,10 +12,12 @@
  *
  *   node dist-test/bench/gateway.js http://127.0.0.1:<port> [--dir D] [--log-level info]
  *                                   [--log-to FIFO] [--keys-dir K] [--overrides F.json]
+ *                                   [--tracing on|off]
  *
  * `--keys-dir` loads a key the bench made (so peers verify the same tokens); `--overrides`
  * is a JSON object merged over the settings below (the modes' cache sizes, routes,
- * limits, revocation file).
+ * limits, revocation file). `--tracing`: `tracing.enabled` set on or off, the `OTEL_*`
+ * variables read from the environment; absent, no `tracing` section at all.
  *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
  */
@@ -42,6 +44,7 @@ const { values, positionals } = parseArgs({
     'log-to': { type: 'string' },
     'keys-dir': { type: 'string' },
     overrides: { type: 'string' },
+    tracing: { type: 'string' },
   },
   allowPositionals: true,
   strict: true,
@@ -88,6 +91,7 @@ const config = validateConfig(
       clients: { file: clientsFile },
       upstream: { default: { upstream, scopes: ['orders:read'] } },
       log: { level: values['log-level'] },
+      ...(values.tracing === undefined ? {} : { tracing: { enabled: values.tracing === 'on' } }),
     },
     overrides,
   ),

@@ -9,6 +9,7 @@
  */
 import { createClientAuthenticator } from '../clients/authenticateClient.js';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
+import { ConfigError } from '../config/configError.js';
 import type { Config } from '../config/types.js';
 import { createAdminHandler } from '../http/adminRoutes.js';
 import { openApiDocumentFor } from '../http/openApiDocument.js';
@@ -26,6 +27,7 @@ import {
   prettyDestination,
 } from '../observability/logger.js';
 import { createMetrics, type Metrics, type MetricsSnapshot } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
@@ -138,6 +140,18 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   metrics.setLogDropSource(options.worker?.logDrops ?? droppedWrites);
   const worker = options.worker;
+  // Loaded only when on: with tracing off the OpenTelemetry SDK is not even imported.
+  let tracing: Tracing | null = null;
+  if (config.tracing.enabled) {
+    const { createTracing, tracingEnvironmentProblems } = await import(
+      '../observability/tracing.js'
+    );
+    const problems = tracingEnvironmentProblems();
+    if (problems.length > 0) throw new ConfigError(problems);
+    tracing = createTracing({
+      exportFailed: (error) => logger.warn({ error }, 'tracing: span export failed'),
+    });
+  }
 
   const issuerSets = config.issuers.map((issuer, index) => ({
     config: issuer,
@@ -146,6 +160,11 @@ export async function createApp(options: AppOptions): Promise<App> {
       index,
       hooks: {
         fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome),
+        ...(tracing === null
+          ? {}
+          : {
+              fetchStarted: (id, trigger) => tracing.keySetFetch(id, trigger, issuer.jwksUri ?? ''),
+            }),
         // A withdrawn key must not keep verifying through the cache.
         keysRemoved: () => cache.clear(),
       },
@@ -209,7 +228,13 @@ export async function createApp(options: AppOptions): Promise<App> {
     cache,
     revocation,
     hooks: {
-      cacheLookup: (hit) => metrics.cacheLookup(hit),
+      cacheLookup:
+        tracing === null
+          ? (hit) => metrics.cacheLookup(hit)
+          : (hit) => {
+              metrics.cacheLookup(hit);
+              tracing.cacheLookup(hit);
+            },
       verified: (issuer, seconds, age) => metrics.tokenVerified(issuer, seconds, age),
       verifyFailed: (issuer, reason, seconds) => metrics.tokenVerifyFailed(issuer, reason, seconds),
     },
@@ -300,6 +325,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     draining: () => state.draining,
     graceOver: () => state.graceOver,
+    tracing,
     ...(freshness === null
       ? {}
       : {
@@ -425,6 +451,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         queuedRevocations: () => redisRevocations?.state().queued ?? 0,
         limiter,
         responsesClosed: () => gateway.responsesClosed(),
+        tracing,
       });
       return shuttingDown;
     },

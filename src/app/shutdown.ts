@@ -13,14 +13,16 @@
  * 4. the upstream pools, then the admin listener (idle connections at once, the rest
  *    after a second: a closed server no longer enforces its timeouts), the revocation
  *    store (revocations still queued for Redis are logged) and the token limiter close;
- * 5. the access lines of responses Node closes late are waited for (bounded), then
- *    "stopped", and the log destination is flushed so an exit loses no line.
+ * 5. the access lines of responses Node closes late are waited for (bounded), buffered
+ *    spans are exported (bounded), then "stopped", and the log destination is flushed so
+ *    an exit loses no line.
  */
 import type { Server } from 'node:http';
 import { Server as NetServer, type Socket } from 'node:net';
 import type { Config } from '../config/types.js';
 import { GatewayResponse } from '../http/requestScope.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
+import type { Tracing } from '../observability/tracing.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 import type { WebSocketProxy } from '../proxy/webSocketProxy.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
@@ -47,7 +49,12 @@ export interface DrainDeps {
   readonly limiter: { close(): Promise<void> } | null;
   /** Resolves once every response received so far has written its access line. */
   readonly responsesClosed: () => Promise<void>;
+  /** OpenTelemetry tracing (null when off): its buffered spans are exported last. */
+  readonly tracing: Tracing | null;
 }
+
+/** Longest wait for the last spans' export: the drain's cleanup must stay short. */
+const SPAN_FLUSH_MS = 2000;
 
 export async function drain(deps: DrainDeps): Promise<void> {
   const { config, state, logger, publicListener, webSockets } = deps;
@@ -112,6 +119,8 @@ export async function drain(deps: DrainDeps): Promise<void> {
     new Promise<void>((resolve) => setTimeout(resolve, 1000).unref()),
   ]);
   deps.access.stopBatching();
+  // After every access line: the last requests' spans have ended.
+  await deps.tracing?.shutdown(SPAN_FLUSH_MS);
   logger.info('stopped');
   await new Promise<void>((resolve) => logger.flush(() => resolve()));
 }

@@ -299,5 +299,11 @@ export const configSchema = {
         pretty: { type: 'boolean', default: false },
       },
     },
+    tracing: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: { enabled: { type: 'boolean', default: false } },
+    },
   },
 } as const;

@@ -248,6 +248,10 @@ export interface Config {
     /** Human-readable colored lines through pino-pretty (a dev dependency: development only). */
     readonly pretty: boolean;
   };
+  readonly tracing: {
+    /** OpenTelemetry spans exported over OTLP/HTTP, configured by the `OTEL_*` variables. */
+    readonly enabled: boolean;
+  };
   /**
    * Demo mode (`npm start`): create a signing key and a demo client when missing, and
    * start a demo upstream. Never on in a production config.

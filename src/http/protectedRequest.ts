@@ -70,7 +70,9 @@ export class ProtectedRequest {
   #verify(req: IncomingMessage, scope: RequestScope): Principal | Promise<Principal> {
     const search = scope.target?.search ?? '';
     const token = bearerToken(req.headers.authorization, scope.authorizationLines, search);
-    return this.#deps.verifier.verify(token);
+    const trace = scope.trace;
+    if (trace === null || !trace.recording) return this.#deps.verifier.verify(token);
+    return trace.verify(() => this.#deps.verifier.verify(token));
   }
 
   /** route → revocation policy → no route → scopes. */

@@ -23,6 +23,7 @@ import { parseRequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
 import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import { type MethodClass, type Metrics, methodClass } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import {
@@ -73,6 +74,8 @@ export interface PublicGatewayDeps {
     readonly isStale: () => boolean;
     readonly refuse: Readonly<Record<MethodClass, boolean>>;
   };
+  /** OpenTelemetry tracing; null or absent when off. */
+  readonly tracing?: Tracing | null;
 }
 
 export class PublicGateway {
@@ -102,6 +105,7 @@ export class PublicGateway {
       metrics: deps.metrics,
       trustedProxies: deps.tokenRoute.trustedProxies,
       ...(deps.graceOver === undefined ? {} : { graceOver: deps.graceOver }),
+      tracing: deps.tracing ?? null,
     });
     this.#onForwardFailure = (req, res, error) => this.#fail(req, res as GatewayResponse, error);
   }

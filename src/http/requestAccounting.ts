@@ -20,7 +20,14 @@ import {
   methodClass,
   statusClass,
 } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import { type GatewayResponse, type RequestScope, requestIdFor } from './requestScope.js';
+import {
+  endRequestTrace,
+  loggedTrace,
+  startRequestTrace,
+  traceLogFields,
+} from './requestTracing.js';
 
 /** The method class of a WebSocket upgrade: a tunnel carries writes, so `unsafe`. */
 export const UPGRADE_CLASS: MethodClass = 'unsafe';
@@ -34,6 +41,8 @@ export interface RequestAccountingDeps {
   readonly graceOver?: () => boolean;
   /** `server.trustedProxies`: the access line's `client.address` behind them. */
   readonly trustedProxies?: TrustedProxies;
+  /** OpenTelemetry tracing; null or absent when off. */
+  readonly tracing?: Tracing | null;
 }
 
 /** A connection's byte counters when its previous request's line was written. */
@@ -50,6 +59,7 @@ interface CountingSocket {
 
 export class RequestAccounting {
   readonly #deps: RequestAccountingDeps;
+  readonly #tracing: Tracing | null;
   /** The one `close` listener every response shares (Node calls it with the response as `this`). */
   readonly onResponseClose: (this: GatewayResponse) => void;
   /** Requests whose access line is not written yet; `#idle` waits for none. */
@@ -63,6 +73,7 @@ export class RequestAccounting {
 
   constructor(deps: RequestAccountingDeps) {
     this.#deps = deps;
+    this.#tracing = deps.tracing ?? null;
     const closed = (res: GatewayResponse) => this.#responseClosed(res);
     this.onResponseClose = function (this: GatewayResponse) {
       closed(this);
@@ -86,6 +97,7 @@ export class RequestAccounting {
         : peer;
     scope.url = req.url;
     scope.userAgent = req.headers['user-agent'];
+    if (this.#tracing !== null) startRequestTrace(this.#tracing, scope, req);
     this.#deps.metrics.requestStarted();
     this.#open++;
   }
@@ -157,23 +169,30 @@ export class RequestAccounting {
     scope.durationMs = roundedMs(ms);
     this.#countBytes(scope);
     const failed = status >= 500 || truncated;
+    if (scope.trace !== null) endRequestTrace(scope, status);
     if (failed || upgrade) {
       if (!failed) {
-        accessLogger.logger.info(accessFieldsObject(scope), 'upgrade');
+        accessLogger.logger.info(
+          { ...accessFieldsObject(scope), ...traceLogFields(scope) },
+          'upgrade',
+        );
       } else if (scope.error !== undefined) {
         // An unexpected failure of ours is an error; a 5xx the gateway chose (upstream
         // down or slow, revocation list stale, shutting down), the upstream's own 5xx or a
         // response cut short is a warning — one per request during an outage, which the
         // alerts count (portaria_upstream_errors_total), not a fault to page on here.
         logger.error(
-          accessFieldsObject(scope, scope.error),
+          { ...accessFieldsObject(scope, scope.error), ...traceLogFields(scope) },
           upgrade ? 'upgrade failed' : 'request failed',
         );
       } else {
-        logger.warn(accessFieldsObject(scope), upgrade ? 'upgrade failed' : 'request failed');
+        logger.warn(
+          { ...accessFieldsObject(scope), ...traceLogFields(scope) },
+          upgrade ? 'upgrade failed' : 'request failed',
+        );
       }
     } else {
-      accessLogger.request(scope);
+      accessLogger.request(scope, loggedTrace(scope));
     }
     if (--this.#open === 0 && this.#idle !== null) {
       const idle = this.#idle;

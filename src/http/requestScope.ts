@@ -12,6 +12,7 @@ import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { FailureReason } from '../errors.js';
 import { type AccessRecord, pathOf } from '../observability/accessLine.js';
+import type { RequestTrace } from '../observability/tracing.js';
 import type { ForwardContext } from '../proxy/forwarder.js';
 import type { ForwardedProto } from '../proxy/headers.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
@@ -71,6 +72,8 @@ export class RequestScope implements ForwardContext, AccessRecord {
    * `server.requestTimeoutMs` to arrive); 0 when none. The access line reports it, not 499.
    */
   socketStatus = 0;
+  /** The request's trace (server span), when tracing is on. */
+  trace: RequestTrace | null = null;
 
   get requestId(): string {
     return this.id;

@@ -29,6 +29,7 @@ export async function handleTokenRequest(
   res: GatewayResponse,
   deps: TokenRouteDeps,
 ): Promise<void> {
+  const trace = res.scope.trace;
   try {
     const exchange = await runTokenOperation(
       {
@@ -37,6 +38,7 @@ export async function handleTokenRequest(
         clientAddress: deps.trustedProxies.clientAddress(req),
         // A pending `100 Continue` goes out once the declared length passed.
         readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
+        ...(trace === null ? {} : { steps: (step: string) => trace.step(step) }),
       },
       deps,
     );

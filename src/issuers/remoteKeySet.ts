@@ -39,6 +39,11 @@ export type FetchTrigger = 'startup' | 'scheduled' | 'unknown-kid' | 'retry';
 
 export interface KeySetHooks {
   fetch?(issuerId: string, trigger: FetchTrigger, outcome: FetchOutcome): void;
+  /** A download starts; the function returned (if any) is called with its outcome. */
+  fetchStarted?(
+    issuerId: string,
+    trigger: FetchTrigger,
+  ): ((outcome: FetchOutcome) => void) | undefined;
   /** Kids the issuer withdrew in a new key set (their tokens must stop verifying). */
   keysRemoved?(issuerId: string, kids: readonly string[]): void;
 }
@@ -219,17 +224,26 @@ export class RemoteKeySet {
     this.#lastFetchAt = this.#clock.now();
     const controller = new AbortController();
     this.#controllers.add(controller);
-    const promise: Promise<boolean> = this.#fetchOnce(seq, trigger, controller.signal).finally(
-      () => {
-        this.#controllers.delete(controller);
-        if (this.#inFlight === promise) this.#inFlight = null;
-      },
-    );
+    const ended = this.#hooks?.fetchStarted?.(this.#config.id, trigger);
+    const promise: Promise<boolean> = this.#fetchOnce(
+      seq,
+      trigger,
+      controller.signal,
+      ended,
+    ).finally(() => {
+      this.#controllers.delete(controller);
+      if (this.#inFlight === promise) this.#inFlight = null;
+    });
     this.#inFlight = promise;
     return promise;
   }
 
-  async #fetchOnce(seq: number, trigger: FetchTrigger, closed: AbortSignal): Promise<boolean> {
+  async #fetchOnce(
+    seq: number,
+    trigger: FetchTrigger,
+    closed: AbortSignal,
+    ended: ((outcome: FetchOutcome) => void) | undefined,
+  ): Promise<boolean> {
     const id = this.#config.id;
     let keys: Map<string, ImportedKey>;
     try {
@@ -243,6 +257,7 @@ export class RemoteKeySet {
       this.#log?.('issuer keys fetch failed', { issuer: id, trigger, outcome, error: message });
       if (seq > this.#applied) this.#lastError = message;
       if (seq === this.#issued) this.#scheduleRetry();
+      ended?.(outcome);
       this.#hooks?.fetch?.(id, trigger, outcome);
       return false;
     }
@@ -253,6 +268,7 @@ export class RemoteKeySet {
         seq,
         applied: this.#applied,
       });
+      ended?.('ok');
       this.#hooks?.fetch?.(id, trigger, 'ok');
       return true;
     }
@@ -276,6 +292,7 @@ export class RemoteKeySet {
             .filter(([kid, key]) => keys.get(kid)?.material !== key.material)
             .map(([kid]) => kid);
     if (removed.length > 0) this.#hooks?.keysRemoved?.(id, removed);
+    ended?.('ok');
     this.#hooks?.fetch?.(id, trigger, 'ok');
     return true;
   }

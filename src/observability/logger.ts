@@ -61,8 +61,15 @@ export interface AccessLog {
    * while the process stops must not wait for a batch timer that will never fire.
    */
   stopBatching(): void;
-  /** One `request` line (fields: `accessLine.ts`; absent values are left out). */
-  request(record: AccessRecord): void;
+  /** One `request` line (fields: `accessLine.ts`; absent values are left out), with its trace's ids when it has one. */
+  request(record: AccessRecord, trace?: TraceIds | null): void;
+}
+
+/** A request's trace ids, written as `trace_id`, `span_id`, `trace_flags` (hex). */
+export interface TraceIds {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly traceFlags: string;
 }
 
 /**
@@ -280,9 +287,13 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
   };
   return {
     logger,
-    request(record) {
+    request(record, trace) {
       if (!enabled) return;
-      append(`${LINE_START}${isoNow()}${LINE_BASE}${accessFieldsJson(record)},"msg":"request"}\n`);
+      let line = `${LINE_START}${isoNow()}${LINE_BASE}${accessFieldsJson(record)}`;
+      if (trace != null) {
+        line += `,"trace_id":"${trace.traceId}","span_id":"${trace.spanId}","trace_flags":"${trace.traceFlags}"`;
+      }
+      append(`${line},"msg":"request"}\n`);
       if (!batching) flush();
       else if (timer === null) {
         timer = setTimeout(flush, BATCH_MS);

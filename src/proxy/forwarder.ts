@@ -13,6 +13,7 @@ import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { ForwardedProto, HeaderPolicy } from './headers.js';
 import type { CompiledRoute } from './routeTable.js';
+import { setTraceFields, type UpstreamCall, type UpstreamTracer } from './traceFields.js';
 import {
   classifyUpstreamError,
   type UpstreamErrorKind,
@@ -39,6 +40,8 @@ export interface ForwardContext {
   upstreamCut: UpstreamErrorKind | undefined;
   /** Set by the forwarder: milliseconds from dispatch to the end of the upstream response or its failure. */
   upstreamMs: number | undefined;
+  /** The request's trace when tracing is on (the upstream call gets its span). */
+  readonly trace?: UpstreamTracer | null;
 }
 
 export interface ForwarderOptions {
@@ -132,6 +135,8 @@ class Exchange implements Dispatcher.DispatchHandler {
   readonly #start: number;
   readonly #resolve: (() => void) | null;
   readonly #reject: ForwardFailure;
+  /** The upstream call's span (tracing on). */
+  readonly #call: UpstreamCall | null;
   /** This exchange's `drain` listener, made on the first backpressure. */
   #onDrain: (() => void) | null = null;
   #controller: Dispatcher.DispatchController | null = null;
@@ -148,7 +153,9 @@ class Exchange implements Dispatcher.DispatchHandler {
     hooks: ForwarderHooks,
     resolve: (() => void) | null,
     reject: ForwardFailure,
+    call: UpstreamCall | null,
   ) {
+    this.#call = call;
     this.#req = req;
     this.#res = res;
     this.#routeId = routeId;
@@ -221,6 +228,7 @@ class Exchange implements Dispatcher.DispatchHandler {
   onResponseEnd(): void {
     if (!this.#finish()) return;
     this.#res.end();
+    this.#call?.end(this.#statusCode, undefined);
     this.#hooks.upstreamResponse?.(this.#routeId, this.#ctx.upstreamMs as number, this.#statusCode);
     this.#resolve?.();
   }
@@ -242,6 +250,9 @@ class Exchange implements Dispatcher.DispatchHandler {
       error instanceof ClientGoneError ||
       this.#res.destroyed ||
       (req.destroyed && !req.complete);
+    if (this.#call !== null) {
+      this.#call.end(this.#statusCode, clientAway ? 'client_gone' : classifyUpstreamError(error));
+    }
     if (!clientAway) {
       const kind = classifyUpstreamError(error);
       this.#hooks.upstreamError?.(this.#routeId, kind);
@@ -322,6 +333,14 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
       host: req.headers.host,
       proto: ctx.proto,
     });
+    const call =
+      ctx.trace?.upstream(
+        req.method ?? 'GET',
+        route.origin,
+        route.basePath + target.path,
+        route.id,
+      ) ?? null;
+    if (call !== null) setTraceFields(headers, call);
     pool.dispatch(
       {
         path: route.basePath + target.path + target.search,
@@ -332,7 +351,7 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
         headersTimeout: route.timeoutMs,
         bodyTimeout: route.timeoutMs,
       },
-      new Exchange(req, res, route.id, ctx, policy, hooks, resolve, reject),
+      new Exchange(req, res, route.id, ctx, policy, hooks, resolve, reject, call),
     );
   };
 

@@ -16,6 +16,7 @@ import type { ForwarderHooks } from './forwarder.js';
 import type { ForwardedProto, HeaderPolicy } from './headers.js';
 import type { CompiledRoute } from './routeTable.js';
 import { writeSocketProblem } from './socketProblem.js';
+import { setTraceHeaders, type UpstreamTracer } from './traceFields.js';
 import { type ClosedTunnel, endedProblem, type TunnelEnd } from './tunnelEnd.js';
 import {
   createHandshakeRelay,
@@ -34,6 +35,8 @@ export interface WebSocketContext {
   /** The TCP peer's address (`req.socket.remoteAddress`). */
   readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
+  /** The request's trace when tracing is on (the handshake gets a CLIENT span). */
+  readonly trace?: UpstreamTracer | null;
 }
 
 export interface WebSocketProxyOptions {
@@ -192,6 +195,19 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
       });
       headers.connection = 'upgrade';
       headers.upgrade = 'websocket';
+      const call = ctx.trace?.upstream('GET', route.origin, route.basePath + target.path, route.id);
+      if (call !== undefined) {
+        setTraceHeaders(headers, call);
+        // The handshake's span ends with its outcome (101, a refusal, a failure).
+        const outcome = tunnel.done;
+        tunnel.done = (status, reason) => {
+          call.end(
+            status === 499 ? 0 : status,
+            reason ?? (status === 499 ? 'client_gone' : undefined),
+          );
+          outcome?.(status, reason);
+        };
+      }
       req.headers = headers as IncomingHttpHeaders;
       req.url = tunnel.path;
       if (route.timeoutMs > 0) {

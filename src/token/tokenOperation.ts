@@ -26,7 +26,7 @@ import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.j
 import { sourceAddress } from '../tokenLimits/sourceAddress.js';
 import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { parseTokenRequest } from './parseTokenRequest.js';
-import type { TokenExchange, TokenService } from './tokenService.js';
+import type { ExchangeSteps, TokenExchange, TokenService } from './tokenService.js';
 
 /** What the operation reads of a token request (the HTTP layer provides it). */
 export interface TokenCall {
@@ -36,6 +36,8 @@ export interface TokenCall {
   readonly clientAddress: string;
   /** The body, read within the size limit (throws 413 over it). */
   readBody(): Promise<string>;
+  /** Observes client authentication and signing (tracing on). */
+  readonly steps?: ExchangeSteps;
 }
 
 export interface TokenOperationDeps {
@@ -68,7 +70,7 @@ export async function runTokenOperation(
     refuseIfWaiting(await limiter.takeClient(clientId, known), 'client', deps);
     let exchange: TokenExchange;
     try {
-      exchange = await deps.tokens.exchange(request);
+      exchange = await deps.tokens.exchange(request, call.steps);
     } catch (error) {
       if (error instanceof PortariaError && error.code === 'invalid-client') {
         outcome = 'failed';

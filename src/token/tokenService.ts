@@ -28,6 +28,12 @@ export interface TokenServiceOptions {
   readonly clientCutoff?: (clientId: string) => number | undefined;
 }
 
+/**
+ * Observes an exchange's steps (tracing): called as `authenticate_client` or `sign`
+ * starts, it returns the function that ends the step, with the reason it failed.
+ */
+export type ExchangeSteps = (step: 'authenticate_client' | 'sign') => (failure?: string) => void;
+
 export interface TokenExchange {
   readonly clientId: string;
   readonly issued: IssuedToken;
@@ -42,8 +48,15 @@ export class TokenService {
   }
 
   /** Authenticates a parsed token request (`parseTokenRequest`) and issues its token. */
-  async exchange(request: TokenRequest): Promise<TokenExchange> {
-    const result = await this.#options.authenticate()(request.clientId, request.clientSecret);
+  async exchange(request: TokenRequest, steps?: ExchangeSteps): Promise<TokenExchange> {
+    const authenticated = steps?.('authenticate_client');
+    const result = await this.#options
+      .authenticate()(request.clientId, request.clientSecret)
+      .catch((error: unknown) => {
+        authenticated?.('error');
+        throw error;
+      });
+    authenticated?.(result.ok ? undefined : result.reason);
     if (!result.ok) {
       throw new PortariaError('invalid-client', 'The client credentials were not accepted.', {
         reason: result.reason,
@@ -51,6 +64,7 @@ export class TokenService {
     }
     const { client } = result;
     this.#refuseWhileRevoking(client.id);
+    const signed = steps?.('sign');
     const issued = await issueAccessToken(
       this.#options.signingKey(),
       {
@@ -62,6 +76,15 @@ export class TokenService {
         clientId: client.id,
         scope: client.scope,
         lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
+      },
+    ).then(
+      (token) => {
+        signed?.();
+        return token;
+      },
+      (error: unknown) => {
+        signed?.('error');
+        throw error;
       },
     );
     return {

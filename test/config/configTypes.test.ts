@@ -94,6 +94,7 @@ const EVERY_SETTING = {
   problemTypeBase: 'urn:portaria:problem:',
   metrics: { maxClientLabels: 1, processMetricsPrefix: 'p_' },
   log: { level: 'info', pretty: false },
+  tracing: { enabled: false },
   demo: false,
 } satisfies Config;
 

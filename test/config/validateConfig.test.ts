@@ -364,6 +364,7 @@ describe('validateConfig', () => {
       problemTypeBase: 'urn:portaria:problem:',
       metrics: { maxClientLabels: 100, processMetricsPrefix: '' },
       log: { level: 'info', pretty: false },
+      tracing: { enabled: false },
       demo: false,
     });
     assert.deepEqual(validate(null), validate({}));
