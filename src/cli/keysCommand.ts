@@ -13,14 +13,13 @@
  */
 import { type Config, SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
 import { generateSigningKey, writeSigningKey } from '../keys/generateKey.js';
-import { KeyRing } from '../keys/keyRing.js';
+import { KeyRing, type KeyState, type KeyStateName } from '../keys/keyRing.js';
 import { formatInstant, parseInstant } from '../keys/keySchedule.js';
 import { readKeyDirectory } from '../keys/loadKeyRing.js';
 import { removeKey } from '../keys/removeKey.js';
 import { rotateKeys } from '../keys/rotateKeys.js';
 import {
   type CliContext,
-  envValue,
   expectPositionals,
   type ParsedCommand,
   parseCommandArgs,
@@ -28,9 +27,13 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
-import { CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
-
-export const DEFAULT_KEYS_DIR = './data/keys';
+import {
+  CONFIG_HELP,
+  CONFIG_OPTION,
+  DEFAULT_KEYS_DIR,
+  gatewayConfig,
+  keysDirFor,
+} from './gatewayConfig.js';
 
 const DIR_HELP = `  --keys-dir PATH    keys directory (default: the configuration's keys.dir, else
                      $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})
@@ -230,8 +233,9 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   const algorithm = await algorithmOption(cmd, parsed, dir, now, config);
   const { keys, schedule } = await readKeyDirectory(dir, now);
   const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
+  const states = ring.states().map((k) => ({ ...k, state: keyState(k, algorithm) }));
   const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
-  for (const k of ring.states()) {
+  for (const k of states) {
     rows.push([
       k.kid,
       k.alg,
@@ -243,12 +247,28 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
     ]);
   }
   ctx.out(table(rows));
+  const unused = [...new Set(states.filter((k) => k.state === 'unused').map((k) => k.alg))];
+  if (unused.length > 0) {
+    ctx.out(
+      `\nunused: algorithm ${unused.join(', ')} ≠ configured ${algorithm} (token.algorithm): such a key never signs here; "portaria keys remove <kid>" takes it out.\n`,
+    );
+  }
+}
+
+/**
+ * A key's state for a gateway signing with `algorithm`: the ring's, except that a key of
+ * another algorithm, published but never picked as signer, is `unused` (not `retiring`:
+ * nothing schedules it out, and `keys remove` takes it without the signer checks).
+ */
+function keyState(key: KeyState, algorithm: SigningAlgorithm): KeyStateName | 'unused' {
+  return key.alg !== algorithm && key.state !== 'retired' ? 'unused' : key.state;
 }
 
 async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   if (wantsHelp(args)) return ctx.out(REMOVE_HELP);
   const cmd = 'keys remove';
   const parsed = parseCommandArgs(cmd, args, {
+    alg: { type: 'string' },
     'keys-dir': { type: 'string' },
     ...CONFIG_OPTION,
     now: { type: 'string' },
@@ -256,11 +276,15 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   });
   const [kid] = expectPositionals(cmd, parsed, ['kid']);
   const config = await gatewayConfig(parsed, ctx);
+  const dir = keysDir(parsed, ctx, config);
+  const now = nowOption(cmd, parsed, ctx);
+  const algorithm = await algorithmOption(cmd, parsed, dir, now.getTime(), config);
   const removed = await removeKey(
-    keysDir(parsed, ctx, config),
+    dir,
     kid as string,
-    nowOption(cmd, parsed, ctx),
+    now,
     secondsOption(cmd, parsed, 'skew', 0, 600, config?.clockSkewSeconds ?? 60),
+    algorithm,
   );
   ctx.out(`removed:    ${removed.kid}${removed.alg === null ? '' : ` (${removed.alg})`}\n`);
   ctx.out(`files:      ${removed.files.join(', ')}\n`);
@@ -313,14 +337,8 @@ async function algorithmOption(
   );
 }
 
-/** `--keys-dir`, else the configuration's `keys.dir`, else the variable or the default. */
 function keysDir(parsed: ParsedCommand, ctx: CliContext, config: Config | null): string {
-  return (
-    stringValue(parsed, 'keys-dir') ??
-    config?.keys.dir ??
-    envValue(ctx, 'PORTARIA_KEYS_DIR') ??
-    DEFAULT_KEYS_DIR
-  );
+  return keysDirFor(parsed, ctx, config);
 }
 
 function secondsOption(

@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { displayWidth } from '../../src/cli/displayWidth.js';
 import { createClientAuthenticator } from '../../src/clients/authenticateClient.js';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { verifySecret } from '../../src/clients/secretHash.js';
-import { ManualClock } from '../../src/lib/clock.js';
+import { ManualClock, systemClock } from '../../src/lib/clock.js';
+import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import { runCli, tempDir } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
+import { startAdminApi } from './adminApi.js';
 
+const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
 const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
 
 describe('portaria clients', () => {
@@ -329,5 +333,91 @@ describe('portaria clients', () => {
       const hash = registry.get(id)?.secrets[0]?.hash;
       assert.ok(hash !== undefined && (await verifySecret(secret, hash)), id);
     }
+  });
+
+  test("clients remove warns that the removed client's tokens stay valid and says how to revoke them", async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const added = await runCli(
+      ['clients', 'add', 'acme', '--scopes', 'a', '--clients-file', file],
+      {
+        cwd,
+      },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    const removed = await runCli(['clients', 'remove', 'acme', '--clients-file', file], { cwd });
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal(removed.stdout, `Removed client "acme" from ${file}.\n`);
+    assert.equal(
+      removed.stderr,
+      'warning: tokens already issued to "acme" stay valid until they expire; revoke them with "portaria revoke --client acme --force" (or remove with --revoke).\n',
+    );
+  });
+
+  test('clients remove --revoke revokes every token of the client through the admin API, then removes it', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const store = new MemoryRevocationStore(systemClock);
+    const port = await startAdminApi(t, store, ADMIN_TOKEN);
+    const tokenFile = join(cwd, 'admin-token');
+    await writeFile(tokenFile, ADMIN_TOKEN);
+    for (const id of ['acme', 'other']) {
+      const added = await runCli(['clients', 'add', id, '--scopes', 'a', '--clients-file', file], {
+        cwd,
+      });
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const admin = ['--admin-url', `http://127.0.0.1:${port}`, '--token-file', tokenFile];
+    const removed = await runCli(
+      ['clients', 'remove', 'acme', '--revoke', '--clients-file', file, ...admin],
+      { cwd },
+    );
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal(removed.stderr, '');
+    assert.match(removed.stdout, /^Revoked every token of client "acme" issued at or before /);
+    assert.match(removed.stdout, new RegExp(`\nRemoved client "acme" from ${file}\\.\n$`));
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(store.isRevoked({ tokenId: 't', clientId: 'acme', issuedAt: now }), true);
+    assert.equal(store.isRevoked({ tokenId: 't', clientId: 'other', issuedAt: now }), false);
+    assert.deepEqual((await loadClientRegistry(file)).ids(), ['other']);
+  });
+
+  test('clients remove --revoke keeps the client when the revocation fails (exit 1)', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const added = await runCli(
+      ['clients', 'add', 'acme', '--scopes', 'a', '--clients-file', file],
+      {
+        cwd,
+      },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    const tokenFile = join(cwd, 'admin-token');
+    await writeFile(tokenFile, ADMIN_TOKEN);
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const removed = await runCli(
+      [
+        'clients',
+        'remove',
+        'acme',
+        '--revoke',
+        '--clients-file',
+        file,
+        '--admin-url',
+        `http://127.0.0.1:${port}`,
+        '--token-file',
+        tokenFile,
+      ],
+      { cwd },
+    );
+    assert.equal(removed.code, 1);
+    assert.match(
+      removed.stderr,
+      /^portaria: clients remove: cannot reach the admin API at http:\/\/127\.0\.0\.1:\d+\/admin\/v1\/revocations: ECONNREFUSED\n/,
+    );
+    assert.deepEqual((await loadClientRegistry(file)).ids(), ['acme']);
   });
 });

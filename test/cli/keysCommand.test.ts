@@ -534,3 +534,48 @@ describe('key files written by the CLI', () => {
     assert.equal(load.stdout.trim(), '2');
   });
 });
+
+describe('a key of another algorithm than the configured one', () => {
+  test('keys list shows it unused, and keys remove takes it out (list and remove agree)', async (t) => {
+    const cwd = await tempDir(t);
+    const config = join(cwd, 'portaria.yaml');
+    await writeFile(config, 'token:\n  algorithm: ES256\nkeys:\n  dir: keys\n');
+    const run = (...args: string[]) => runCli(['keys', ...args, '--config', config], { cwd });
+    const es = await run('generate');
+    assert.equal(es.code, 0, es.stderr);
+    const signer = /^kid: +(\S+)$/m.exec(es.stdout)?.[1] ?? '';
+    const ed = await run('generate', '--alg', 'EdDSA');
+    assert.equal(ed.code, 0, ed.stderr);
+    const stray = /^kid: +(\S+)$/m.exec(ed.stdout)?.[1] ?? '';
+
+    const listed = await run('list');
+    assert.equal(listed.code, 0, listed.stderr);
+    const [table, ...notes] = listed.stdout.split('\n\n');
+    const rows = cells(`${table}\n`);
+    assert.deepEqual(
+      rows.map((r) => r.slice(0, 3)),
+      [
+        ['KID', 'ALG', 'STATE'],
+        ...[
+          [signer, 'ES256', 'active'],
+          [stray, 'EdDSA', 'unused'],
+        ].sort((a, b) => ((a[0] ?? '') < (b[0] ?? '') ? 1 : -1)),
+      ],
+    );
+    assert.equal(
+      notes.join('\n\n'),
+      'unused: algorithm EdDSA ≠ configured ES256 (token.algorithm): such a key never signs here; "portaria keys remove <kid>" takes it out.\n',
+    );
+
+    const removed = await run('remove', stray);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, new RegExp(`^removed: +${stray} \\(EdDSA\\)$`, 'm'));
+    assert.deepEqual(
+      (await readdir(join(cwd, 'keys'))).filter((n) => n.endsWith('.pem')),
+      [`${signer}.pem`],
+    );
+    const refused = await run('remove', signer);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /is the ES256 key that signs now/);
+  });
+});

@@ -70,7 +70,7 @@ describe('portaria command line', () => {
     [['clients', '--help'], 'Usage: portaria clients <command> [options]\n'],
     [['clients', 'add', '--help'], 'Usage: portaria clients add <id> --scopes'],
     [['clients', 'add', 'acme', '--bogus', '--help'], 'Usage: portaria clients add <id> --scopes'],
-    [['clients', 'list', '--help'], 'Usage: portaria clients list\n'],
+    [['clients', 'list', '--help'], 'Usage: portaria clients list [-o json]\n'],
     [['clients', 'disable', '-h'], 'Usage: portaria clients disable <id>\n'],
     [['keys', '--help'], 'Usage: portaria keys <command> [options]\n'],
     [['keys', 'generate', '--help'], 'Usage: portaria keys generate [--alg ES256|EdDSA|RS256]\n'],

@@ -3,7 +3,7 @@
  * listener (node:http + createAdminHandler) backed by a MemoryRevocationStore.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
@@ -18,6 +18,13 @@ const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
 const LIFETIME = ADMIN_LIFETIME;
 const SKEW = ADMIN_SKEW;
 
+const KNOWN_CLIENTS = ['acme', ...UNICODE_CLIENT_IDS.map(([, id]) => id), NFD_ID];
+
+function clientsFileOf(ids: readonly string[]): string {
+  const hash = `sha256:${'A'.repeat(43)}`;
+  return JSON.stringify({ clients: ids.map((id) => ({ id, secrets: [{ hash }], scopes: ['a'] })) });
+}
+
 interface Setup {
   url: string;
   store: RevocationStore;
@@ -31,6 +38,10 @@ async function setup(t: TestContext, store?: RevocationStore): Promise<Setup> {
   const dir = await tempDir(t);
   const tokenFile = join(dir, 'admin-token');
   await writeFile(tokenFile, `${ADMIN_TOKEN}\n`);
+  // The clients file at the CLI's default place (./data/clients.json): `revoke --client`
+  // checks that the client exists there.
+  await mkdir(join(dir, 'data'));
+  await writeFile(join(dir, 'data', 'clients.json'), clientsFileOf(KNOWN_CLIENTS));
   return { url: `http://127.0.0.1:${port}`, store: revocationStore, dir, tokenFile };
 }
 
@@ -224,7 +235,36 @@ describe('portaria revoke', () => {
     const s = await setup(t);
     const r = await runCli(['revoke', '--jti', 'a', '--admin-url', s.url], { cwd: s.dir });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /missing --token-file \(or \$PORTARIA_ADMIN_TOKEN_FILE\)/);
+    assert.match(
+      r.stderr,
+      /missing --token-file \(or \$PORTARIA_ADMIN__TOKEN_FILE, \$PORTARIA_ADMIN_TOKEN_FILE\)/,
+    );
+  });
+
+  test('--client for a client the clients file does not hold is refused (exit 1), nothing revoked', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(
+      ['revoke', '--client', 'nosuch', '--admin-url', s.url, '--token-file', s.tokenFile],
+      { cwd: s.dir },
+    );
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(
+      r.stderr,
+      `portaria: revoke: no client "nosuch" in ./data/clients.json; a client already removed from the file may still hold live tokens: revoke them with --force\n`,
+    );
+    assert.equal(s.store.size(), 0);
+  });
+
+  test('--client --force revokes a client the file no longer holds', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(
+      ['revoke', '--client', 'gone', '--force', '--admin-url', s.url, '--token-file', s.tokenFile],
+      { cwd: s.dir },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(s.store.isRevoked({ tokenId: 't', clientId: 'gone', issuedAt: now }), true);
   });
 
   test('--help describes the command; the top-level help lists it', async (t) => {
