@@ -41,6 +41,7 @@ import {
   DEFAULT_CLIENTS_FILE,
   gatewayConfig,
 } from './gatewayConfig.js';
+import { alignHelp } from './helpText.js';
 import { ADMIN_HELP, ADMIN_OPTIONS, revokeClientTokens } from './revokeCommand.js';
 import { table } from './table.js';
 
@@ -56,7 +57,7 @@ const FILE_HELP = `  --clients-file PATH  clients file (default: the configurati
                        $PORTARIA_CLIENTS__FILE, else ${DEFAULT_CLIENTS_FILE})
 ${CONFIG_HELP}`;
 
-export const CLIENTS_HELP = `Usage: portaria clients <command> [options]
+export const CLIENTS_HELP = alignHelp(`Usage: portaria clients <command> [options]
 
 Manage the clients allowed to request access tokens.
 
@@ -69,9 +70,10 @@ Commands:
   remove <id>             delete a client (--revoke: revoke its tokens first)
 
 Run "portaria clients <command> --help" for a command's options.
-`;
+`);
 
-const ADD_HELP = `Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
+const ADD_HELP =
+  alignHelp(`Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
 
 Registers a client. The id is any Unicode text of ${CLIENT_ID_RULE}; ids are compared byte
 for byte, so two spellings of one name (NFC "é", NFD "e" + U+0301) are two clients. By default a 256-bit secret is generated, printed once and stored
@@ -83,18 +85,18 @@ Options:
   --lifetime SECONDS   token lifetime for this client, 1 to 86400 (default: the gateway's)
   --secret-stdin       read the secret from standard input
 ${FILE_HELP}
-`;
+`);
 
-const LIST_HELP = `Usage: portaria clients list [-o json]
+const LIST_HELP = alignHelp(`Usage: portaria clients list [-o json]
 
 Shows each client's id, scopes, token lifetime, disabled flag and number of secrets.
 
 Options:
 ${OUTPUT_HELP}
 ${FILE_HELP}
-`;
+`);
 
-const ENABLE_HELP = `Usage: portaria clients enable <id>
+const ENABLE_HELP = alignHelp(`Usage: portaria clients enable <id>
 
 Clears a client's disabled flag: the gateway accepts its credentials again once it has
 reloaded the file (within reload.pollIntervalMs, or at once on SIGHUP). Tokens revoked
@@ -102,9 +104,9 @@ while it was disabled stay revoked.
 
 Options:
 ${FILE_HELP}
-`;
+`);
 
-const DISABLE_HELP = `Usage: portaria clients disable <id>
+const DISABLE_HELP = alignHelp(`Usage: portaria clients disable <id>
 
 Marks a client disabled: the gateway refuses its credentials once it has reloaded the file
 (within reload.pollIntervalMs, or at once on SIGHUP). Tokens already issued stay valid
@@ -112,9 +114,9 @@ until they expire; revoke them to cut them off.
 
 Options:
 ${FILE_HELP}
-`;
+`);
 
-const ROTATE_HELP = `Usage: portaria clients rotate-secret <id> [--overlap DURATION]
+const ROTATE_HELP = alignHelp(`Usage: portaria clients rotate-secret <id> [--overlap DURATION]
 
 Generates a new 256-bit secret for a client, prints it once and stores only its
 SHA-256 hash. The previous secret stays valid for the overlap (it keeps an earlier
@@ -130,9 +132,9 @@ Options:
   --overlap DURATION   how long the previous secret stays valid: 30m, 24h, 7d or
                        seconds, at most 365d (default ${DEFAULT_OVERLAP}); 0 ends it now
 ${FILE_HELP}
-`;
+`);
 
-const REMOVE_HELP = `Usage: portaria clients remove <id> [--revoke]
+const REMOVE_HELP = alignHelp(`Usage: portaria clients remove <id> [--revoke]
 
 Deletes a client and its secrets from the clients file. Tokens already issued to it
 stay valid until they expire, unless --revoke revokes them first (through the admin API
@@ -144,7 +146,7 @@ Options:
   --revoke             revoke every token of the client, then remove it
 ${ADMIN_HELP}
 ${FILE_HELP}
-`;
+`);
 
 export async function runClientsCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   const [command, ...rest] = args;

@@ -28,16 +28,17 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
+import { alignHelp } from './helpText.js';
 
-export const CONFIG_GROUP_HELP = `Usage: portaria config <command> [options]
+export const CONFIG_GROUP_HELP = alignHelp(`Usage: portaria config <command> [options]
 
 Commands:
   check   validate a configuration and the files it names, without starting anything
 
 Run "portaria config check --help" for its options.
-`;
+`);
 
-const CHECK_HELP = `Usage: portaria config check [--config FILE] [-o json]
+const CHECK_HELP = alignHelp(`Usage: portaria config check [--config FILE] [-o json]
 
 Loads the configuration as the gateway does (the file, then the PORTARIA_* environment
 variables, then validation) and everything it names: the keys directory (a signing key
@@ -49,7 +50,7 @@ problem otherwise.
 Options:
   --config FILE        the configuration file (default: $PORTARIA_CONFIG)
 ${OUTPUT_HELP}
-`;
+`);
 
 /** What `config check -o json` prints (docs/cli.md). */
 export interface CheckReport {
@@ -99,9 +100,9 @@ async function check(args: readonly string[], ctx: CliContext): Promise<void> {
     if (!report.ok) throw new AlreadyReported();
     return;
   }
-  for (const warning of report.warnings) ctx.err(`warning: ${warning}\n`);
-  // Exit 1, every problem on stderr below one head line (main.ts).
+  // Exit 1, every problem on stderr below one head line (main.ts); warnings once it is ok.
   if (!report.ok) throw new ConfigError(report.problems, report.file);
+  for (const warning of report.warnings) ctx.err(`warning: ${warning}\n`);
   ctx.out(summaryText(report.summary as CheckSummary, report.file));
 }
 

@@ -21,6 +21,10 @@ import { rotateKeys } from '../keys/rotateKeys.js';
 import {
   type CliContext,
   expectPositionals,
+  jsonLines,
+  OUTPUT_HELP,
+  OUTPUT_OPTION,
+  outputFormat,
   type ParsedCommand,
   parseCommandArgs,
   stringValue,
@@ -34,12 +38,14 @@ import {
   gatewayConfig,
   keysDirFor,
 } from './gatewayConfig.js';
+import { alignHelp } from './helpText.js';
+import { table } from './table.js';
 
 const DIR_HELP = `  --keys-dir PATH    keys directory (default: the configuration's keys.dir, else
-                     $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})
+                     $PORTARIA_KEYS__DIR, else ${DEFAULT_KEYS_DIR})
 ${CONFIG_HELP}`;
 
-export const KEYS_HELP = `Usage: portaria keys <command> [options]
+export const KEYS_HELP = alignHelp(`Usage: portaria keys <command> [options]
 
 Manage the gateway's token-signing keys.
 
@@ -50,9 +56,9 @@ Commands:
   generate [--alg ES256|EdDSA|RS256]   create a key that is active at once (first key, tests)
 
 Run "portaria keys <command> --help" for a command's options.
-`;
+`);
 
-const GENERATE_HELP = `Usage: portaria keys generate [--alg ES256|EdDSA|RS256]
+const GENERATE_HELP = alignHelp(`Usage: portaria keys generate [--alg ES256|EdDSA|RS256]
 
 Creates a private key (PKCS#8 PEM, mode 0600) named after its new kid, without a
 schedule entry. In a directory without schedule.json the newest such key signs from the
@@ -65,9 +71,10 @@ Options:
                      configuration's token.algorithm, else the algorithm of the keys
                      already in the directory, ES256 when it has none
 ${DIR_HELP}
-`;
+`);
 
-const ROTATE_HELP = `Usage: portaria keys rotate [--alg ES256|EdDSA|RS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
+const ROTATE_HELP =
+  alignHelp(`Usage: portaria keys rotate [--alg ES256|EdDSA|RS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
 
 Adds a signing key and schedules the switch to it in schedule.json, so that no token
 fails verification, at the gateway or at a verifier caching the JWKS:
@@ -90,9 +97,9 @@ Options:
   --max-lifetime SECONDS  longest access-token lifetime, 1 to 86400 (default 86400, the
                           most any client may have: a lifetime raised later is covered)
 ${DIR_HELP}
-`;
+`);
 
-const LIST_HELP = `Usage: portaria keys list [--alg ES256|EdDSA|RS256]
+const LIST_HELP = alignHelp(`Usage: portaria keys list [--alg ES256|EdDSA|RS256] [-o json]
 
 Shows every key, newest first: kid, algorithm, state and its schedule (UTC).
 States: pending (not signing yet), active (signs now), retiring (no longer signs, still
@@ -103,10 +110,11 @@ Options:
   --alg ALG          the gateway's token.algorithm, which decides the active key
                      (default: the configuration's, else the algorithm of the keys in
                      the directory)
+${OUTPUT_HELP}
 ${DIR_HELP}
-`;
+`);
 
-const REMOVE_HELP = `Usage: portaria keys remove <kid>
+const REMOVE_HELP = alignHelp(`Usage: portaria keys remove <kid> [--alg ES256|EdDSA|RS256]
 
 Deletes the key's file and its schedule entry: gateways stop publishing the key and
 stop accepting its tokens at their next reload (at once with file watching, or SIGHUP).
@@ -122,11 +130,14 @@ Third parties that cached the JWKS keep the old key until their cache expires, a
 refuse the new key's tokens until they fetch the JWKS again.
 
 Options:
+  --alg ALG          the gateway's token.algorithm: a key of another algorithm never
+                     signs there and is removed without the signer checks (default:
+                     the configuration's, else the algorithm of the keys in the directory)
   --skew SECONDS     the gateways' clockSkewSeconds, 0 to 600 (default: the
                      configuration's, else 60)
   --now TIME         the moment that decides which key signs (default: now)
 ${DIR_HELP}
-`;
+`);
 
 export async function runKeysCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   const [command, ...rest] = args;
@@ -224,9 +235,11 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
     alg: { type: 'string' },
     'keys-dir': { type: 'string' },
     ...CONFIG_OPTION,
+    ...OUTPUT_OPTION,
     now: { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
+  const format = outputFormat(cmd, parsed);
   const config = await gatewayConfig(parsed, ctx);
   const dir = keysDir(parsed, ctx, config);
   const now = nowOption(cmd, parsed, ctx).getTime();
@@ -234,6 +247,22 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   const { keys, schedule } = await readKeyDirectory(dir, now);
   const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
   const states = ring.states().map((k) => ({ ...k, state: keyState(k, algorithm) }));
+  if (format === 'json') {
+    // Field names are documented (docs/cli.md); null instants: no schedule entry / never.
+    return ctx.out(
+      jsonLines(
+        states.map((k) => ({
+          kid: k.kid,
+          alg: k.alg,
+          state: k.state,
+          publishAt: k.publishAt === null ? null : formatInstant(k.publishAt),
+          activateAt: k.activateAt === null ? null : formatInstant(k.activateAt),
+          retireAt: k.retireAt === null ? null : formatInstant(k.retireAt),
+          removeAt: k.removeAt === null ? null : formatInstant(k.removeAt),
+        })),
+      ),
+    );
+  }
   const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
   for (const k of states) {
     rows.push([
@@ -373,17 +402,4 @@ function nowOption(cmd: string, parsed: ParsedCommand, ctx: CliContext): Date {
 
 function instant(ms: number | null, none: string): string {
   return ms === null ? none : formatInstant(ms);
-}
-
-function table(rows: readonly string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows
-    .map(
-      (r) =>
-        `${r
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join('  ')
-          .trimEnd()}\n`,
-    )
-    .join('');
 }

@@ -9,11 +9,12 @@
 import { AlreadyReported, type CliContext, UsageError } from './args.js';
 import { runClientsCommand } from './clientsCommand.js';
 import { runConfigCommand } from './configCommand.js';
+import { alignHelp } from './helpText.js';
 import { runKeysCommand } from './keysCommand.js';
 import { packageVersion } from './packageVersion.js';
 import { runRevokeCommand } from './revokeCommand.js';
 
-const HELP = `Usage: portaria <group> <command> [options]
+const HELP = alignHelp(`Usage: portaria <group> <command> [options]
 
 Operator commands for the Portaria API gateway.
 
@@ -36,7 +37,7 @@ Files: --clients-file / $PORTARIA_CLIENTS__FILE (default ./data/clients.json),
 Admin API (revoke): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
   --token-file / $PORTARIA_ADMIN__TOKEN_FILE.
 Lists (clients list, keys list, revoke list) take -o json (--output json).
-`;
+`);
 
 const GROUPS: Readonly<
   Record<string, (args: readonly string[], ctx: CliContext) => Promise<void>>

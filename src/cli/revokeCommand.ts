@@ -39,6 +39,7 @@ import {
   clientsFileFor,
   gatewayConfig,
 } from './gatewayConfig.js';
+import { alignHelp } from './helpText.js';
 import { table } from './table.js';
 
 export const DEFAULT_ADMIN_URL = 'http://127.0.0.1:9091';
@@ -62,7 +63,7 @@ export const ADMIN_HELP = `  --admin-url URL      the gateway's admin listener (
   --token-file PATH    file holding the admin token (default: the configuration's
                        admin.tokenFile, else $PORTARIA_ADMIN__TOKEN_FILE)`;
 
-export const REVOKE_HELP = `Usage: portaria revoke --jti ID [--expires-at SECONDS]
+export const REVOKE_HELP = alignHelp(`Usage: portaria revoke --jti ID [--expires-at SECONDS]
        portaria revoke --client ID [--before TIME] [--force]
        portaria revoke list [-o json]
 
@@ -88,9 +89,9 @@ Options:
                          else ./data/clients.json)
 ${ADMIN_HELP}
 ${CONFIG_HELP}
-`;
+`);
 
-const LIST_HELP = `Usage: portaria revoke list [-o json]
+const LIST_HELP = alignHelp(`Usage: portaria revoke list [-o json]
 
 Shows the revocation entries a running gateway holds (admin API, GET), tokens first:
 kind (token or client), the jti or client id, the client cut-off (tokens issued at or
@@ -100,7 +101,7 @@ Options:
 ${OUTPUT_HELP}
 ${ADMIN_HELP}
 ${CONFIG_HELP}
-`;
+`);
 
 export async function runRevokeCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   if (args[0] === 'list') return list(args.slice(1), ctx);

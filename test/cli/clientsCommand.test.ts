@@ -420,4 +420,48 @@ describe('portaria clients', () => {
     );
     assert.deepEqual((await loadClientRegistry(file)).ids(), ['acme']);
   });
+
+  test('clients enable accepts a disabled client again; enabling an enabled one changes nothing', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const run = (...args: string[]) =>
+      runCli(['clients', ...args, '--clients-file', file], { cwd });
+    assert.equal((await run('add', 'acme', '--scopes', 'a')).code, 0);
+    assert.equal((await run('disable', 'acme')).code, 0);
+    assert.equal((await loadClientRegistry(file)).get('acme')?.disabled, true);
+    const enabled = await run('enable', 'acme');
+    assert.equal(enabled.code, 0, enabled.stderr);
+    assert.equal(
+      enabled.stdout,
+      `Enabled client "acme" in ${file} (a running gateway picks it up on reload).\n`,
+    );
+    assert.equal((await loadClientRegistry(file)).get('acme')?.disabled, false);
+    const again = await run('enable', 'acme');
+    assert.equal(again.stdout, 'Client "acme" was not disabled.\n');
+    const missing = await run('enable', 'nosuch');
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^portaria: clients enable: no client "nosuch" in /);
+  });
+
+  test('clients list -o json: one array, documented field names, never a hash', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const run = (...args: string[]) =>
+      runCli(['clients', ...args, '--clients-file', file], { cwd });
+    assert.equal((await run('add', 'acme', '--scopes', 'a,b', '--lifetime', '900')).code, 0);
+    assert.equal((await run('add', '客户', '--scopes', 'c')).code, 0);
+    assert.equal((await run('disable', '客户')).code, 0);
+    for (const flag of [['-o', 'json'], ['--output', 'json'], ['--output=json']]) {
+      const listed = await run('list', ...flag);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual(JSON.parse(listed.stdout), [
+        { id: 'acme', scopes: ['a', 'b'], lifetimeSeconds: 900, disabled: false, secrets: 1 },
+        { id: '客户', scopes: ['c'], lifetimeSeconds: null, disabled: true, secrets: 1 },
+      ]);
+      assert.ok(!listed.stdout.includes('sha256:'));
+    }
+    const bad = await run('list', '-o', 'yaml');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--output: must be table or json \(got "yaml"\)/);
+  });
 });

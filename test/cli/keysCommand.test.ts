@@ -328,7 +328,7 @@ describe('portaria keys list', () => {
 describe('portaria keys help', () => {
   const helps: [string[], string][] = [
     [['keys', 'rotate', '--help'], 'Usage: portaria keys rotate [--alg ES256|EdDSA|RS256]'],
-    [['keys', 'list', '-h'], 'Usage: portaria keys list [--alg ES256|EdDSA|RS256]\n'],
+    [['keys', 'list', '-h'], 'Usage: portaria keys list [--alg ES256|EdDSA|RS256] [-o json]\n'],
   ];
   for (const [args, start] of helps) {
     test(`prints help for: portaria ${args.join(' ')}`, async (t) => {
@@ -577,5 +577,41 @@ describe('a key of another algorithm than the configured one', () => {
     const refused = await run('remove', signer);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /is the ES256 key that signs now/);
+  });
+});
+
+describe('portaria keys list -o json', () => {
+  test('one array, newest kid first, with kid, alg, state and the schedule as UTC instants or null', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z', '--max-lifetime', '3600');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    const r = await runCli(
+      ['keys', 'list', '--keys-dir', dir, '--now', '2026-01-01T00:01:00Z', '-o', 'json'],
+      { cwd },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), [
+      {
+        kid: a,
+        alg: 'ES256',
+        state: 'active',
+        publishAt: '1970-01-01T00:00:00Z',
+        activateAt: '1970-01-01T00:00:00Z',
+        retireAt: '2026-01-01T00:06:00Z',
+        removeAt: '2026-01-01T01:07:00Z',
+      },
+      {
+        kid: b,
+        alg: 'ES256',
+        state: 'pending',
+        publishAt: '2026-01-01T00:00:00Z',
+        activateAt: '2026-01-01T00:06:00Z',
+        retireAt: null,
+        removeAt: null,
+      },
+    ]);
   });
 });

@@ -267,6 +267,46 @@ describe('portaria revoke', () => {
     assert.equal(s.store.isRevoked({ tokenId: 't', clientId: 'gone', issuedAt: now }), true);
   });
 
+  test('revoke list shows the entries the gateway holds; -o json with documented names', async (t) => {
+    const s = await setup(t);
+    const admin = ['--admin-url', s.url, '--token-file', s.tokenFile];
+    const empty = await runCli(['revoke', 'list', ...admin], { cwd: s.dir });
+    assert.equal(empty.code, 0, empty.stderr);
+    assert.equal(empty.stdout, 'No revocation entries.\n');
+    await s.store.revokeToken('tok-1', 4_000_000_000);
+    await s.store.revokeClient(NFC_ID, 1_800_000_000, 4_000_003_600);
+    const listed = await runCli(['revoke', 'list', ...admin], { cwd: s.dir });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(
+      listed.stdout,
+      [
+        'KIND    ID            ISSUED-BEFORE         EXPIRES',
+        'token   tok-1         -                     2096-10-02T07:06:40Z',
+        `client  ${NFC_ID}  2027-01-15T08:00:00Z  2096-10-02T08:06:40Z`,
+        '',
+      ].join('\n'),
+    );
+    const json = await runCli(['revoke', 'list', '-o', 'json', ...admin], { cwd: s.dir });
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout), [
+      {
+        kind: 'token',
+        jti: 'tok-1',
+        clientId: null,
+        issuedBefore: null,
+        expiresAt: '2096-10-02T07:06:40Z',
+      },
+      {
+        kind: 'client',
+        jti: null,
+        clientId: NFC_ID,
+        issuedBefore: '2027-01-15T08:00:00Z',
+        expiresAt: '2096-10-02T08:06:40Z',
+      },
+    ]);
+    assertNoToken(json);
+  });
+
   test('--help describes the command; the top-level help lists it', async (t) => {
     const dir = await tempDir(t);
     const help = await runCli(['revoke', '--help'], { cwd: dir });
@@ -274,6 +314,6 @@ describe('portaria revoke', () => {
     assert.match(help.stdout, /^Usage: portaria revoke --jti ID/);
     assert.match(help.stdout, /--token-file PATH/);
     const top = await runCli(['--help'], { cwd: dir });
-    assert.match(top.stdout, /\n {2}revoke {4}revoke a token/);
+    assert.match(top.stdout, /\n {2}revoke {3}revoke a token/);
   });
 });
