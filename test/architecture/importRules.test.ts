@@ -60,7 +60,8 @@ const ALLOWED: Record<string, readonly string[]> = {
     'lib',
     'errors',
   ],
-  main: ['app', 'config', 'demo'],
+  // cli/processFlags: --help and --version, answered before the gateway's modules load.
+  main: ['app', 'config', 'demo', 'cli'],
 };
 
 /** The only areas that may import each third-party package. */
