@@ -167,6 +167,11 @@ async function generate(args: readonly string[], ctx: CliContext): Promise<void>
   ctx.out(`kid:  ${key.kid}\n`);
   ctx.out(`alg:  ${alg}\n`);
   ctx.out(`path: ${path}\n`);
+  if (config !== null && alg !== config.token.algorithm) {
+    ctx.err(
+      `warning: the configuration signs with ${config.token.algorithm} (token.algorithm): this ${alg} key is published but never signs there ("keys list" shows it unused)\n`,
+    );
+  }
 }
 
 async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {

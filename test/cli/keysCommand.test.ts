@@ -546,6 +546,10 @@ describe('a key of another algorithm than the configured one', () => {
     const signer = /^kid: +(\S+)$/m.exec(es.stdout)?.[1] ?? '';
     const ed = await run('generate', '--alg', 'EdDSA');
     assert.equal(ed.code, 0, ed.stderr);
+    assert.equal(
+      ed.stderr,
+      'warning: the configuration signs with ES256 (token.algorithm): this EdDSA key is published but never signs there ("keys list" shows it unused)\n',
+    );
     const stray = /^kid: +(\S+)$/m.exec(ed.stdout)?.[1] ?? '';
 
     const listed = await run('list');
