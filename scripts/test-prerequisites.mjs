@@ -25,6 +25,8 @@ const NEEDS = [
   { program: 'promtool', variable: 'PROMTOOL', pkg: 'prometheus', service: true },
   // The chart's `helm test` hook script runs as it does in its pod (sh + curl).
   { program: 'curl', pkg: 'curl', service: false },
+  // README "Running it for real" makes its secrets with openssl; a test runs those steps.
+  { program: 'openssl', pkg: 'openssl', service: false },
   // scripts/fetch-helm.sh unpacks the pinned helm binary from a zip file.
   { program: 'unzip', pkg: 'unzip', service: false },
 ];

@@ -19,6 +19,7 @@ import { rmSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import type { App } from './app/createApp.js';
+import { processFlags } from './cli/processFlags.js';
 
 const USAGE = `Usage: node dist/main.js --config FILE | --demo
 
@@ -65,6 +66,11 @@ process.on('SIGTERM', () => onStop('SIGTERM'));
 process.on('SIGINT', () => onStop('SIGINT'));
 
 async function main(): Promise<number> {
+  const early = await processFlags(process.argv.slice(2), {
+    out: (text) => process.stdout.write(text),
+    err: (text) => process.stderr.write(text),
+  });
+  if (early !== null) return early;
   let values: {
     config?: string | undefined;
     demo?: boolean | undefined;

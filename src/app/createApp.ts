@@ -409,6 +409,12 @@ export async function createApp(options: AppOptions): Promise<App> {
         { publicUrl, adminUrl, kid: state.keyRing.signingKey.kid, clients: state.clientCount },
         'listening',
       );
+      if (config.routes.length === 0 && config.upstream.default === null) {
+        logger.warn(
+          { setting: 'routes' },
+          'no routes and no upstream.default: every request but the token operation gets 404 (add routes to the configuration)',
+        );
+      }
       if (config.revocation.store === 'memory' && worker === undefined) {
         logger.warn(
           { setting: 'revocation.store' },

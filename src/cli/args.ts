@@ -10,6 +10,8 @@ export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>;
   /** Writes to standard output. */
   readonly out: (text: string) => void;
+  /** Writes to standard error (warnings that must not mix with parseable output). */
+  readonly err: (text: string) => void;
   /** Reads standard input to its end. */
   readonly readStdin: () => Promise<string>;
   readonly now: () => Date;
@@ -25,6 +27,14 @@ export class UsageError extends Error {
   constructor(command: string, message: string) {
     super(message);
     this.command = command;
+  }
+}
+
+/** A failure the command has already printed (`-o json`): exit 1, nothing more on stderr. */
+export class AlreadyReported extends Error {
+  override readonly name = 'AlreadyReported';
+  constructor() {
+    super('failed (reported on standard output)');
   }
 }
 
@@ -71,6 +81,24 @@ export function expectPositionals(
     throw new UsageError(command, `unexpected argument ${JSON.stringify(given[names.length])}`);
   }
   return [...given];
+}
+
+/** `--output table|json` (`-o json`), for every command that lists. */
+export const OUTPUT_OPTION: OptionsConfig = { output: { type: 'string', short: 'o' } };
+
+export const OUTPUT_HELP = `  -o, --output FORMAT  table (default) or json (stable field names: docs/cli.md)`;
+
+export function outputFormat(command: string, parsed: ParsedCommand): 'table' | 'json' {
+  const value = stringValue(parsed, 'output') ?? 'table';
+  if (value !== 'table' && value !== 'json') {
+    throw new UsageError(command, `--output: must be table or json (got ${JSON.stringify(value)})`);
+  }
+  return value;
+}
+
+/** A list as `-o json` prints it: one JSON document, an array, and a final newline. */
+export function jsonLines(value: unknown): string {
+  return `${JSON.stringify(value, null, 2)}\n`;
 }
 
 export function stringValue(parsed: ParsedCommand, name: string): string | undefined {

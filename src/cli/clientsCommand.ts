@@ -1,5 +1,5 @@
 /**
- * `portaria clients add|list|disable|rotate-secret|remove`: edits the clients file the
+ * `portaria clients add|list|enable|disable|rotate-secret|remove`: edits the clients file the
  * gateway loads at start (and reloads on change or SIGHUP when reload is enabled).
  *
  * Generated secrets (256 random bits) are printed once and stored as `sha256:` hashes;
@@ -12,6 +12,7 @@ import {
   addClient,
   type ClientsFileEntry,
   disableClient,
+  enableClient,
   listClients,
   removeClient,
   rotateClientSecret,
@@ -21,19 +22,29 @@ import { generateSecret, hashChosenSecret, hashGeneratedSecret } from '../client
 import { CLIENT_ID_RULE, clientIdProblem } from '../domain/clientId.js';
 import {
   type CliContext,
-  envValue,
   expectPositionals,
+  jsonLines,
   type OptionsConfig,
+  OUTPUT_HELP,
+  OUTPUT_OPTION,
+  outputFormat,
   type ParsedCommand,
   parseCommandArgs,
   stringValue,
   UsageError,
   wantsHelp,
 } from './args.js';
-import { displayWidth, padToWidth } from './displayWidth.js';
-import { CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
+import {
+  CONFIG_HELP,
+  CONFIG_OPTION,
+  clientsFileFor,
+  DEFAULT_CLIENTS_FILE,
+  gatewayConfig,
+} from './gatewayConfig.js';
+import { alignHelp } from './helpText.js';
+import { ADMIN_HELP, ADMIN_OPTIONS, revokeClientTokens } from './revokeCommand.js';
+import { table } from './table.js';
 
-export const DEFAULT_CLIENTS_FILE = './data/clients.json';
 const MIN_CHOSEN_SECRET = 16;
 const MAX_CHOSEN_SECRET = 1024;
 const DEFAULT_OVERLAP = '24h';
@@ -43,24 +54,26 @@ const UNIT_SECONDS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 
 const FILE_OPTION: OptionsConfig = { 'clients-file': { type: 'string' }, ...CONFIG_OPTION };
 
 const FILE_HELP = `  --clients-file PATH  clients file (default: the configuration's clients.file, else
-                       $PORTARIA_CLIENTS_FILE, else ${DEFAULT_CLIENTS_FILE})
+                       $PORTARIA_CLIENTS__FILE, else ${DEFAULT_CLIENTS_FILE})
 ${CONFIG_HELP}`;
 
-export const CLIENTS_HELP = `Usage: portaria clients <command> [options]
+export const CLIENTS_HELP = alignHelp(`Usage: portaria clients <command> [options]
 
 Manage the clients allowed to request access tokens.
 
 Commands:
   add <id> --scopes a,b   register a client and print its new secret once
-  list                    show every client (never a secret or hash)
+  list                    show every client (never a secret or hash); -o json
+  enable <id>             accept a disabled client's credentials again
   disable <id>            refuse a client's credentials (a running gateway reloads the file)
   rotate-secret <id>      add a new secret, print it once; the old one expires later
-  remove <id>             delete a client
+  remove <id>             delete a client (--revoke: revoke its tokens first)
 
 Run "portaria clients <command> --help" for a command's options.
-`;
+`);
 
-const ADD_HELP = `Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
+const ADD_HELP =
+  alignHelp(`Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
 
 Registers a client. The id is any Unicode text of ${CLIENT_ID_RULE}; ids are compared byte
 for byte, so two spellings of one name (NFC "é", NFD "e" + U+0301) are two clients. By default a 256-bit secret is generated, printed once and stored
@@ -72,17 +85,28 @@ Options:
   --lifetime SECONDS   token lifetime for this client, 1 to 86400 (default: the gateway's)
   --secret-stdin       read the secret from standard input
 ${FILE_HELP}
-`;
+`);
 
-const LIST_HELP = `Usage: portaria clients list
+const LIST_HELP = alignHelp(`Usage: portaria clients list [-o json]
 
 Shows each client's id, scopes, token lifetime, disabled flag and number of secrets.
 
 Options:
+${OUTPUT_HELP}
 ${FILE_HELP}
-`;
+`);
 
-const DISABLE_HELP = `Usage: portaria clients disable <id>
+const ENABLE_HELP = alignHelp(`Usage: portaria clients enable <id>
+
+Clears a client's disabled flag: the gateway accepts its credentials again once it has
+reloaded the file (within reload.pollIntervalMs, or at once on SIGHUP). Tokens revoked
+while it was disabled stay revoked.
+
+Options:
+${FILE_HELP}
+`);
+
+const DISABLE_HELP = alignHelp(`Usage: portaria clients disable <id>
 
 Marks a client disabled: the gateway refuses its credentials once it has reloaded the file
 (within reload.pollIntervalMs, or at once on SIGHUP). Tokens already issued stay valid
@@ -90,9 +114,9 @@ until they expire; revoke them to cut them off.
 
 Options:
 ${FILE_HELP}
-`;
+`);
 
-const ROTATE_HELP = `Usage: portaria clients rotate-secret <id> [--overlap DURATION]
+const ROTATE_HELP = alignHelp(`Usage: portaria clients rotate-secret <id> [--overlap DURATION]
 
 Generates a new 256-bit secret for a client, prints it once and stores only its
 SHA-256 hash. The previous secret stays valid for the overlap (it keeps an earlier
@@ -108,15 +132,21 @@ Options:
   --overlap DURATION   how long the previous secret stays valid: 30m, 24h, 7d or
                        seconds, at most 365d (default ${DEFAULT_OVERLAP}); 0 ends it now
 ${FILE_HELP}
-`;
+`);
 
-const REMOVE_HELP = `Usage: portaria clients remove <id>
+const REMOVE_HELP = alignHelp(`Usage: portaria clients remove <id> [--revoke]
 
-Deletes a client and its secrets from the clients file.
+Deletes a client and its secrets from the clients file. Tokens already issued to it
+stay valid until they expire, unless --revoke revokes them first (through the admin API
+of a running gateway, as "portaria revoke --client <id>" does; if that fails, the client
+is kept). Without --revoke, a warning says so; "portaria revoke --client <id> --force"
+revokes them later.
 
 Options:
+  --revoke             revoke every token of the client, then remove it
+${ADMIN_HELP}
 ${FILE_HELP}
-`;
+`);
 
 export async function runClientsCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   const [command, ...rest] = args;
@@ -124,6 +154,7 @@ export async function runClientsCommand(args: readonly string[], ctx: CliContext
   if (command === '--help' || command === '-h') return ctx.out(CLIENTS_HELP);
   if (command === 'add') return add(rest, ctx);
   if (command === 'list') return list(rest, ctx);
+  if (command === 'enable') return enable(rest, ctx);
   if (command === 'disable') return disable(rest, ctx);
   if (command === 'rotate-secret') return rotateSecret(rest, ctx);
   if (command === 'remove') return remove(rest, ctx);
@@ -187,32 +218,38 @@ async function add(args: readonly string[], ctx: CliContext): Promise<void> {
 async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   if (wantsHelp(args)) return ctx.out(LIST_HELP);
   const cmd = 'clients list';
-  const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
+  const parsed = parseCommandArgs(cmd, args, { ...FILE_OPTION, ...OUTPUT_OPTION });
   expectPositionals(cmd, parsed, []);
+  const format = outputFormat(cmd, parsed);
   const file = await clientsFile(parsed, ctx);
   const clients = await listClients(file);
-  if (clients.length === 0) return ctx.out(`No clients in ${file}.\n`);
-  const rows = [
-    ['ID', 'SCOPES', 'LIFETIME', 'DISABLED', 'SECRETS'],
-    ...clients.map((c) => [
-      c.id,
-      c.scopes.join(','),
-      c.lifetimeSeconds === null ? 'default' : `${c.lifetimeSeconds}s`,
-      c.disabled ? 'yes' : 'no',
-      String(c.secretCount),
-    ]),
-  ];
-  // Aligned by terminal columns, not UTF-16 units: ids may be CJK, emoji or decomposed.
-  const widths =
-    rows[0]?.map((_, col) => Math.max(...rows.map((r) => displayWidth(r[col] ?? '')))) ?? [];
-  for (const row of rows) {
-    ctx.out(
-      `${row
-        .map((cell, col) => padToWidth(cell, widths[col] ?? 0))
-        .join('  ')
-        .trimEnd()}\n`,
+  if (format === 'json') {
+    // Field names are documented (docs/cli.md): scripts read them.
+    return ctx.out(
+      jsonLines(
+        clients.map((c) => ({
+          id: c.id,
+          scopes: c.scopes,
+          lifetimeSeconds: c.lifetimeSeconds,
+          disabled: c.disabled,
+          secrets: c.secretCount,
+        })),
+      ),
     );
   }
+  if (clients.length === 0) return ctx.out(`No clients in ${file}.\n`);
+  ctx.out(
+    table([
+      ['ID', 'SCOPES', 'LIFETIME', 'DISABLED', 'SECRETS'],
+      ...clients.map((c) => [
+        c.id,
+        c.scopes.join(','),
+        c.lifetimeSeconds === null ? 'default' : `${c.lifetimeSeconds}s`,
+        c.disabled ? 'yes' : 'no',
+        String(c.secretCount),
+      ]),
+    ]),
+  );
   const ids = clients.map((c) => c.id);
   const noted = new Set<string>();
   for (const id of ids) {
@@ -236,6 +273,20 @@ async function disable(args: readonly string[], ctx: CliContext): Promise<void> 
     changed
       ? `Disabled client ${JSON.stringify(id)} in ${file} (a running gateway picks it up on reload).\n`
       : `Client ${JSON.stringify(id)} was already disabled.\n`,
+  );
+}
+
+async function enable(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(ENABLE_HELP);
+  const cmd = 'clients enable';
+  const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
+  const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
+  const file = await clientsFile(parsed, ctx);
+  const changed = await enableClient(file, id);
+  ctx.out(
+    changed
+      ? `Enabled client ${JSON.stringify(id)} in ${file} (a running gateway picks it up on reload).\n`
+      : `Client ${JSON.stringify(id)} was not disabled.\n`,
   );
 }
 
@@ -282,11 +333,38 @@ async function rotateSecret(args: readonly string[], ctx: CliContext): Promise<v
 async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   if (wantsHelp(args)) return ctx.out(REMOVE_HELP);
   const cmd = 'clients remove';
-  const parsed = parseCommandArgs(cmd, args, FILE_OPTION);
+  const parsed = parseCommandArgs(cmd, args, {
+    ...FILE_OPTION,
+    ...ADMIN_OPTIONS,
+    revoke: { type: 'boolean' },
+  });
   const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
-  const file = await clientsFile(parsed, ctx);
+  const revoke = parsed.values.revoke === true;
+  if (!revoke && (parsed.values['admin-url'] ?? parsed.values['token-file']) !== undefined) {
+    throw new UsageError(cmd, '--admin-url and --token-file go with --revoke only');
+  }
+  const config = await gatewayConfig(parsed, ctx);
+  const file = clientsFileFor(parsed, ctx, config);
+  if (revoke) {
+    // Revoked first: if the gateway cannot be reached, the client stays, so that
+    // running the command again revokes and removes it.
+    if (!(await listClients(file)).some((c) => c.id === id)) {
+      throw new Error(`no client ${JSON.stringify(id)} in ${file}`);
+    }
+    ctx.out(await revokeClientTokens(cmd, parsed, ctx, config, id));
+  }
   await removeClient(file, id);
   ctx.out(`Removed client ${JSON.stringify(id)} from ${file}.\n`);
+  if (!revoke) {
+    ctx.err(
+      `warning: tokens already issued to ${JSON.stringify(id)} stay valid until they expire; revoke them with "portaria revoke --client ${shellWord(id)} --force" (or remove with --revoke).\n`,
+    );
+  }
+}
+
+/** `id` as one shell word: as is when plain, else in single quotes. */
+function shellWord(id: string): string {
+  return /^[A-Za-z0-9._:@%+=,/-]+$/.test(id) ? id : `'${id.replaceAll("'", "'\\''")}'`;
 }
 
 /** Ids are never normalised: say so when the new one differs from another only in spelling. */
@@ -305,13 +383,10 @@ function parseDuration(text: string): number | null {
   return seconds <= MAX_OVERLAP_SECONDS ? seconds : null;
 }
 
-/** `--clients-file`, else the gateway configuration's `clients.file`, else the variable or the default. */
 async function clientsFile(parsed: ParsedCommand, ctx: CliContext): Promise<string> {
   const explicit = stringValue(parsed, 'clients-file');
   if (explicit !== undefined) return explicit;
-  const config = await gatewayConfig(parsed, ctx);
-  if (config !== null) return config.clients.file;
-  return envValue(ctx, 'PORTARIA_CLIENTS_FILE') ?? DEFAULT_CLIENTS_FILE;
+  return clientsFileFor(parsed, ctx, await gatewayConfig(parsed, ctx));
 }
 
 /** Drops the one line ending `echo` or a here-string adds. */

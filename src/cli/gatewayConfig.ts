@@ -8,10 +8,11 @@
  * sign before verifiers caching the old JWKS know it.
  *
  * Precedence, for each setting: the command's own option, then the configuration, then
- * (without a configuration) the environment variable and the built-in default. With a
- * configuration the variables the gateway honours (`PORTARIA_KEYS_DIR`, …) still apply,
- * through the configuration, as they do for the gateway.
+ * (without a configuration) the setting's environment variable (`PORTARIA_CLIENTS__FILE`,
+ * or its short alias) and the built-in default. With a configuration every variable the
+ * gateway honours still applies, through the configuration, as it does for the gateway.
  */
+import { environmentText } from '../config/environment.js';
 import { loadConfig } from '../config/loadConfig.js';
 import type { Config } from '../config/types.js';
 import {
@@ -47,4 +48,31 @@ export function adminUrlOf(config: Config): string {
   else if (host === '::') host = '::1';
   if (host.includes(':')) host = `[${host}]`;
   return `http://${host}:${config.admin.port}`;
+}
+
+export const DEFAULT_CLIENTS_FILE = './data/clients.json';
+export const DEFAULT_KEYS_DIR = './data/keys';
+
+/** `--clients-file`, else the configuration's `clients.file`, else its variable, else the default. */
+export function clientsFileFor(
+  parsed: ParsedCommand,
+  ctx: CliContext,
+  config: Config | null,
+): string {
+  return (
+    stringValue(parsed, 'clients-file') ??
+    config?.clients.file ??
+    environmentText(ctx.env, 'clients.file') ??
+    DEFAULT_CLIENTS_FILE
+  );
+}
+
+/** `--keys-dir`, else the configuration's `keys.dir`, else its variable, else the default. */
+export function keysDirFor(parsed: ParsedCommand, ctx: CliContext, config: Config | null): string {
+  return (
+    stringValue(parsed, 'keys-dir') ??
+    config?.keys.dir ??
+    environmentText(ctx.env, 'keys.dir') ??
+    DEFAULT_KEYS_DIR
+  );
 }

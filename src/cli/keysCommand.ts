@@ -13,30 +13,39 @@
  */
 import { type Config, SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
 import { generateSigningKey, writeSigningKey } from '../keys/generateKey.js';
-import { KeyRing } from '../keys/keyRing.js';
+import { KeyRing, type KeyState, type KeyStateName } from '../keys/keyRing.js';
 import { formatInstant, parseInstant } from '../keys/keySchedule.js';
 import { readKeyDirectory } from '../keys/loadKeyRing.js';
 import { removeKey } from '../keys/removeKey.js';
 import { rotateKeys } from '../keys/rotateKeys.js';
 import {
   type CliContext,
-  envValue,
   expectPositionals,
+  jsonLines,
+  OUTPUT_HELP,
+  OUTPUT_OPTION,
+  outputFormat,
   type ParsedCommand,
   parseCommandArgs,
   stringValue,
   UsageError,
   wantsHelp,
 } from './args.js';
-import { CONFIG_HELP, CONFIG_OPTION, gatewayConfig } from './gatewayConfig.js';
-
-export const DEFAULT_KEYS_DIR = './data/keys';
+import {
+  CONFIG_HELP,
+  CONFIG_OPTION,
+  DEFAULT_KEYS_DIR,
+  gatewayConfig,
+  keysDirFor,
+} from './gatewayConfig.js';
+import { alignHelp } from './helpText.js';
+import { table } from './table.js';
 
 const DIR_HELP = `  --keys-dir PATH    keys directory (default: the configuration's keys.dir, else
-                     $PORTARIA_KEYS_DIR, else ${DEFAULT_KEYS_DIR})
+                     $PORTARIA_KEYS__DIR, else ${DEFAULT_KEYS_DIR})
 ${CONFIG_HELP}`;
 
-export const KEYS_HELP = `Usage: portaria keys <command> [options]
+export const KEYS_HELP = alignHelp(`Usage: portaria keys <command> [options]
 
 Manage the gateway's token-signing keys.
 
@@ -47,9 +56,9 @@ Commands:
   generate [--alg ES256|EdDSA|RS256]   create a key that is active at once (first key, tests)
 
 Run "portaria keys <command> --help" for a command's options.
-`;
+`);
 
-const GENERATE_HELP = `Usage: portaria keys generate [--alg ES256|EdDSA|RS256]
+const GENERATE_HELP = alignHelp(`Usage: portaria keys generate [--alg ES256|EdDSA|RS256]
 
 Creates a private key (PKCS#8 PEM, mode 0600) named after its new kid, without a
 schedule entry. In a directory without schedule.json the newest such key signs from the
@@ -62,9 +71,10 @@ Options:
                      configuration's token.algorithm, else the algorithm of the keys
                      already in the directory, ES256 when it has none
 ${DIR_HELP}
-`;
+`);
 
-const ROTATE_HELP = `Usage: portaria keys rotate [--alg ES256|EdDSA|RS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
+const ROTATE_HELP =
+  alignHelp(`Usage: portaria keys rotate [--alg ES256|EdDSA|RS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
 
 Adds a signing key and schedules the switch to it in schedule.json, so that no token
 fails verification, at the gateway or at a verifier caching the JWKS:
@@ -87,9 +97,9 @@ Options:
   --max-lifetime SECONDS  longest access-token lifetime, 1 to 86400 (default 86400, the
                           most any client may have: a lifetime raised later is covered)
 ${DIR_HELP}
-`;
+`);
 
-const LIST_HELP = `Usage: portaria keys list [--alg ES256|EdDSA|RS256]
+const LIST_HELP = alignHelp(`Usage: portaria keys list [--alg ES256|EdDSA|RS256] [-o json]
 
 Shows every key, newest first: kid, algorithm, state and its schedule (UTC).
 States: pending (not signing yet), active (signs now), retiring (no longer signs, still
@@ -100,10 +110,11 @@ Options:
   --alg ALG          the gateway's token.algorithm, which decides the active key
                      (default: the configuration's, else the algorithm of the keys in
                      the directory)
+${OUTPUT_HELP}
 ${DIR_HELP}
-`;
+`);
 
-const REMOVE_HELP = `Usage: portaria keys remove <kid>
+const REMOVE_HELP = alignHelp(`Usage: portaria keys remove <kid> [--alg ES256|EdDSA|RS256]
 
 Deletes the key's file and its schedule entry: gateways stop publishing the key and
 stop accepting its tokens at their next reload (at once with file watching, or SIGHUP).
@@ -119,11 +130,14 @@ Third parties that cached the JWKS keep the old key until their cache expires, a
 refuse the new key's tokens until they fetch the JWKS again.
 
 Options:
+  --alg ALG          the gateway's token.algorithm: a key of another algorithm never
+                     signs there and is removed without the signer checks (default:
+                     the configuration's, else the algorithm of the keys in the directory)
   --skew SECONDS     the gateways' clockSkewSeconds, 0 to 600 (default: the
                      configuration's, else 60)
   --now TIME         the moment that decides which key signs (default: now)
 ${DIR_HELP}
-`;
+`);
 
 export async function runKeysCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   const [command, ...rest] = args;
@@ -153,6 +167,11 @@ async function generate(args: readonly string[], ctx: CliContext): Promise<void>
   ctx.out(`kid:  ${key.kid}\n`);
   ctx.out(`alg:  ${alg}\n`);
   ctx.out(`path: ${path}\n`);
+  if (config !== null && alg !== config.token.algorithm) {
+    ctx.err(
+      `warning: the configuration signs with ${config.token.algorithm} (token.algorithm): this ${alg} key is published but never signs there ("keys list" shows it unused)\n`,
+    );
+  }
 }
 
 async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -221,17 +240,36 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
     alg: { type: 'string' },
     'keys-dir': { type: 'string' },
     ...CONFIG_OPTION,
+    ...OUTPUT_OPTION,
     now: { type: 'string' },
   });
   expectPositionals(cmd, parsed, []);
+  const format = outputFormat(cmd, parsed);
   const config = await gatewayConfig(parsed, ctx);
   const dir = keysDir(parsed, ctx, config);
   const now = nowOption(cmd, parsed, ctx).getTime();
   const algorithm = await algorithmOption(cmd, parsed, dir, now, config);
   const { keys, schedule } = await readKeyDirectory(dir, now);
   const ring = new KeyRing(keys, schedule, algorithm, { now: () => now });
+  const states = ring.states().map((k) => ({ ...k, state: keyState(k, algorithm) }));
+  if (format === 'json') {
+    // Field names are documented (docs/cli.md); null instants: no schedule entry / never.
+    return ctx.out(
+      jsonLines(
+        states.map((k) => ({
+          kid: k.kid,
+          alg: k.alg,
+          state: k.state,
+          publishAt: k.publishAt === null ? null : formatInstant(k.publishAt),
+          activateAt: k.activateAt === null ? null : formatInstant(k.activateAt),
+          retireAt: k.retireAt === null ? null : formatInstant(k.retireAt),
+          removeAt: k.removeAt === null ? null : formatInstant(k.removeAt),
+        })),
+      ),
+    );
+  }
   const rows = [['KID', 'ALG', 'STATE', 'PUBLISH', 'ACTIVATE', 'RETIRE', 'REMOVE']];
-  for (const k of ring.states()) {
+  for (const k of states) {
     rows.push([
       k.kid,
       k.alg,
@@ -243,12 +281,28 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
     ]);
   }
   ctx.out(table(rows));
+  const unused = [...new Set(states.filter((k) => k.state === 'unused').map((k) => k.alg))];
+  if (unused.length > 0) {
+    ctx.out(
+      `\nunused: algorithm ${unused.join(', ')} ≠ configured ${algorithm} (token.algorithm): such a key never signs here; "portaria keys remove <kid>" takes it out.\n`,
+    );
+  }
+}
+
+/**
+ * A key's state for a gateway signing with `algorithm`: the ring's, except that a key of
+ * another algorithm, published but never picked as signer, is `unused` (not `retiring`:
+ * nothing schedules it out, and `keys remove` takes it without the signer checks).
+ */
+function keyState(key: KeyState, algorithm: SigningAlgorithm): KeyStateName | 'unused' {
+  return key.alg !== algorithm && key.state !== 'retired' ? 'unused' : key.state;
 }
 
 async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   if (wantsHelp(args)) return ctx.out(REMOVE_HELP);
   const cmd = 'keys remove';
   const parsed = parseCommandArgs(cmd, args, {
+    alg: { type: 'string' },
     'keys-dir': { type: 'string' },
     ...CONFIG_OPTION,
     now: { type: 'string' },
@@ -256,11 +310,15 @@ async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
   });
   const [kid] = expectPositionals(cmd, parsed, ['kid']);
   const config = await gatewayConfig(parsed, ctx);
+  const dir = keysDir(parsed, ctx, config);
+  const now = nowOption(cmd, parsed, ctx);
+  const algorithm = await algorithmOption(cmd, parsed, dir, now.getTime(), config);
   const removed = await removeKey(
-    keysDir(parsed, ctx, config),
+    dir,
     kid as string,
-    nowOption(cmd, parsed, ctx),
+    now,
     secondsOption(cmd, parsed, 'skew', 0, 600, config?.clockSkewSeconds ?? 60),
+    algorithm,
   );
   ctx.out(`removed:    ${removed.kid}${removed.alg === null ? '' : ` (${removed.alg})`}\n`);
   ctx.out(`files:      ${removed.files.join(', ')}\n`);
@@ -313,14 +371,8 @@ async function algorithmOption(
   );
 }
 
-/** `--keys-dir`, else the configuration's `keys.dir`, else the variable or the default. */
 function keysDir(parsed: ParsedCommand, ctx: CliContext, config: Config | null): string {
-  return (
-    stringValue(parsed, 'keys-dir') ??
-    config?.keys.dir ??
-    envValue(ctx, 'PORTARIA_KEYS_DIR') ??
-    DEFAULT_KEYS_DIR
-  );
+  return keysDirFor(parsed, ctx, config);
 }
 
 function secondsOption(
@@ -355,17 +407,4 @@ function nowOption(cmd: string, parsed: ParsedCommand, ctx: CliContext): Date {
 
 function instant(ms: number | null, none: string): string {
   return ms === null ? none : formatInstant(ms);
-}
-
-function table(rows: readonly string[][]): string {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows
-    .map(
-      (r) =>
-        `${r
-          .map((cell, i) => cell.padEnd(widths[i] ?? 0))
-          .join('  ')
-          .trimEnd()}\n`,
-    )
-    .join('');
 }

@@ -1,69 +1,66 @@
 #!/usr/bin/env node
 /**
- * `portaria`: the operator's command line (clients, signing keys, revocation).
+ * `portaria`: the operator's command line (clients, signing keys, revocation, config check).
  *
  * Exit codes: 0 success, 1 failure (bad file, refused change, I/O error), 2 usage error.
  * Every error is one line on stderr, `portaria: <command>: <what>` (a file with several
  * problems lists them one per line below it); never a stack trace.
  */
-import { readFile } from 'node:fs/promises';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import { type CliContext, UsageError } from './args.js';
+import { AlreadyReported, type CliContext, UsageError } from './args.js';
 import { runClientsCommand } from './clientsCommand.js';
+import { runConfigCommand } from './configCommand.js';
+import { alignHelp } from './helpText.js';
 import { runKeysCommand } from './keysCommand.js';
+import { packageVersion } from './packageVersion.js';
 import { runRevokeCommand } from './revokeCommand.js';
 
-const HELP = `Usage: portaria <group> <command> [options]
+const HELP = alignHelp(`Usage: portaria <group> <command> [options]
 
 Operator commands for the Portaria API gateway.
 
 Groups:
-  clients   add, list, disable, remove clients and rotate their secrets
-  keys      generate, rotate and list token-signing keys
-  revoke    revoke a token (--jti) or a client's tokens (--client) via the admin API
+  clients   add, list, enable, disable, remove clients and rotate their secrets
+  keys      generate, rotate, list and remove token-signing keys
+  revoke    revoke a token (--jti) or a client's tokens (--client), list revocations
+  config    check a configuration and the files it names without starting the gateway
+  help      show help: "portaria help", "portaria help clients", "portaria help keys list"
 
 Options:
-  --help, -h   show help (also after a group or command)
-  --version    show the version
+  -h, --help      show help (also after a group or command)
+  -V, --version   show the version
 
 Gateway settings: --config FILE / $PORTARIA_CONFIG, the gateway's configuration file:
-       every command then takes its files, algorithm, timing and admin listener from
-       it (its own options still win). Without one:
-Files: --clients-file / $PORTARIA_CLIENTS_FILE (default ./data/clients.json),
-       --keys-dir / $PORTARIA_KEYS_DIR (default ./data/keys).
+  every command then takes its files, algorithm, timing and admin listener from it
+  (its own options still win). Without one:
+Files: --clients-file / $PORTARIA_CLIENTS__FILE (default ./data/clients.json),
+  --keys-dir / $PORTARIA_KEYS__DIR (default ./data/keys).
 Admin API (revoke): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
-       --token-file / $PORTARIA_ADMIN_TOKEN_FILE.
-`;
+  --token-file / $PORTARIA_ADMIN__TOKEN_FILE.
+Lists (clients list, keys list, revoke list) take -o json (--output json).
+`);
+
+const GROUPS: Readonly<
+  Record<string, (args: readonly string[], ctx: CliContext) => Promise<void>>
+> = {
+  clients: runClientsCommand,
+  keys: runKeysCommand,
+  revoke: runRevokeCommand,
+  config: runConfigCommand,
+};
 
 async function run(args: readonly string[], ctx: CliContext): Promise<void> {
   const [group, ...rest] = args;
   if (group === undefined) throw new UsageError('', 'missing command');
   if (group === '--help' || group === '-h') return ctx.out(HELP);
-  if (group === '--version') return ctx.out(`portaria ${await packageVersion()}\n`);
-  if (group === 'clients') return runClientsCommand(rest, ctx);
-  if (group === 'keys') return runKeysCommand(rest, ctx);
-  if (group === 'revoke') return runRevokeCommand(rest, ctx);
+  if (group === '--version' || group === '-V') {
+    return ctx.out(`portaria ${await packageVersion()}\n`);
+  }
+  // `portaria help clients add` is `portaria clients add --help`.
+  if (group === 'help') return rest.length === 0 ? ctx.out(HELP) : run([...rest, '--help'], ctx);
+  const command = GROUPS[group];
+  if (command !== undefined && Object.hasOwn(GROUPS, group)) return command(rest, ctx);
   if (group.startsWith('-')) throw new UsageError('', `unknown option ${group}`);
   throw new UsageError('', `unknown command ${JSON.stringify(group)}`);
-}
-
-/** The version in the nearest package.json above this file (works from dist/ and dist-test/). */
-async function packageVersion(): Promise<string> {
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(await readFile(join(dir, 'package.json'), 'utf8')) as {
-        version?: unknown;
-      };
-      if (typeof pkg.version === 'string') return pkg.version;
-    } catch {
-      // Not here (or unreadable): keep walking up.
-    }
-    const parent = dirname(dir);
-    if (parent === dir) return 'unknown';
-    dir = parent;
-  }
 }
 
 /** The one stderr line (plus a file's problem list) and exit code for a failure. */
@@ -73,8 +70,9 @@ function errorLine(err: unknown, args: readonly string[]): { text: string; code:
     const prefix = err.command === '' ? 'portaria' : `portaria: ${err.command}`;
     return { text: `${prefix}: ${err.message} (see "${where} --help")`, code: 2 };
   }
-  // `revoke` has no sub-command: its second argument is an option, not part of the name.
-  const command = args[0] === 'revoke' ? 'revoke' : args.slice(0, 2).join(' ');
+  // `revoke` has no sub-command but `list`: its second argument is usually an option.
+  const command =
+    args[0] === 'revoke' && args[1] !== 'list' ? 'revoke' : args.slice(0, 2).join(' ');
   // ConfigError's message is a head line plus one line per problem in the file.
   const message = err instanceof Error ? err.message : String(err);
   return { text: `portaria: ${command}: ${message}`, code: 1 };
@@ -97,6 +95,7 @@ const argv = process.argv.slice(2);
 const context: CliContext = {
   env: process.env,
   out: (text) => process.stdout.write(text),
+  err: (text) => process.stderr.write(text),
   readStdin,
   now: () => new Date(),
   cwd: process.cwd(),
@@ -104,6 +103,11 @@ const context: CliContext = {
 try {
   await run(argv, context);
 } catch (err) {
+  if (err instanceof AlreadyReported) process.exitCode = 1;
+  else reportFailure(err);
+}
+
+function reportFailure(err: unknown): void {
   const { text, code } = errorLine(err, argv);
   process.stderr.write(`${text}\n`);
   process.exitCode = code;

@@ -119,6 +119,19 @@ export async function disableClient(file: string, id: string): Promise<boolean> 
   });
 }
 
+/** Clears a client's disabled flag; false when it was not disabled. */
+export async function enableClient(file: string, id: string): Promise<boolean> {
+  return withEditLock(file, async () => {
+    const data = await readClientsFile(file);
+    const entry = data.clients.find((c) => c.id === id);
+    if (entry === undefined) throw noClient(file, id, data);
+    if (entry.disabled !== true) return false;
+    delete entry.disabled;
+    await writeClientsFile(file, data);
+    return true;
+  });
+}
+
 /** Deletes a client from the file. */
 export async function removeClient(file: string, id: string): Promise<void> {
   await withEditLock(file, async () => {

@@ -1,16 +1,15 @@
 /**
  * Loads the configuration: the YAML file named by `--config` or `PORTARIA_CONFIG`, then
- * the environment overrides below, then `validateConfig`. This module is the only one
- * that reads `process.env`; it is handed the environment so tests pass their own.
- *
- * Environment overrides (for secrets and per-deployment values, e.g. Kubernetes):
- *   PORTARIA_PORT, PORTARIA_ADMIN_PORT, PORTARIA_KEYS_DIR, PORTARIA_CLIENTS_FILE,
- *   PORTARIA_LOG_LEVEL, PORTARIA_LOG_PRETTY, PORTARIA_ADMIN_TOKEN_FILE, PORTARIA_REVOCATION_FILE, PORTARIA_REDIS_URL.
+ * the environment (`environment.ts`: `PORTARIA_SERVER__PORT` for `server.port`, and so
+ * on for every setting), then `validateConfig`. Precedence: environment, then file, then
+ * the schema's default. This module is the only one that reads `process.env`; it is
+ * handed the environment so tests pass their own.
  */
 import { readFile } from 'node:fs/promises';
 import { dirname, resolve } from 'node:path';
 import { isCollection, LineCounter, parseDocument, visit } from 'yaml';
 import { ConfigError } from './configError.js';
+import { environmentOverrides } from './environment.js';
 import type { Config } from './types.js';
 import { urlPassword, validateConfig } from './validateConfig.js';
 
@@ -24,18 +23,6 @@ export interface LoadOptions {
   /** Demo mode: the demo upstream's URL, used as the default upstream. */
   readonly demoUpstream?: string;
 }
-
-const ENV_OVERRIDES: readonly [string, readonly string[], 'int' | 'bool' | 'string'][] = [
-  ['PORTARIA_PORT', ['server', 'port'], 'int'],
-  ['PORTARIA_ADMIN_PORT', ['admin', 'port'], 'int'],
-  ['PORTARIA_KEYS_DIR', ['keys', 'dir'], 'string'],
-  ['PORTARIA_CLIENTS_FILE', ['clients', 'file'], 'string'],
-  ['PORTARIA_LOG_LEVEL', ['log', 'level'], 'string'],
-  ['PORTARIA_LOG_PRETTY', ['log', 'pretty'], 'bool'],
-  ['PORTARIA_ADMIN_TOKEN_FILE', ['admin', 'tokenFile'], 'string'],
-  ['PORTARIA_REVOCATION_FILE', ['revocation', 'file'], 'string'],
-  ['PORTARIA_REDIS_URL', ['redis', 'url'], 'string'],
-];
 
 export async function loadConfig(options: LoadOptions): Promise<Config> {
   const file = options.file ?? options.env.PORTARIA_CONFIG;
@@ -61,26 +48,14 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
       'redis.url: must not carry a password in the configuration file (give it in redis.passwordFile, or the whole URL in PORTARIA_REDIS_URL)',
     );
   }
+  const fromEnv = environmentOverrides(options.env);
+  problems.push(...fromEnv.problems);
   /** [setting path, variable] of every override applied: its problems name the variable. */
   const applied: [string, string][] = [];
-  for (const [name, path, kind] of ENV_OVERRIDES) {
-    const value = options.env[name];
-    if (value === undefined || value === '') continue;
-    if (kind === 'int' && !/^\d+$/.test(value)) {
-      problems.push(`${path.join('.')} (${name}): must be an integer`);
-      continue;
-    }
-    if (kind === 'bool' && value !== 'true' && value !== 'false') {
-      problems.push(`${path.join('.')} (${name}): must be true or false`);
-      continue;
-    }
-    const refused = setPath(
-      raw,
-      path,
-      kind === 'int' ? Number(value) : kind === 'bool' ? value === 'true' : value,
-    );
-    if (refused !== null) problems.push(`${refused}: must be a mapping (${name} cannot apply)`);
-    else applied.push([path.join('.'), name]);
+  for (const { path, variable, value } of fromEnv.overrides) {
+    const refused = setPath(raw, path, value);
+    if (refused !== null) problems.push(`${refused}: must be a mapping (${variable} cannot apply)`);
+    else applied.push([path.join('.'), variable]);
   }
   let config: Config;
   try {
@@ -92,7 +67,12 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
     // with the file's own problems, in one run.
     const named = error.problems.map((problem) => {
       for (const [at, name] of applied) {
-        if (problem.startsWith(`${at}:`)) return `${at} (${name})${problem.slice(at.length)}`;
+        // `routes[0].prefix: …` comes from PORTARIA_ROUTES as well.
+        if (/^[:.[]/.test(problem.slice(at.length)) && problem.startsWith(at)) {
+          const rest = problem.slice(at.length);
+          const colon = rest.indexOf(':');
+          return `${at}${rest.slice(0, colon)} (${name})${rest.slice(colon)}`;
+        }
       }
       return problem;
     });

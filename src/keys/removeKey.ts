@@ -36,17 +36,23 @@ export interface KeyRemoval {
   readonly files: readonly string[];
 }
 
+/**
+ * `algorithm` is the gateways' token.algorithm: a key of another algorithm never signs
+ * there (the ring picks its signer among keys of that algorithm), so it is removed
+ * without the signer checks.
+ */
 export async function removeKey(
   dir: string,
   kid: string,
   now: Date,
   skewSeconds: number,
+  algorithm: SigningAlgorithm,
 ): Promise<KeyRemoval> {
   if (!KID_PATTERN.test(kid)) {
     throw new KeyRemovalRefused(`${JSON.stringify(kid)} is not a kid ([A-Za-z0-9._-]{1,64})`);
   }
   return withEditLock(join(dir, SCHEDULE_FILE), () =>
-    removeLocked(dir, kid, now.getTime(), skewSeconds * 1000),
+    removeLocked(dir, kid, now.getTime(), skewSeconds * 1000, algorithm),
   );
 }
 
@@ -55,6 +61,7 @@ async function removeLocked(
   kid: string,
   now: number,
   skewMs: number,
+  algorithm: SigningAlgorithm,
 ): Promise<KeyRemoval> {
   const { schedule, problems } = await readKeySchedule(dir);
   if (problems.length > 0) throw new ConfigError(problems, `keys.dir (${dir})`);
@@ -78,6 +85,8 @@ async function removeLocked(
     const key = keys.find((k) => k.kid === kid);
     if (key !== undefined) {
       alg = key.alg;
+    }
+    if (key !== undefined && key.alg === algorithm) {
       const window = (k: { kid: string }) => windowOf(loaded.get(k.kid));
       const others = keys.filter((k) => k.kid !== kid);
       for (const at of [now - skewMs, now]) {

@@ -39,7 +39,8 @@ const ALLOWED: Record<string, readonly string[]> = {
     'errors',
   ],
   reload: ['config', 'lib', 'errors'],
-  cli: ['clients', 'keys', 'config', 'domain', 'lib', 'errors'],
+  // `config check` loads issuers' key files and compiles the routes as the gateway does.
+  cli: ['clients', 'keys', 'issuers', 'proxy', 'config', 'domain', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
     'http',
@@ -60,7 +61,8 @@ const ALLOWED: Record<string, readonly string[]> = {
     'errors',
   ],
   cluster: ['app', 'http', 'revocation', 'tokenLimits', 'observability', 'config', 'lib', 'errors'],
-  main: ['app', 'cluster', 'config', 'demo'],
+  // cli/processFlags: --help and --version, answered before the gateway's modules load.
+  main: ['app', 'cluster', 'config', 'demo', 'cli'],
 };
 
 /** The only areas that may import each third-party package. */

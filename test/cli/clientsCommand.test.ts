@@ -1,15 +1,19 @@
 import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { displayWidth } from '../../src/cli/displayWidth.js';
 import { createClientAuthenticator } from '../../src/clients/authenticateClient.js';
 import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { verifySecret } from '../../src/clients/secretHash.js';
-import { ManualClock } from '../../src/lib/clock.js';
+import { ManualClock, systemClock } from '../../src/lib/clock.js';
+import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import { runCli, tempDir } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
+import { startAdminApi } from './adminApi.js';
 
+const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
 const SECRET_LINE = /^client secret: ([A-Za-z0-9_-]{43})$/m;
 
 describe('portaria clients', () => {
@@ -329,5 +333,135 @@ describe('portaria clients', () => {
       const hash = registry.get(id)?.secrets[0]?.hash;
       assert.ok(hash !== undefined && (await verifySecret(secret, hash)), id);
     }
+  });
+
+  test("clients remove warns that the removed client's tokens stay valid and says how to revoke them", async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const added = await runCli(
+      ['clients', 'add', 'acme', '--scopes', 'a', '--clients-file', file],
+      {
+        cwd,
+      },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    const removed = await runCli(['clients', 'remove', 'acme', '--clients-file', file], { cwd });
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal(removed.stdout, `Removed client "acme" from ${file}.\n`);
+    assert.equal(
+      removed.stderr,
+      'warning: tokens already issued to "acme" stay valid until they expire; revoke them with "portaria revoke --client acme --force" (or remove with --revoke).\n',
+    );
+  });
+
+  test('clients remove --revoke revokes every token of the client through the admin API, then removes it', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const store = new MemoryRevocationStore(systemClock);
+    const port = await startAdminApi(t, store, ADMIN_TOKEN);
+    const tokenFile = join(cwd, 'admin-token');
+    await writeFile(tokenFile, ADMIN_TOKEN);
+    for (const id of ['acme', 'other']) {
+      const added = await runCli(['clients', 'add', id, '--scopes', 'a', '--clients-file', file], {
+        cwd,
+      });
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const admin = ['--admin-url', `http://127.0.0.1:${port}`, '--token-file', tokenFile];
+    const removed = await runCli(
+      ['clients', 'remove', 'acme', '--revoke', '--clients-file', file, ...admin],
+      { cwd },
+    );
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.equal(removed.stderr, '');
+    assert.match(removed.stdout, /^Revoked every token of client "acme" issued at or before /);
+    assert.match(removed.stdout, new RegExp(`\nRemoved client "acme" from ${file}\\.\n$`));
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(store.isRevoked({ tokenId: 't', clientId: 'acme', issuedAt: now }), true);
+    assert.equal(store.isRevoked({ tokenId: 't', clientId: 'other', issuedAt: now }), false);
+    assert.deepEqual((await loadClientRegistry(file)).ids(), ['other']);
+  });
+
+  test('clients remove --revoke keeps the client when the revocation fails (exit 1)', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const added = await runCli(
+      ['clients', 'add', 'acme', '--scopes', 'a', '--clients-file', file],
+      {
+        cwd,
+      },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    const tokenFile = join(cwd, 'admin-token');
+    await writeFile(tokenFile, ADMIN_TOKEN);
+    const closed = createServer();
+    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
+    const { port } = closed.address() as { port: number };
+    await new Promise<void>((resolve) => closed.close(() => resolve()));
+    const removed = await runCli(
+      [
+        'clients',
+        'remove',
+        'acme',
+        '--revoke',
+        '--clients-file',
+        file,
+        '--admin-url',
+        `http://127.0.0.1:${port}`,
+        '--token-file',
+        tokenFile,
+      ],
+      { cwd },
+    );
+    assert.equal(removed.code, 1);
+    assert.match(
+      removed.stderr,
+      /^portaria: clients remove: cannot reach the admin API at http:\/\/127\.0\.0\.1:\d+\/admin\/v1\/revocations: ECONNREFUSED\n/,
+    );
+    assert.deepEqual((await loadClientRegistry(file)).ids(), ['acme']);
+  });
+
+  test('clients enable accepts a disabled client again; enabling an enabled one changes nothing', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const run = (...args: string[]) =>
+      runCli(['clients', ...args, '--clients-file', file], { cwd });
+    assert.equal((await run('add', 'acme', '--scopes', 'a')).code, 0);
+    assert.equal((await run('disable', 'acme')).code, 0);
+    assert.equal((await loadClientRegistry(file)).get('acme')?.disabled, true);
+    const enabled = await run('enable', 'acme');
+    assert.equal(enabled.code, 0, enabled.stderr);
+    assert.equal(
+      enabled.stdout,
+      `Enabled client "acme" in ${file} (a running gateway picks it up on reload).\n`,
+    );
+    assert.equal((await loadClientRegistry(file)).get('acme')?.disabled, false);
+    const again = await run('enable', 'acme');
+    assert.equal(again.stdout, 'Client "acme" was not disabled.\n');
+    const missing = await run('enable', 'nosuch');
+    assert.equal(missing.code, 1);
+    assert.match(missing.stderr, /^portaria: clients enable: no client "nosuch" in /);
+  });
+
+  test('clients list -o json: one array, documented field names, never a hash', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    const run = (...args: string[]) =>
+      runCli(['clients', ...args, '--clients-file', file], { cwd });
+    assert.equal((await run('add', 'acme', '--scopes', 'a,b', '--lifetime', '900')).code, 0);
+    assert.equal((await run('add', '客户', '--scopes', 'c')).code, 0);
+    assert.equal((await run('disable', '客户')).code, 0);
+    for (const flag of [['-o', 'json'], ['--output', 'json'], ['--output=json']]) {
+      const listed = await run('list', ...flag);
+      assert.equal(listed.code, 0, listed.stderr);
+      assert.deepEqual(JSON.parse(listed.stdout), [
+        { id: 'acme', scopes: ['a', 'b'], lifetimeSeconds: 900, disabled: false, secrets: 1 },
+        { id: '客户', scopes: ['c'], lifetimeSeconds: null, disabled: true, secrets: 1 },
+      ]);
+      assert.ok(!listed.stdout.includes('sha256:'));
+    }
+    const bad = await run('list', '-o', 'yaml');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--output: must be table or json \(got "yaml"\)/);
   });
 });

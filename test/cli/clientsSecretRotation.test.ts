@@ -178,7 +178,7 @@ describe('portaria clients remove', () => {
   test('shows its help', async (t) => {
     const help = await runCli(['clients', 'remove', '-h'], { cwd: await tempDir(t) });
     assert.equal(help.code, 0);
-    assert.match(help.stdout, /^Usage: portaria clients remove <id>\n/);
+    assert.match(help.stdout, /^Usage: portaria clients remove <id> \[--revoke\]\n/);
   });
 });
 

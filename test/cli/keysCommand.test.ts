@@ -328,7 +328,7 @@ describe('portaria keys list', () => {
 describe('portaria keys help', () => {
   const helps: [string[], string][] = [
     [['keys', 'rotate', '--help'], 'Usage: portaria keys rotate [--alg ES256|EdDSA|RS256]'],
-    [['keys', 'list', '-h'], 'Usage: portaria keys list [--alg ES256|EdDSA|RS256]\n'],
+    [['keys', 'list', '-h'], 'Usage: portaria keys list [--alg ES256|EdDSA|RS256] [-o json]\n'],
   ];
   for (const [args, start] of helps) {
     test(`prints help for: portaria ${args.join(' ')}`, async (t) => {
@@ -532,5 +532,90 @@ describe('key files written by the CLI', () => {
     );
     assert.equal(load.status, 0, load.stderr);
     assert.equal(load.stdout.trim(), '2');
+  });
+});
+
+describe('a key of another algorithm than the configured one', () => {
+  test('keys list shows it unused, and keys remove takes it out (list and remove agree)', async (t) => {
+    const cwd = await tempDir(t);
+    const config = join(cwd, 'portaria.yaml');
+    await writeFile(config, 'token:\n  algorithm: ES256\nkeys:\n  dir: keys\n');
+    const run = (...args: string[]) => runCli(['keys', ...args, '--config', config], { cwd });
+    const es = await run('generate');
+    assert.equal(es.code, 0, es.stderr);
+    const signer = /^kid: +(\S+)$/m.exec(es.stdout)?.[1] ?? '';
+    const ed = await run('generate', '--alg', 'EdDSA');
+    assert.equal(ed.code, 0, ed.stderr);
+    assert.equal(
+      ed.stderr,
+      'warning: the configuration signs with ES256 (token.algorithm): this EdDSA key is published but never signs there ("keys list" shows it unused)\n',
+    );
+    const stray = /^kid: +(\S+)$/m.exec(ed.stdout)?.[1] ?? '';
+
+    const listed = await run('list');
+    assert.equal(listed.code, 0, listed.stderr);
+    const [table, ...notes] = listed.stdout.split('\n\n');
+    const rows = cells(`${table}\n`);
+    assert.deepEqual(
+      rows.map((r) => r.slice(0, 3)),
+      [
+        ['KID', 'ALG', 'STATE'],
+        ...[
+          [signer, 'ES256', 'active'],
+          [stray, 'EdDSA', 'unused'],
+        ].sort((a, b) => ((a[0] ?? '') < (b[0] ?? '') ? 1 : -1)),
+      ],
+    );
+    assert.equal(
+      notes.join('\n\n'),
+      'unused: algorithm EdDSA ≠ configured ES256 (token.algorithm): such a key never signs here; "portaria keys remove <kid>" takes it out.\n',
+    );
+
+    const removed = await run('remove', stray);
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, new RegExp(`^removed: +${stray} \\(EdDSA\\)$`, 'm'));
+    assert.deepEqual(
+      (await readdir(join(cwd, 'keys'))).filter((n) => n.endsWith('.pem')),
+      [`${signer}.pem`],
+    );
+    const refused = await run('remove', signer);
+    assert.equal(refused.code, 1);
+    assert.match(refused.stderr, /is the ES256 key that signs now/);
+  });
+});
+
+describe('portaria keys list -o json', () => {
+  test('one array, newest kid first, with kid, alg, state and the schedule as UTC instants or null', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const a = await generated(cwd, dir);
+    const rotated = await rotate(cwd, dir, '2026-01-01T00:00:00Z', '--max-lifetime', '3600');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    const r = await runCli(
+      ['keys', 'list', '--keys-dir', dir, '--now', '2026-01-01T00:01:00Z', '-o', 'json'],
+      { cwd },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    assert.deepEqual(JSON.parse(r.stdout), [
+      {
+        kid: a,
+        alg: 'ES256',
+        state: 'active',
+        publishAt: '1970-01-01T00:00:00Z',
+        activateAt: '1970-01-01T00:00:00Z',
+        retireAt: '2026-01-01T00:06:00Z',
+        removeAt: '2026-01-01T01:07:00Z',
+      },
+      {
+        kid: b,
+        alg: 'ES256',
+        state: 'pending',
+        publishAt: '2026-01-01T00:00:00Z',
+        activateAt: '2026-01-01T00:06:00Z',
+        retireAt: null,
+        removeAt: null,
+      },
+    ]);
   });
 });

@@ -70,7 +70,7 @@ describe('portaria command line', () => {
     [['clients', '--help'], 'Usage: portaria clients <command> [options]\n'],
     [['clients', 'add', '--help'], 'Usage: portaria clients add <id> --scopes'],
     [['clients', 'add', 'acme', '--bogus', '--help'], 'Usage: portaria clients add <id> --scopes'],
-    [['clients', 'list', '--help'], 'Usage: portaria clients list\n'],
+    [['clients', 'list', '--help'], 'Usage: portaria clients list [-o json]\n'],
     [['clients', 'disable', '-h'], 'Usage: portaria clients disable <id>\n'],
     [['keys', '--help'], 'Usage: portaria keys <command> [options]\n'],
     [['keys', 'generate', '--help'], 'Usage: portaria keys generate [--alg ES256|EdDSA|RS256]\n'],
@@ -125,5 +125,88 @@ describe('portaria keys generate', () => {
     assert.equal(b.code, 0, b.stderr);
     assert.match(b.stdout, /^path: data\/keys\/\S+\.pem$/m);
     assert.equal((await loadKeyRing(join(cwd, 'data', 'keys'), 'ES256')).jwks().keys.length, 1);
+  });
+});
+
+/** Every help text of the CLI: the top level, each group and each command. */
+const HELP_COMMANDS: readonly string[][] = [
+  [],
+  ['clients'],
+  ['clients', 'add'],
+  ['clients', 'list'],
+  ['clients', 'enable'],
+  ['clients', 'disable'],
+  ['clients', 'rotate-secret'],
+  ['clients', 'remove'],
+  ['keys'],
+  ['keys', 'generate'],
+  ['keys', 'rotate'],
+  ['keys', 'list'],
+  ['keys', 'remove'],
+  ['revoke'],
+  ['revoke', 'list'],
+  ['config'],
+  ['config', 'check'],
+];
+
+/**
+ * The column where each entry's description starts, per section (`Options:`,
+ * `Commands:`, `Groups:`), and the continuation lines' indentation: one column per section.
+ */
+function misalignedLines(help: string): string[] {
+  const bad: string[] = [];
+  let column: number | null = null;
+  for (const line of help.split('\n')) {
+    if (/^\S.*:$/.test(line) || line === '') {
+      if (/^\S.*:$/.test(line)) column = null;
+      continue;
+    }
+    if (!line.startsWith('  ')) continue;
+    const entry = /^ {2}(\S(?:\S| (?! ))*) {2,}(\S)/.exec(line);
+    const start = entry ? line.length - line.slice(entry[0].length - 1).length : null;
+    const continuation = /^ {3,}\S/.test(line) ? (/\S/.exec(line)?.index ?? 0) : null;
+    const at = start ?? continuation;
+    if (at === null) continue;
+    column ??= at;
+    if (at !== column) bad.push(`${at} ≠ ${column}: ${line}`);
+  }
+  return bad;
+}
+
+describe('portaria help', () => {
+  for (const command of HELP_COMMANDS) {
+    test(`help columns align: portaria ${[...command, '--help'].join(' ')}`, async (t) => {
+      const cwd = await tempDir(t);
+      const result = await runCli([...command, '--help'], { cwd });
+      assert.equal(result.code, 0, result.stderr);
+      assert.deepEqual(misalignedLines(result.stdout), []);
+    });
+  }
+
+  test('"portaria help" is --help, at every level', async (t) => {
+    const cwd = await tempDir(t);
+    for (const command of [
+      [],
+      ['clients'],
+      ['keys', 'list'],
+      ['revoke', 'list'],
+      ['config', 'check'],
+    ]) {
+      const viaHelp = await runCli(['help', ...command], { cwd });
+      const viaFlag = await runCli([...command, '--help'], { cwd });
+      assert.equal(viaHelp.code, 0, viaHelp.stderr);
+      assert.equal(viaHelp.stdout, viaFlag.stdout, command.join(' '));
+    }
+  });
+
+  test('-V is --version', async (t) => {
+    const cwd = await tempDir(t);
+    const [short, long] = await Promise.all([
+      runCli(['-V'], { cwd }),
+      runCli(['--version'], { cwd }),
+    ]);
+    assert.equal(short.code, 0);
+    assert.match(short.stdout, /^portaria \d+\.\d+\.\d+/);
+    assert.equal(short.stdout, long.stdout);
   });
 });

@@ -3,7 +3,7 @@
  * listener (node:http + createAdminHandler) backed by a MemoryRevocationStore.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
@@ -18,6 +18,13 @@ const ADMIN_TOKEN = 'cli-admin-token-0123456789abcdefghijkl';
 const LIFETIME = ADMIN_LIFETIME;
 const SKEW = ADMIN_SKEW;
 
+const KNOWN_CLIENTS = ['acme', ...UNICODE_CLIENT_IDS.map(([, id]) => id), NFD_ID];
+
+function clientsFileOf(ids: readonly string[]): string {
+  const hash = `sha256:${'A'.repeat(43)}`;
+  return JSON.stringify({ clients: ids.map((id) => ({ id, secrets: [{ hash }], scopes: ['a'] })) });
+}
+
 interface Setup {
   url: string;
   store: RevocationStore;
@@ -31,6 +38,10 @@ async function setup(t: TestContext, store?: RevocationStore): Promise<Setup> {
   const dir = await tempDir(t);
   const tokenFile = join(dir, 'admin-token');
   await writeFile(tokenFile, `${ADMIN_TOKEN}\n`);
+  // The clients file at the CLI's default place (./data/clients.json): `revoke --client`
+  // checks that the client exists there.
+  await mkdir(join(dir, 'data'));
+  await writeFile(join(dir, 'data', 'clients.json'), clientsFileOf(KNOWN_CLIENTS));
   return { url: `http://127.0.0.1:${port}`, store: revocationStore, dir, tokenFile };
 }
 
@@ -224,7 +235,76 @@ describe('portaria revoke', () => {
     const s = await setup(t);
     const r = await runCli(['revoke', '--jti', 'a', '--admin-url', s.url], { cwd: s.dir });
     assert.equal(r.code, 2);
-    assert.match(r.stderr, /missing --token-file \(or \$PORTARIA_ADMIN_TOKEN_FILE\)/);
+    assert.match(
+      r.stderr,
+      /missing --token-file \(or \$PORTARIA_ADMIN__TOKEN_FILE, \$PORTARIA_ADMIN_TOKEN_FILE\)/,
+    );
+  });
+
+  test('--client for a client the clients file does not hold is refused (exit 1), nothing revoked', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(
+      ['revoke', '--client', 'nosuch', '--admin-url', s.url, '--token-file', s.tokenFile],
+      { cwd: s.dir },
+    );
+    assert.equal(r.code, 1);
+    assert.equal(r.stdout, '');
+    assert.equal(
+      r.stderr,
+      `portaria: revoke: no client "nosuch" in ./data/clients.json; a client already removed from the file may still hold live tokens: revoke them with --force\n`,
+    );
+    assert.equal(s.store.size(), 0);
+  });
+
+  test('--client --force revokes a client the file no longer holds', async (t) => {
+    const s = await setup(t);
+    const r = await runCli(
+      ['revoke', '--client', 'gone', '--force', '--admin-url', s.url, '--token-file', s.tokenFile],
+      { cwd: s.dir },
+    );
+    assert.equal(r.code, 0, r.stderr);
+    const now = Math.floor(Date.now() / 1000);
+    assert.equal(s.store.isRevoked({ tokenId: 't', clientId: 'gone', issuedAt: now }), true);
+  });
+
+  test('revoke list shows the entries the gateway holds; -o json with documented names', async (t) => {
+    const s = await setup(t);
+    const admin = ['--admin-url', s.url, '--token-file', s.tokenFile];
+    const empty = await runCli(['revoke', 'list', ...admin], { cwd: s.dir });
+    assert.equal(empty.code, 0, empty.stderr);
+    assert.equal(empty.stdout, 'No revocation entries.\n');
+    await s.store.revokeToken('tok-1', 4_000_000_000);
+    await s.store.revokeClient(NFC_ID, 1_800_000_000, 4_000_003_600);
+    const listed = await runCli(['revoke', 'list', ...admin], { cwd: s.dir });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.equal(
+      listed.stdout,
+      [
+        'KIND    ID            ISSUED-BEFORE         EXPIRES',
+        'token   tok-1         -                     2096-10-02T07:06:40Z',
+        `client  ${NFC_ID}  2027-01-15T08:00:00Z  2096-10-02T08:06:40Z`,
+        '',
+      ].join('\n'),
+    );
+    const json = await runCli(['revoke', 'list', '-o', 'json', ...admin], { cwd: s.dir });
+    assert.equal(json.code, 0, json.stderr);
+    assert.deepEqual(JSON.parse(json.stdout), [
+      {
+        kind: 'token',
+        jti: 'tok-1',
+        clientId: null,
+        issuedBefore: null,
+        expiresAt: '2096-10-02T07:06:40Z',
+      },
+      {
+        kind: 'client',
+        jti: null,
+        clientId: NFC_ID,
+        issuedBefore: '2027-01-15T08:00:00Z',
+        expiresAt: '2096-10-02T08:06:40Z',
+      },
+    ]);
+    assertNoToken(json);
   });
 
   test('--help describes the command; the top-level help lists it', async (t) => {
@@ -234,6 +314,6 @@ describe('portaria revoke', () => {
     assert.match(help.stdout, /^Usage: portaria revoke --jti ID/);
     assert.match(help.stdout, /--token-file PATH/);
     const top = await runCli(['--help'], { cwd: dir });
-    assert.match(top.stdout, /\n {2}revoke {4}revoke a token/);
+    assert.match(top.stdout, /\n {2}revoke {3}revoke a token/);
   });
 });

@@ -521,7 +521,7 @@ describe('loadConfig', () => {
     assert.equal(config.audience, 'from-env-file');
   });
 
-  const badPorts = ['8080x', '80.5', '-1', ' 80', '0x50'];
+  const badPorts = ['8080x', '80.5', '1e3', ' 80', '0x50'];
   for (const value of badPorts) {
     test(`PORTARIA_PORT=${JSON.stringify(value)} is reported with its setting path`, async (t) => {
       const { load } = await loadText(t, '', { env: { PORTARIA_PORT: value } });
