@@ -166,6 +166,10 @@ function parseValue(node: SchemaNode, text: string): { value: unknown } | { prob
     return { problem: 'must be true or false' };
   }
   if (types.has('array') && types.size === 1) return parseList(node, text);
+  // A number or a word (`server.workers`: 4 or "auto"): a numeral is the number.
+  if (types.has('string') && (types.has('integer') || types.has('number')) && NUMBER.test(text)) {
+    return { value: Number(text) };
+  }
   if (types.has('string') || types.size === 0) return { value: text };
   return parseJson(text, 'must be JSON');
 }
