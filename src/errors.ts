@@ -137,6 +137,7 @@ export const FAILURE_REASONS = [
   'bad-claims', // another claim failed, or has the wrong type or form
   'unrevocable-ids', // a `jti` or client id the admin API could not name
   'revoked', // the token or its client is revoked
+  'audience-not-allowed', // `aud` lacks the audience the route requires (RFC 8707)
   'error', // an unexpected error, not a refusal (verification metric only)
   // Keys.
   'no-active-key', // no signing key is active

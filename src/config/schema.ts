@@ -221,6 +221,7 @@ export const configSchema = {
           upstream: { type: 'string', minLength: 1 },
           scopes: scopeList,
           timeoutMs: positiveMs,
+          audience: { type: 'string', minLength: 1 },
         },
       },
     },

@@ -79,6 +79,8 @@ export interface RouteConfig {
   readonly scopes: readonly string[];
   /** Time allowed for the upstream's response headers, and between body chunks. */
   readonly timeoutMs: number;
+  /** An `aud` value the token must carry for this route (RFC 8707), or null: any accepted. */
+  readonly audience: string | null;
 }
 
 export interface UpstreamConfig {

@@ -62,7 +62,10 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
 
   const config = input as unknown as MutableConfig;
   config.forwardCallerHeaders = [...new Set(config.forwardCallerHeaders.map(headerKey))];
-  for (const route of config.routes) route.timeoutMs ??= config.upstream.timeoutMs;
+  for (const route of config.routes) {
+    route.timeoutMs ??= config.upstream.timeoutMs;
+    route.audience ??= null;
+  }
   const fallback = config.upstream.default as {
     scopes?: string[];
     timeoutMs?: number;
@@ -276,7 +279,7 @@ type MutableIssuer = {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
 type MutableConfig = Mutable<Config> & {
-  routes: (Mutable<Config['routes'][number]> & { timeoutMs?: number })[];
+  routes: (Mutable<Config['routes'][number]> & { timeoutMs?: number; audience?: string | null })[];
 };
 
 function resolvePath(baseDir: string, path: string): string {

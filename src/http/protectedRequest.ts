@@ -10,6 +10,7 @@
  *   revocation    with a stale Redis revocation list, the method class's policy
  *   route         the route serving the path (after authentication: the route table is
  *                 not revealed to strangers, who get 401 on any path)
+ *   audience      the route's audience, when it names one (RFC 8707; else 401 invalid_token)
  *   scopes        every scope the route requires (else 403 insufficient_scope)
  *
  * Synchronous up to the first I/O: a cached token goes through without a tick. Results
@@ -21,7 +22,7 @@ import { hasScopes } from '../domain/scope.js';
 import { PortariaError } from '../errors.js';
 import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
-import { bearerToken } from '../verify/parseAuthorization.js';
+import { bearerToken, WWW_AUTHENTICATE_INVALID } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import type { RequestScope } from './requestScope.js';
 
@@ -70,7 +71,7 @@ export class ProtectedRequest {
     return this.#deps.verifier.verify(token);
   }
 
-  /** revocation policy → route → scopes. */
+  /** revocation policy → route → audience → scopes. */
   #authorise(scope: RequestScope, principal: Principal, kind: MethodClass): void {
     scope.principal = principal;
     scope.clientId = principal.clientId;
@@ -79,6 +80,7 @@ export class ProtectedRequest {
     // Before the scope check: a 403 is logged and counted under the route it was for.
     scope.route = route;
     scope.routeId = route.id;
+    if (route.audiences.length > 0) checkAudiences(route, principal);
     checkScopes(route, principal);
   }
 
@@ -99,6 +101,21 @@ export class ProtectedRequest {
       throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
     }
     return route;
+  }
+}
+
+/**
+ * A token issued for another resource is not valid here (RFC 8707 §2, RFC 9068 §4): the
+ * token's `aud` must name every audience the route requires, else 401 invalid_token.
+ */
+function checkAudiences(route: CompiledRoute, principal: Principal): void {
+  const aud = principal.claims.aud;
+  for (const audience of route.audiences) {
+    if (aud === audience || (Array.isArray(aud) && aud.includes(audience))) continue;
+    throw new PortariaError('token-invalid', 'The access token is not valid for this resource.', {
+      reason: 'audience-not-allowed',
+      headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
+    });
   }
 }
 

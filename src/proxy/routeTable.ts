@@ -1,7 +1,7 @@
 /**
  * The route table, compiled once from the frozen config. The longest prefix matching the
  * canonical path at a `/` or `.` boundary wins, ASCII case-insensitively; a route matched
- * at a `.` also requires the scopes of the route the `/` rule would pick, so no upstream
+ * at a `.` also requires the scopes (and audiences) of the route the `/` rule would pick, so no upstream
  * that ignores suffixes or case is reachable with fewer scopes. A lookup is a scan of
  * routes sorted once, with no allocation. Matching rules in full: docs/architecture.md.
  */
@@ -15,6 +15,8 @@ export interface CompiledRoute {
   /** Upstream URL path without trailing slash, `''` if none. */
   readonly basePath: string;
   readonly scopes: readonly string[];
+  /** `aud` values the token must all carry (RFC 8707): the route's `audience`, if any. */
+  readonly audiences: readonly string[];
   readonly timeoutMs: number;
 }
 
@@ -35,6 +37,7 @@ function compileRoute(
   upstream: string,
   scopes: readonly string[],
   timeoutMs: number,
+  audience: string | null,
 ): CompiledRoute {
   const url = new URL(upstream);
   let basePath = url.pathname;
@@ -45,6 +48,7 @@ function compileRoute(
     origin: url.origin,
     basePath,
     scopes: Object.freeze([...scopes]),
+    audiences: Object.freeze(audience === null ? [] : [audience]),
     timeoutMs,
   });
 }
@@ -84,7 +88,7 @@ function boundaryOf(prefix: string, path: string): number {
 
 export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): RouteTable {
   const routes = config.routes.map((r) =>
-    compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs),
+    compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs, r.audience),
   );
   // Stable sort: among equal prefixes the first configured wins (validation rejects those).
   const sorted = [...routes]
@@ -99,6 +103,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           config.upstream.default.upstream,
           config.upstream.default.scopes,
           config.upstream.default.timeoutMs,
+          null,
         );
   const all = fallback === null ? routes : [...routes, fallback];
   /** The route the `/` boundary alone picks for `path` (the rule before `.` counted). */
@@ -126,11 +131,16 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
   });
 }
 
-/** `route`, requiring `other`'s scopes too (the same object when that adds none). */
+/** `route`, requiring `other`'s scopes and audiences too (the same object when that adds none). */
 function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): CompiledRoute {
   const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
-  if (extra.length === 0) return route;
-  return Object.freeze({ ...route, scopes: Object.freeze([...route.scopes, ...extra]) });
+  const audiences = other?.audiences.filter((aud) => !route.audiences.includes(aud)) ?? [];
+  if (extra.length === 0 && audiences.length === 0) return route;
+  return Object.freeze({
+    ...route,
+    scopes: Object.freeze([...route.scopes, ...extra]),
+    audiences: Object.freeze([...route.audiences, ...audiences]),
+  });
 }
 
 /** ASCII-only lower case (URL paths are ASCII once canonical; no locale rules). */

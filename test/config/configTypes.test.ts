@@ -81,7 +81,9 @@ const EVERY_SETTING = {
   ],
   reload: { enabled: true, pollIntervalMs: 1 },
   clients: { file: 'clients.json' },
-  routes: [{ id: 'r', prefix: '/r', upstream: 'http://u', scopes: [], timeoutMs: 1 }],
+  routes: [
+    { id: 'r', prefix: '/r', upstream: 'http://u', scopes: [], timeoutMs: 1, audience: null },
+  ],
   upstream: {
     default: { upstream: 'http://u', scopes: [], timeoutMs: 1 },
     timeoutMs: 1,
