@@ -11,14 +11,17 @@ import { createClientAuthenticator } from '../clients/authenticateClient.js';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
 import type { Config } from '../config/types.js';
 import { createAdminHandler } from '../http/adminRoutes.js';
+import { OAuthDiscovery } from '../http/oauthDiscovery.js';
 import { openApiDocumentFor } from '../http/openApiDocument.js';
-import { PublicGateway } from '../http/publicGateway.js';
+import { JWKS_PATH, PublicGateway } from '../http/publicGateway.js';
 import { StaticDocument } from '../http/staticDocument.js';
 import { createIssuerKeySet } from '../issuers/issuerKeySet.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
 import { TrustedProxies } from '../lib/trustedProxies.js';
+import { issuerUrl } from '../oauth/authorizationServerMetadata.js';
+import { oauthSettingsOf } from '../oauth/oauthSettings.js';
 import {
   createLoggers,
   type DestinationStream,
@@ -28,7 +31,7 @@ import {
 import { createMetrics } from '../observability/metrics.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
-import { compileRouteTable } from '../proxy/routeTable.js';
+import { compileRouteTable, type RouteTable } from '../proxy/routeTable.js';
 import { createWebSocketProxy } from '../proxy/webSocketProxy.js';
 import {
   type ContentFingerprint,
@@ -100,6 +103,30 @@ export interface App {
    * get up to `server.shutdownGraceMs` to finish, then remaining connections are cut.
    */
   shutdown(): Promise<void>;
+}
+
+/** The standard OAuth 2.0 surface's parts for the public gateway; none while it is off. */
+function oauthSurface(config: Config, routes: () => RouteTable): { discovery?: OAuthDiscovery } {
+  const oauth = oauthSettingsOf(config);
+  if (!oauth.enabled || oauth.publicBaseUrl === null) return {};
+  const issuers = [config.issuer, ...config.issuers.map((issuer) => issuer.issuer)];
+  return {
+    discovery: new OAuthDiscovery({
+      server: {
+        issuer: config.issuer,
+        baseUrl: oauth.publicBaseUrl,
+        tokenPath: oauth.tokenPath,
+        revocationPath: oauth.revocationPath,
+        introspectionPath: oauth.introspectionPath,
+        jwksPath: JWKS_PATH,
+        authMethods: oauth.authMethods,
+        assertionAlgorithms: oauth.assertionAlgorithms,
+      },
+      // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
+      authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
+      routes,
+    }),
+  };
 }
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -206,10 +233,17 @@ export async function createApp(options: AppOptions): Promise<App> {
       upstreamError: (route, kind) => metrics.upstreamError(route, kind),
     },
   });
+  const oauth = oauthSurface(config, () => state.routes);
+  const discovery = oauth.discovery;
   const webSockets = createWebSocketProxy({
     headerPolicy,
     problemTypeBase: config.problemTypeBase,
     hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
+    ...(discovery === undefined
+      ? {}
+      : {
+          challenge: (problem, route) => discovery.withResourceMetadata(problem, undefined, route),
+        }),
   });
 
   // Created after every start-up load that can fail, so a failed start leaves no Redis
@@ -262,6 +296,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       openApiDocumentFor(config.token.responseFields),
       'public, max-age=3600',
     ),
+    ...oauth,
     verifier,
     routes: () => state.routes,
     forwarder,

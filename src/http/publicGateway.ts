@@ -39,6 +39,7 @@ import {
   reachesHeaderLines,
   tooManyHeaderLines,
 } from './framingChecks.js';
+import type { OAuthDiscovery } from './oauthDiscovery.js';
 import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
@@ -55,6 +56,8 @@ export interface PublicGatewayDeps {
   readonly tokenRoute: TokenRouteDeps;
   readonly jwks: StaticDocument;
   readonly openapi: StaticDocument;
+  /** RFC 8414 / RFC 9728 documents and challenge parameter; absent: the OAuth surface is off. */
+  readonly discovery?: OAuthDiscovery;
   readonly verifier: TokenVerifier;
   /** The current route table (replaced on reload). */
   readonly routes: () => RouteTable;
@@ -164,6 +167,8 @@ export class PublicGateway {
       case OPENAPI_PATH:
         return this.#document(req, res, 'openapi', this.#deps.openapi);
     }
+    const discovery = this.#deps.discovery?.document(target.path);
+    if (discovery !== undefined) return this.#document(req, res, 'discovery', discovery);
     if (!isForwardedMethod(req.method)) throw methodRefused(req.method);
     const admitted = this.#protected.admit(req, scope, methodClass(req.method));
     if (admitted instanceof Promise) return admitted.then(() => this.#forward(req, res));
@@ -232,7 +237,7 @@ export class PublicGateway {
         done(written ? 500 : 499, 'upgrade-error');
         return;
       }
-      const problem = error;
+      const problem = this.#challenge(error, scope);
       const written = writeSocketProblem(
         socket,
         problem,
@@ -259,6 +264,9 @@ export class PublicGateway {
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
     refuseUpgradeOnOpenPath(req, target.path, scope);
+    if (this.#deps.discovery?.document(target.path) !== undefined) {
+      refuseUpgradeOn(req, 'discovery', 'GET, HEAD', scope);
+    }
     checkUpgradeWithoutBody(req);
     await this.#protected.admit(req, scope, UPGRADE_CLASS);
     // The verification may have spanned the start of the drain.
@@ -296,6 +304,13 @@ export class PublicGateway {
     res.setHeader('x-request-id', res.scope.id);
   }
 
+  /** A Bearer challenge gains `resource_metadata` while the OAuth surface is on. */
+  #challenge(error: PortariaError, scope: RequestScope): PortariaError {
+    const discovery = this.#deps.discovery;
+    if (discovery === undefined || error.headers === undefined) return error;
+    return discovery.withResourceMetadata(error, scope.target?.path, scope.route);
+  }
+
   #fail(req: IncomingMessage, res: GatewayResponse, error: unknown): void {
     const scope = res.scope;
     if (!res.headersSent) res.setHeader('x-request-id', scope.id);
@@ -306,7 +321,8 @@ export class PublicGateway {
       // (its bytes would be parsed as the next request). A bodiless request is complete
       // as far as framing goes even before Node has emitted its end.
       const close = !req.complete && hasBody(req);
-      sendProblem(res, error, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
+      const problem = this.#challenge(error, scope);
+      sendProblem(res, problem, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
       return;
     }
     scope.error = error;
@@ -329,8 +345,16 @@ const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
 function refuseUpgradeOnOpenPath(req: IncomingMessage, path: string, scope: RequestScope): void {
   const openRoute = OPEN_ROUTES.get(path);
   if (openRoute === undefined) return;
+  refuseUpgradeOn(req, openRoute, path === TOKEN_PATH ? 'POST' : 'GET, HEAD', scope);
+}
+
+function refuseUpgradeOn(
+  req: IncomingMessage,
+  openRoute: string,
+  allow: string,
+  scope: RequestScope,
+): never {
   scope.routeId = openRoute;
-  const allow = path === TOKEN_PATH ? 'POST' : 'GET, HEAD';
   if (allow.split(', ').includes(req.method ?? '')) {
     throw new PortariaError(
       'invalid-request',

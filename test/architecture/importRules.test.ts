@@ -27,7 +27,9 @@ const ALLOWED: Record<string, readonly string[]> = {
   token: ['keys', 'clients', 'revocation', 'tokenLimits', 'domain', 'config', 'lib', 'errors'],
   verify: ['keys', 'issuers', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   proxy: ['domain', 'config', 'lib', 'errors'],
+  oauth: ['domain', 'config', 'lib', 'errors'],
   http: [
+    'oauth',
     'token',
     'verify',
     'proxy',
@@ -43,6 +45,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
     'http',
+    'oauth',
     'token',
     'verify',
     'proxy',
