@@ -130,6 +130,7 @@ export const FAILURE_REASONS = [
   'scope-not-granted', // a scope the client does not have
   'resource-malformed', // resource is not an absolute URI without fragment
   'resource-not-allowed', // resource is not among the client's audiences
+  'introspection-not-permitted', // the client lacks the `introspect` permission (RFC 7662)
   // Token-endpoint limits (429).
   'rate-limit-address', // the address's request rate
   'rate-limit-client', // the client's request rate
