@@ -40,11 +40,13 @@ import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
 import { NO_LIMITS } from '../tokenLimits/noLimits.js';
 import { PairAttempts } from '../tokenLimits/pairAttempts.js';
 import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
+import type { LimitReason } from '../tokenLimits/tokenLimiter.js';
 import { TokenVerifier } from '../verify/tokenVerifier.js';
 import { buildIssuerTable } from '../verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { LiveState } from './liveState.js';
+import { createOAuthEndpoints } from './oauthEndpoints.js';
 import { createReadiness } from './readiness.js';
 import { watchReloadSources } from './reloads.js';
 import { revocationHorizon } from './revocationHorizon.js';
@@ -153,6 +155,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const state: LiveState = {
     keyRing: initialRing,
     authenticate: createClientAuthenticator(clients, clock),
+    clients,
     clientCount: clients.size,
     routes: compileRouteTable(config),
     draining: false,
@@ -235,25 +238,35 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics.addRedisConnectionSource('limits', () => limiter.connected());
   }
 
+  const tokenRoute = {
+    tokens,
+    bodyLimitBytes: config.token.bodyLimitBytes,
+    onOutcome: (outcome: string) => metrics.tokenRequest(outcome),
+    onIssued: (clientId: string) => metrics.tokenIssuedTo(clientId),
+    limiter: limiter ?? NO_LIMITS,
+    attempts:
+      limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
+        ? new PairAttempts(
+            config.tokenLimits.maxTrackedKeys,
+            config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
+            clock,
+          )
+        : null,
+    trustedProxies,
+    onLimited: (reason: LimitReason) => metrics.tokenLimitRefusal(reason),
+  };
+  // The OAuth endpoints share the token operation's limiter, back-off and signer.
+  const oauth = await createOAuthEndpoints(config, clock, logger, {
+    ...tokenRoute,
+    registry: () => state.clients,
+    authenticate: () => state.authenticate,
+    onOutcome: (outcome) => metrics.oauthRequest('token', outcome),
+    onAuthFailure: (reason) => metrics.authFailure(reason),
+  });
   const gateway = new PublicGateway({
     config,
-    tokenRoute: {
-      tokens,
-      bodyLimitBytes: config.token.bodyLimitBytes,
-      onOutcome: (outcome) => metrics.tokenRequest(outcome),
-      onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
-      limiter: limiter ?? NO_LIMITS,
-      attempts:
-        limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
-          ? new PairAttempts(
-              config.tokenLimits.maxTrackedKeys,
-              config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
-              clock,
-            )
-          : null,
-      trustedProxies,
-      onLimited: (reason) => metrics.tokenLimitRefusal(reason),
-    },
+    tokenRoute,
+    oauth: oauth.routes,
     jwks: new StaticDocument(
       () => state.keyRing.jwksJson(),
       `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
@@ -389,7 +402,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         queuedRevocations: () => redisRevocations?.state().queued ?? 0,
         limiter,
         responsesClosed: () => gateway.responsesClosed(),
-      });
+      }).then(() => oauth.close());
       return shuttingDown;
     },
   };

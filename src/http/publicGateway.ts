@@ -2,8 +2,8 @@
  * The public listener's entries and dispatch. Every request first gets its scope and its
  * accounting, passes the framing checks and the path step (one canonical target), and is
  * then one of four kinds —
- *   the token operation (open), the public key set (open), the OpenAPI description
- *   (open), or a protected request: the protected-request steps (protectedRequest.ts),
+ *   the token operation (open), the OAuth 2.0 endpoints (open, `oauthRoutes.ts`), the
+ *   public key set (open), the OpenAPI description (open), or a protected request: the protected-request steps (protectedRequest.ts),
  *   then the entry's own last step — forward (HTTP via undici) or open a tunnel
  *   (WebSocket upgrades via proxy/webSocketProxy).
  * Only exact canonical paths reach the open handlers; everything else needs a token.
@@ -39,6 +39,7 @@ import {
   reachesHeaderLines,
   tooManyHeaderLines,
 } from './framingChecks.js';
+import type { OAuthRoute, OAuthRoutes } from './oauthRoutes.js';
 import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
@@ -53,6 +54,8 @@ export const OPENAPI_PATH = '/v1/openapi.json';
 export interface PublicGatewayDeps {
   readonly config: Config;
   readonly tokenRoute: TokenRouteDeps;
+  /** The OAuth 2.0 endpoints (absent: none). */
+  readonly oauth?: OAuthRoutes;
   readonly jwks: StaticDocument;
   readonly openapi: StaticDocument;
   readonly verifier: TokenVerifier;
@@ -155,6 +158,11 @@ export class PublicGateway {
     checkTransferCoding(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
+    const oauth = this.#deps.oauth?.get(target.path);
+    if (oauth !== undefined) {
+      this.#servedHere(res, oauth.routeId);
+      return oauth.handle(req, res);
+    }
     switch (target.path) {
       case TOKEN_PATH:
         this.#servedHere(res, 'token');
@@ -258,7 +266,7 @@ export class PublicGateway {
     scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
-    refuseUpgradeOnOpenPath(req, target.path, scope);
+    refuseUpgradeOnOpenPath(req, target.path, scope, this.#deps.oauth?.get(target.path));
     checkUpgradeWithoutBody(req);
     await this.#protected.admit(req, scope, UPGRADE_CLASS);
     // The verification may have spanned the start of the drain.
@@ -326,11 +334,16 @@ const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
  * upgrade is wrong, and a 405 naming that very method would contradict itself); another
  * method gets a 405 naming what the path does accept (RFC 9110 §15.5.6).
  */
-function refuseUpgradeOnOpenPath(req: IncomingMessage, path: string, scope: RequestScope): void {
-  const openRoute = OPEN_ROUTES.get(path);
+function refuseUpgradeOnOpenPath(
+  req: IncomingMessage,
+  path: string,
+  scope: RequestScope,
+  oauth: OAuthRoute | undefined,
+): void {
+  const openRoute = oauth?.routeId ?? OPEN_ROUTES.get(path);
   if (openRoute === undefined) return;
   scope.routeId = openRoute;
-  const allow = path === TOKEN_PATH ? 'POST' : 'GET, HEAD';
+  const allow = oauth?.allow ?? (path === TOKEN_PATH ? 'POST' : 'GET, HEAD');
   if (allow.split(', ').includes(req.method ?? '')) {
     throw new PortariaError(
       'invalid-request',
