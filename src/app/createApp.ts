@@ -43,11 +43,13 @@ import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
 import { NO_LIMITS } from '../tokenLimits/noLimits.js';
 import { PairAttempts } from '../tokenLimits/pairAttempts.js';
 import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
+import type { LimitReason } from '../tokenLimits/tokenLimiter.js';
 import { TokenVerifier } from '../verify/tokenVerifier.js';
 import { buildIssuerTable } from '../verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { LiveState } from './liveState.js';
+import { createOAuthEndpoints } from './oauthEndpoints.js';
 import { createReadiness } from './readiness.js';
 import { watchReloadSources } from './reloads.js';
 import { revocationHorizon } from './revocationHorizon.js';
@@ -105,28 +107,26 @@ export interface App {
   shutdown(): Promise<void>;
 }
 
-/** The standard OAuth 2.0 surface's parts for the public gateway; none while it is off. */
-function oauthSurface(config: Config, routes: () => RouteTable): { discovery?: OAuthDiscovery } {
+/** The discovery documents and challenge parameter; none while the OAuth surface is off. */
+function oauthDiscovery(config: Config, routes: () => RouteTable): OAuthDiscovery | undefined {
   const oauth = oauthSettingsOf(config);
-  if (!oauth.enabled || oauth.publicBaseUrl === null) return {};
+  if (!oauth.enabled) return undefined;
   const issuers = [config.issuer, ...config.issuers.map((issuer) => issuer.issuer)];
-  return {
-    discovery: new OAuthDiscovery({
-      server: {
-        issuer: config.issuer,
-        baseUrl: oauth.publicBaseUrl,
-        tokenPath: oauth.tokenPath,
-        revocationPath: oauth.revocationPath,
-        introspectionPath: oauth.introspectionPath,
-        jwksPath: JWKS_PATH,
-        authMethods: oauth.authMethods,
-        assertionAlgorithms: oauth.assertionAlgorithms,
-      },
-      // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
-      authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
-      routes,
-    }),
-  };
+  return new OAuthDiscovery({
+    server: {
+      issuer: config.issuer,
+      baseUrl: oauth.publicBaseUrl,
+      tokenPath: oauth.tokenPath,
+      revocationPath: oauth.revocationPath,
+      introspectionPath: oauth.introspectionPath,
+      jwksPath: JWKS_PATH,
+      authMethods: oauth.authMethods,
+      assertionAlgorithms: oauth.assertionAlgorithms,
+    },
+    // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
+    authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
+    routes,
+  });
 }
 
 export async function createApp(options: AppOptions): Promise<App> {
@@ -180,6 +180,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const state: LiveState = {
     keyRing: initialRing,
     authenticate: createClientAuthenticator(clients, clock),
+    clients,
     clientCount: clients.size,
     routes: compileRouteTable(config),
     draining: false,
@@ -233,8 +234,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       upstreamError: (route, kind) => metrics.upstreamError(route, kind),
     },
   });
-  const oauth = oauthSurface(config, () => state.routes);
-  const discovery = oauth.discovery;
+  const discovery = oauthDiscovery(config, () => state.routes);
   const webSockets = createWebSocketProxy({
     headerPolicy,
     problemTypeBase: config.problemTypeBase,
@@ -269,34 +269,58 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics.addRedisConnectionSource('limits', () => limiter.connected());
   }
 
+  const tokenRoute = {
+    tokens,
+    bodyLimitBytes: config.token.bodyLimitBytes,
+    onOutcome: (outcome: string) => metrics.tokenRequest(outcome),
+    onIssued: (clientId: string) => metrics.tokenIssuedTo(clientId),
+    limiter: limiter ?? NO_LIMITS,
+    attempts:
+      limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
+        ? new PairAttempts(
+            config.tokenLimits.maxTrackedKeys,
+            config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
+            clock,
+          )
+        : null,
+    trustedProxies,
+    onLimited: (reason: LimitReason) => metrics.tokenLimitRefusal(reason),
+  };
+  // The OAuth endpoints share the token operation's limiter, back-off and signer.
+  const oauth = await createOAuthEndpoints(
+    config,
+    clock,
+    logger,
+    {
+      ...tokenRoute,
+      registry: () => state.clients,
+      authenticate: () => state.authenticate,
+      onOutcome: (outcome) => metrics.oauthRequest('token', outcome),
+      onAuthFailure: (reason) => metrics.authFailure(reason),
+    },
+    {
+      verifier,
+      revocation,
+      onRevoked: (clientId, jti) => {
+        metrics.revoked('token');
+        logger.info({ clientId, jti }, 'token revoked by its client');
+      },
+      outcome: (endpoint) => (outcome) => metrics.oauthRequest(endpoint, outcome),
+    },
+  );
   const gateway = new PublicGateway({
     config,
-    tokenRoute: {
-      tokens,
-      bodyLimitBytes: config.token.bodyLimitBytes,
-      onOutcome: (outcome) => metrics.tokenRequest(outcome),
-      onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
-      limiter: limiter ?? NO_LIMITS,
-      attempts:
-        limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
-          ? new PairAttempts(
-              config.tokenLimits.maxTrackedKeys,
-              config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
-              clock,
-            )
-          : null,
-      trustedProxies,
-      onLimited: (reason) => metrics.tokenLimitRefusal(reason),
-    },
+    tokenRoute,
+    oauth: oauth.routes,
     jwks: new StaticDocument(
       () => state.keyRing.jwksJson(),
       `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
     ),
     openapi: StaticDocument.of(
-      openApiDocumentFor(config.token.responseFields),
+      openApiDocumentFor(config.token.responseFields, config.oauth.enabled ? config.oauth : null),
       'public, max-age=3600',
     ),
-    ...oauth,
+    ...(discovery === undefined ? {} : { discovery }),
     verifier,
     routes: () => state.routes,
     forwarder,
@@ -424,7 +448,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         queuedRevocations: () => redisRevocations?.state().queued ?? 0,
         limiter,
         responsesClosed: () => gateway.responsesClosed(),
-      });
+      }).then(() => oauth.close());
       return shuttingDown;
     },
   };

@@ -80,6 +80,8 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
     issuer.keyFile = issuer.keyFile ? resolvePath(options.baseDir, issuer.keyFile) : null;
     issuer.clockSkewSeconds ??= config.clockSkewSeconds;
   }
+  const oauth = config.oauth as { replayStore?: 'local' | 'redis' };
+  oauth.replayStore ??= config.revocation.store === 'redis' ? 'redis' : 'local';
   config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
   config.clients.file = resolvePath(options.baseDir, config.clients.file);
   config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
@@ -239,6 +241,7 @@ function ruleProblems(config: Loose): string[] {
   if (tokenLimits.store === 'redis' && redisUrl === null) {
     problems.push('tokenLimits.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
   }
+  problems.push(...oauthProblems(section(config.oauth), redisUrl));
   const backoff = section(tokenLimits.failedSecretBackoff);
   if (
     typeof backoff.maxDelayMs === 'number' &&
@@ -265,6 +268,35 @@ function ruleProblems(config: Loose): string[] {
   const adminPort = section(config.admin).port;
   if (typeof serverPort === 'number' && serverPort !== 0 && serverPort === adminPort) {
     problems.push('admin.port: must differ from server.port (the admin surface is never public)');
+  }
+  return problems;
+}
+
+/** The paths the gateway answers itself besides the OAuth endpoints. */
+const OTHER_OPEN_PATHS = [
+  '/v1/authentication/accesstoken',
+  '/.well-known/jwks.json',
+  '/v1/openapi.json',
+];
+
+function oauthProblems(oauth: Loose, redisUrl: unknown): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, string>();
+  for (const key of ['tokenPath', 'revocationPath', 'introspectionPath']) {
+    const path = text(oauth[key]);
+    if (path === null) continue;
+    if (OTHER_OPEN_PATHS.includes(path) || path.startsWith('/.well-known/')) {
+      problems.push(`oauth.${key}: ${path} is a path the gateway already answers`);
+    }
+    const other = seen.get(path);
+    if (other !== undefined) problems.push(`oauth.${key}: same path as oauth.${other}`);
+    seen.set(path, key);
+  }
+  for (const [i, audience] of strings(oauth.assertionAudiences)) {
+    checkUrl(problems, `oauth.assertionAudiences[${i}]`, audience, ['http:', 'https:']);
+  }
+  if (oauth.replayStore === 'redis' && redisUrl === null) {
+    problems.push('oauth.replayStore: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
   }
   return problems;
 }

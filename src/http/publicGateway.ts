@@ -2,8 +2,8 @@
  * The public listener's entries and dispatch. Every request first gets its scope and its
  * accounting, passes the framing checks and the path step (one canonical target), and is
  * then one of four kinds —
- *   the token operation (open), the public key set (open), the OpenAPI description
- *   (open), or a protected request: the protected-request steps (protectedRequest.ts),
+ *   the token operation (open), the OAuth 2.0 endpoints (open, `oauthRoutes.ts`), the
+ *   public key set (open), the OpenAPI description (open), or a protected request: the protected-request steps (protectedRequest.ts),
  *   then the entry's own last step — forward (HTTP via undici) or open a tunnel
  *   (WebSocket upgrades via proxy/webSocketProxy).
  * Only exact canonical paths reach the open handlers; everything else needs a token.
@@ -40,6 +40,7 @@ import {
   tooManyHeaderLines,
 } from './framingChecks.js';
 import type { OAuthDiscovery } from './oauthDiscovery.js';
+import type { OAuthRoute, OAuthRoutes } from './oauthRoutes.js';
 import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
@@ -54,6 +55,8 @@ export const OPENAPI_PATH = '/v1/openapi.json';
 export interface PublicGatewayDeps {
   readonly config: Config;
   readonly tokenRoute: TokenRouteDeps;
+  /** The OAuth 2.0 endpoints (absent: none). */
+  readonly oauth?: OAuthRoutes;
   readonly jwks: StaticDocument;
   readonly openapi: StaticDocument;
   /** RFC 8414 / RFC 9728 documents and challenge parameter; absent: the OAuth surface is off. */
@@ -158,6 +161,11 @@ export class PublicGateway {
     checkTransferCoding(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
+    const oauth = this.#deps.oauth?.get(target.path);
+    if (oauth !== undefined) {
+      this.#servedHere(res, oauth.routeId);
+      return oauth.handle(req, res);
+    }
     switch (target.path) {
       case TOKEN_PATH:
         this.#servedHere(res, 'token');
@@ -263,7 +271,7 @@ export class PublicGateway {
     scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
-    refuseUpgradeOnOpenPath(req, target.path, scope);
+    refuseUpgradeOnOpenPath(req, target.path, scope, this.#deps.oauth?.get(target.path));
     if (this.#deps.discovery?.document(target.path) !== undefined) {
       refuseUpgradeOn(req, 'discovery', 'GET, HEAD', scope);
     }
@@ -342,10 +350,20 @@ const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
  * upgrade is wrong, and a 405 naming that very method would contradict itself); another
  * method gets a 405 naming what the path does accept (RFC 9110 §15.5.6).
  */
-function refuseUpgradeOnOpenPath(req: IncomingMessage, path: string, scope: RequestScope): void {
-  const openRoute = OPEN_ROUTES.get(path);
+function refuseUpgradeOnOpenPath(
+  req: IncomingMessage,
+  path: string,
+  scope: RequestScope,
+  oauth: OAuthRoute | undefined,
+): void {
+  const openRoute = oauth?.routeId ?? OPEN_ROUTES.get(path);
   if (openRoute === undefined) return;
-  refuseUpgradeOn(req, openRoute, path === TOKEN_PATH ? 'POST' : 'GET, HEAD', scope);
+  refuseUpgradeOn(
+    req,
+    openRoute,
+    oauth?.allow ?? (path === TOKEN_PATH ? 'POST' : 'GET, HEAD'),
+    scope,
+  );
 }
 
 function refuseUpgradeOn(

@@ -23,9 +23,9 @@ export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
 
 export interface IntrospectionResult {
   readonly clientId: string;
-  readonly active: boolean;
   /** The RFC 7662 §2.2 response body. */
   readonly body: string;
+  readonly outcome: 'active' | 'inactive';
 }
 
 const INACTIVE = JSON.stringify({ active: false });
@@ -48,8 +48,8 @@ export async function runIntrospectionRequest(
   const { client, form } = await readAuthenticatedForm(call, deps);
   if (!client.permissions.includes('introspect')) throw new IntrospectionNotPermitted();
   const principal = await presentedToken(deps.verifier, tokenParameter(form));
-  if (principal === null) return { clientId: client.id, active: false, body: INACTIVE };
-  return { clientId: client.id, active: true, body: JSON.stringify(describe(principal)) };
+  if (principal === null) return { clientId: client.id, body: INACTIVE, outcome: 'inactive' };
+  return { clientId: client.id, body: JSON.stringify(describe(principal)), outcome: 'active' };
 }
 
 /** The token's claims under their RFC 7662 §2.2 names (absent ones left out). */

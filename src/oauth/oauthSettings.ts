@@ -1,14 +1,16 @@
 /**
- * The standard OAuth 2.0 surface's settings as the discovery, revocation and introspection
- * parts read them, derived from the frozen config in one place.
+ * The standard OAuth 2.0 surface's settings as the discovery documents read them, derived
+ * from the frozen config in one place: the URLs from `issuer` (`endpointUrls.ts`), the
+ * methods and algorithms from what client authentication accepts.
  */
+import { ASSERTION_ALGS, AUTH_METHODS } from '../clients/oauthClientFields.js';
 import type { Config } from '../config/types.js';
-import { issuerUrl } from './authorizationServerMetadata.js';
+import { endpointUrl } from './endpointUrls.js';
 
 export interface OAuthSettings {
   readonly enabled: boolean;
-  /** `scheme://host[:port]` the endpoints and resources are published under. */
-  readonly publicBaseUrl: string | null;
+  /** What endpoint paths and resource prefixes are appended to: `issuer` without a trailing `/`. */
+  readonly publicBaseUrl: string;
   readonly tokenPath: string;
   readonly revocationPath: string;
   readonly introspectionPath: string;
@@ -18,14 +20,14 @@ export interface OAuthSettings {
   readonly assertionAlgorithms: readonly string[];
 }
 
-export function oauthSettingsOf(config: Config): OAuthSettings {
+export function oauthSettingsOf(config: Pick<Config, 'issuer' | 'oauth'>): OAuthSettings {
   return {
-    enabled: true,
-    publicBaseUrl: issuerUrl(config.issuer)?.origin ?? null,
-    tokenPath: '/oauth2/token',
-    revocationPath: '/oauth2/revoke',
-    introspectionPath: '/oauth2/introspect',
-    authMethods: ['client_secret_basic', 'client_secret_post', 'private_key_jwt'],
-    assertionAlgorithms: ['ES256', 'RS256'],
+    enabled: config.oauth.enabled,
+    publicBaseUrl: endpointUrl(config, ''),
+    tokenPath: config.oauth.tokenPath,
+    revocationPath: config.oauth.revocationPath,
+    introspectionPath: config.oauth.introspectionPath,
+    authMethods: AUTH_METHODS,
+    assertionAlgorithms: ASSERTION_ALGS,
   };
 }

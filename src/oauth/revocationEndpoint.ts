@@ -30,8 +30,10 @@ export interface RevocationEndpointDeps extends ClientAuthenticationDeps {
 
 export interface RevocationResult {
   readonly clientId: string;
-  /** Whether a token was revoked (never told to the client). */
-  readonly revoked: boolean;
+  /** Always empty (RFC 7009 §2.2: the client ignores it). */
+  readonly body: null;
+  /** `revoked`, or `ignored` when nothing changed (never told to the client). */
+  readonly outcome: 'revoked' | 'ignored';
 }
 
 export async function runRevocationRequest(
@@ -42,9 +44,9 @@ export async function runRevocationRequest(
   const principal = await presentedToken(deps.verifier, tokenParameter(form));
   // `self`: tokens of trusted external issuers are theirs to revoke, whatever their client_id.
   if (principal === null || principal.issuerId !== 'self' || principal.clientId !== client.id) {
-    return { clientId: client.id, revoked: false };
+    return { clientId: client.id, body: null, outcome: 'ignored' };
   }
   await deps.revocation.revokeToken(principal.tokenId, principal.expiresAt + deps.clockSkewSeconds);
   deps.onRevoked?.(client.id, principal.tokenId);
-  return { clientId: client.id, revoked: true };
+  return { clientId: client.id, body: null, outcome: 'revoked' };
 }

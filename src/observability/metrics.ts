@@ -44,6 +44,8 @@ export interface Metrics {
   requestStarted(): void;
   requestFinished(route: string, method: MethodClass, status: StatusClass, seconds: number): void;
   tokenRequest(outcome: string): void;
+  /** An OAuth 2.0 endpoint's outcome (`endpoint`: token, revoke, introspect; `outcome`: its `error` code or `issued`, …). */
+  oauthRequest(endpoint: string, outcome: string): void;
   /** A token issued to a registered client (per-client series up to `maxClientLabels`). */
   tokenIssuedTo(clientId: string): void;
   authFailure(reason: FailureReason): void;
@@ -196,6 +198,12 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     name: 'portaria_token_requests_total',
     help: 'Token operation outcomes (issued, invalid_request, invalid_client, error, …).',
     labelNames: ['outcome'] as const,
+    registers,
+  });
+  const oauthRequests = new Counter({
+    name: 'portaria_oauth_requests_total',
+    help: 'OAuth 2.0 endpoint outcomes, by endpoint (token, …) and outcome (issued, an RFC 6749 error code, rate_limited, …).',
+    labelNames: ['endpoint', 'outcome'] as const,
     registers,
   });
   const labelledClients = new Set<string>();
@@ -466,6 +474,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     tokenRequest(outcome) {
       tokens.labels(outcome).inc();
+    },
+    oauthRequest(endpoint, outcome) {
+      oauthRequests.labels(endpoint, outcome).inc();
     },
     tokenIssuedTo(clientId) {
       if (issuedByClient === null) return;

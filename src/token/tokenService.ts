@@ -8,6 +8,7 @@
  * metrics only. The client authenticator does the same work in each case.
  */
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
+import type { ClientRecord } from '../clients/clientRegistry.js';
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { SigningKey } from '../keys/keyRing.js';
@@ -50,25 +51,29 @@ export class TokenService {
       });
     }
     const { client } = result;
-    this.#refuseWhileRevoking(client.id);
-    const issued = await issueAccessToken(
-      this.#options.signingKey(),
-      {
-        issuer: this.#options.issuer,
-        audience: this.#options.audience,
-        clock: this.#options.clock,
-      },
-      {
-        clientId: client.id,
-        scope: client.scope,
-        lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
-      },
-    );
+    const issued = await this.issueTo(client, client.scope, this.#options.audience);
     return {
       clientId: client.id,
       issued,
       body: shapeTokenResult(this.#options.responseFields, issued),
     };
+  }
+
+  /**
+   * Issues a token to an authenticated client, with `scope` (the client's or fewer) and
+   * `audience`; the same signer, claims and lifetime rules as the contract's operation.
+   */
+  issueTo(client: ClientRecord, scope: string, audience: string): Promise<IssuedToken> {
+    this.#refuseWhileRevoking(client.id);
+    return issueAccessToken(
+      this.#options.signingKey(),
+      { issuer: this.#options.issuer, audience, clock: this.#options.clock },
+      {
+        clientId: client.id,
+        scope,
+        lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
+      },
+    );
   }
 
   /**

@@ -42,6 +42,15 @@ const EVERY_SETTING = {
     connectTimeoutMs: 1,
     commandTimeoutMs: 1,
   },
+  oauth: {
+    enabled: true,
+    tokenPath: '/oauth2/token',
+    revocationPath: '/oauth2/revoke',
+    introspectionPath: '/oauth2/introspect',
+    assertionMaxLifetimeSeconds: 1,
+    assertionAudiences: [],
+    replayStore: 'local',
+  },
   tokenLimits: {
     store: 'local',
     maxTrackedKeys: 1,

@@ -35,7 +35,7 @@ describe('authorization server metadata (RFC 8414)', () => {
     assert.equal(res.headers.get('content-type'), 'application/json');
     assert.equal(res.headers.get('cache-control'), 'public, max-age=300');
     const methods = ['client_secret_basic', 'client_secret_post', 'private_key_jwt'];
-    const algorithms = ['ES256', 'RS256'];
+    const algorithms = ['ES256', 'ES384', 'EdDSA', 'RS256', 'PS256'];
     assert.deepEqual(await res.json(), {
       issuer: 'https://portaria.test',
       token_endpoint: 'https://portaria.test/oauth2/token',
@@ -100,7 +100,8 @@ describe('authorization server metadata (RFC 8414)', () => {
     assert.equal(res.status, 200);
     const body = (await res.json()) as Record<string, unknown>;
     assert.equal(body.issuer, 'https://portaria.test/tenant-a');
-    assert.equal(body.token_endpoint, 'https://portaria.test/oauth2/token');
+    // Endpoints and resources hang off the issuer, path included.
+    assert.equal(body.token_endpoint, 'https://portaria.test/tenant-a/oauth2/token');
     // The bare well-known path is then no document: a protected path like any other.
     const bare = await fetch(gw.url + METADATA_PATH);
     assert.equal(bare.status, 401);

@@ -9,7 +9,7 @@ export const INTROSPECT_PATH = '/oauth2/introspect';
 export const RESOURCE_SERVER = {
   id: 'orders-api',
   secret: 'orders-api-secret-0123456789abcdefghijklmn',
-  scopes: [],
+  scopes: ['introspection'],
   extra: { permissions: ['introspect'] },
 } satisfies ClientSpec;
 

@@ -206,7 +206,15 @@ describe('token revocation (RFC 7009)', () => {
       },
     });
     const token = await gw.token();
-    await expectDone(await revoke(gw, 'unknown'));
+    // Known (client, address) pairs have a bucket of their own: a few more requests.
+    let answered = 0;
+    for (; answered < 6; answered++) {
+      const res = await revoke(gw, 'unknown');
+      await res.arrayBuffer();
+      if (res.status === 429) break;
+      assert.equal(res.status, 200);
+    }
+    assert.ok(answered < 6, 'the client bucket ran out');
     const limited = await revoke(gw, token);
     assert.equal(limited.status, 429);
     assert.ok(Number(limited.headers.get('retry-after')) >= 1);
