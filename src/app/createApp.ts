@@ -107,6 +107,18 @@ export interface App {
   shutdown(): Promise<void>;
 }
 
+const audiencesByTable = new WeakMap<RouteTable, readonly string[]>();
+
+/** Our tokens' accepted audiences: the gateway's, and each route's (RFC 8707). */
+function ownAudiences(audience: string, table: RouteTable): readonly string[] {
+  let audiences = audiencesByTable.get(table);
+  if (audiences === undefined) {
+    audiences = [...new Set([audience, ...table.routes.flatMap((route) => route.audiences)])];
+    audiencesByTable.set(table, audiences);
+  }
+  return audiences;
+}
+
 /** The discovery documents and challenge parameter; none while the OAuth surface is off. */
 function oauthDiscovery(config: Config, routes: () => RouteTable): OAuthDiscovery | undefined {
   const oauth = oauthSettingsOf(config);
@@ -207,7 +219,9 @@ export async function createApp(options: AppOptions): Promise<App> {
     clientCutoff: (clientId) => revocation.clientCutoff(clientId),
   });
   const verifier = new TokenVerifier({
-    issuers: buildIssuerTable(config, () => state.keyRing, issuerSets),
+    issuers: buildIssuerTable(config, () => state.keyRing, issuerSets, () =>
+      ownAudiences(config.audience, state.routes),
+    ),
     clock,
     cache,
     revocation,

@@ -10,7 +10,8 @@
  *   revocation    with a stale Redis revocation list, the method class's policy
  *   route         the route serving the path (after authentication: the route table is
  *                 not revealed to strangers, who get 401 on any path)
- *   audience      the route's audience, when it names one (RFC 8707; else 401 invalid_token)
+ *   audience      the route's audience, or for our own tokens the gateway's (RFC 8707;
+ *                 else 401 invalid_token)
  *   scopes        every scope the route requires (else 403 insufficient_scope)
  *
  * Synchronous up to the first I/O: a cached token goes through without a tick. Results
@@ -28,6 +29,11 @@ import type { RequestScope } from './requestScope.js';
 
 export interface ProtectedRequestDeps {
   readonly verifier: TokenVerifier;
+  /**
+   * The gateway's `audience`: our own tokens must carry it on a route naming no audience
+   * (a token issued for a route's resource is valid there only, RFC 8707).
+   */
+  readonly ownAudience: string;
   /** The current route table (replaced on reload). */
   readonly routes: () => RouteTable;
   readonly metrics: Metrics;
@@ -44,11 +50,13 @@ export interface ProtectedRequestDeps {
 
 export class ProtectedRequest {
   readonly #deps: ProtectedRequestDeps;
+  readonly #ownAudience: readonly string[];
   /** `revocationFreshness.isStale`, or null when no method class is ever refused. */
   readonly #revocationStale: (() => boolean) | null;
 
   constructor(deps: ProtectedRequestDeps) {
     this.#deps = deps;
+    this.#ownAudience = [deps.ownAudience];
     const fresh = deps.revocationFreshness;
     this.#revocationStale =
       fresh !== undefined && (fresh.refuse.safe || fresh.refuse.unsafe) ? fresh.isStale : null;
@@ -80,7 +88,8 @@ export class ProtectedRequest {
     // Before the scope check: a 403 is logged and counted under the route it was for.
     scope.route = route;
     scope.routeId = route.id;
-    if (route.audiences.length > 0) checkAudiences(route, principal);
+    if (route.audiences.length > 0) checkAudiences(route.audiences, principal);
+    else if (principal.issuerId === 'self') checkAudiences(this.#ownAudience, principal);
     checkScopes(route, principal);
   }
 
@@ -106,11 +115,11 @@ export class ProtectedRequest {
 
 /**
  * A token issued for another resource is not valid here (RFC 8707 §2, RFC 9068 §4): the
- * token's `aud` must name every audience the route requires, else 401 invalid_token.
+ * token's `aud` must name every audience required, else 401 invalid_token.
  */
-function checkAudiences(route: CompiledRoute, principal: Principal): void {
+function checkAudiences(audiences: readonly string[], principal: Principal): void {
   const aud = principal.claims.aud;
-  for (const audience of route.audiences) {
+  for (const audience of audiences) {
     if (aud === audience || (Array.isArray(aud) && aud.includes(audience))) continue;
     throw new PortariaError('token-invalid', 'The access token is not valid for this resource.', {
       reason: 'audience-not-allowed',

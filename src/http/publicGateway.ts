@@ -96,6 +96,7 @@ export class PublicGateway {
     this.#maxHeaderLines = deps.config.server.maxHeaderLines;
     this.#protected = new ProtectedRequest({
       verifier: deps.verifier,
+      ownAudience: deps.config.audience,
       routes: deps.routes,
       metrics: deps.metrics,
       ...(deps.revocationFreshness === undefined

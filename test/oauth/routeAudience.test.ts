@@ -94,6 +94,57 @@ describe('a route that requires an audience', () => {
     await expectWrongAudience(gw, token, '/v1/orders/1');
   });
 
+  test('our token issued for the route’s resource only: admitted there, refused elsewhere', async (t) => {
+    const { gw } = await start(t);
+    const token = await signWithGatewayKey(
+      gw,
+      validClaims(gw, { aud: ORDERS_AUDIENCE, scope: 'orders:read reports:read' }),
+    );
+    await expectAdmitted(gw, token, '/v1/orders/1');
+    // A route naming no audience wants the gateway's own in our tokens.
+    await expectWrongAudience(gw, token, '/v1/reports/1');
+    // An audience neither the gateway nor a route uses fails verification itself.
+    const elsewhere = await signWithGatewayKey(gw, validClaims(gw, { aud: 'https://else.test' }));
+    const res = await call(gw, elsewhere, '/v1/orders/1');
+    assert.equal(res.status, 401);
+    const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
+    assert.equal(line.reason, 'wrong-audience');
+  });
+
+  test('a token asked for with resource= at the token endpoint serves that route', async (t) => {
+    const gw = await startGateway(t, {
+      clients: [
+        {
+          id: 'acme',
+          secret: 'acme-secret-0123456789abcdefghijklmnopqrstu',
+          scopes: ['orders:read'],
+          extra: { audiences: ['partner-api', ORDERS_AUDIENCE] },
+        },
+      ],
+      settings: (upstream) => ({
+        routes: [
+          { id: 'orders', prefix: '/v1/orders', upstream, audience: ORDERS_AUDIENCE },
+          { id: 'reports', prefix: '/v1/reports', upstream },
+        ],
+      }),
+    });
+    const res = await fetch(`${gw.url}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: new URLSearchParams({
+        grant_type: 'client_credentials',
+        resource: ORDERS_AUDIENCE,
+        client_id: 'acme',
+        client_secret: 'acme-secret-0123456789abcdefghijklmnopqrstu',
+      }).toString(),
+    });
+    assert.equal(res.status, 200, await res.clone().text());
+    const token = ((await res.json()) as { access_token: string }).access_token;
+    await expectAdmitted(gw, token, '/v1/orders/1');
+    await expectWrongAudience(gw, token, '/v1/reports/1');
+    await expectAdmitted(gw, await gw.token(), '/v1/reports/1');
+  });
+
   test('routes naming no audience admit the token as before', async (t) => {
     const { gw } = await start(t);
     const token = await signWithGatewayKey(
