@@ -219,8 +219,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     clientCutoff: (clientId) => revocation.clientCutoff(clientId),
   });
   const verifier = new TokenVerifier({
-    issuers: buildIssuerTable(config, () => state.keyRing, issuerSets, () =>
-      ownAudiences(config.audience, state.routes),
+    issuers: buildIssuerTable(
+      config,
+      () => state.keyRing,
+      issuerSets,
+      () => ownAudiences(config.audience, state.routes),
     ),
     clock,
     cache,

@@ -146,3 +146,29 @@ describe('authorization server metadata (RFC 8414)', () => {
     assert.ok(metadata.supportsPKCE() === false);
   });
 });
+
+describe('with oauth.enabled false', () => {
+  test('no documents, challenges as before, no OAuth operations in the OpenAPI description', async (t) => {
+    const gw = await start(t, { oauth: { enabled: false } });
+    for (const path of [
+      METADATA_PATH,
+      '/.well-known/oauth-protected-resource',
+      '/.well-known/oauth-protected-resource/v1/orders',
+      '/oauth2/revoke',
+      '/oauth2/introspect',
+    ]) {
+      const res = await fetch(gw.url + path);
+      assert.equal(res.status, 401, path);
+      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="portaria"');
+      await res.arrayBuffer();
+    }
+    const openapi = (await (await fetch(`${gw.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, unknown>;
+    };
+    assert.deepEqual(Object.keys(openapi.paths), [
+      '/v1/authentication/accesstoken',
+      '/.well-known/jwks.json',
+      '/v1/openapi.json',
+    ]);
+  });
+});
