@@ -3,14 +3,16 @@
  * accounting, passes the framing checks and the path step (one canonical target), and is
  * then one of four kinds —
  *   the token operation (open), the OAuth 2.0 endpoints (open, `oauthRoutes.ts`), the
- *   public key set (open), the OpenAPI description (open), or a protected request: the protected-request steps (protectedRequest.ts),
+ *   public key set, the OpenAPI description and the discovery documents (open,
+ *   `oauthDiscovery.ts`), or a protected request: the protected-request steps
+ *   (protectedRequest.ts),
  *   then the entry's own last step — forward (HTTP via undici) or open a tunnel
  *   (WebSocket upgrades via proxy/webSocketProxy).
  * Only exact canonical paths reach the open handlers; everything else needs a token.
  *
- * Refusals are PortariaErrors written as problem details; anything else thrown is a
- * bare 500, with the error logged under the request id (requestAccounting.ts writes
- * the lines).
+ * Refusals are PortariaErrors written as problem details (a Bearer challenge gains
+ * `resource_metadata` while the OAuth surface is on); anything else thrown is a bare 500,
+ * with the error logged under the request id (requestAccounting.ts writes the lines).
  *
  * Shutdown: while draining, an upgrade is refused with 503 (`shutting-down`), checked on
  * arrival and again once its token is verified; a tunnel opened during the drain would

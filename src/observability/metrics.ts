@@ -73,7 +73,7 @@ export interface Metrics {
   setSigningKeySource(read: () => SigningKeySnapshot): void;
   /** Binds the external issuers' key set states, read at scrape time. */
   setIssuerSource(read: () => readonly IssuerSnapshot[]): void;
-  /** A revocation accepted (durably) through the admin API. */
+  /** A revocation accepted (durably) through the admin API or the OAuth revocation endpoint. */
   revoked(kind: 'token' | 'client'): void;
   /** Binds the number of revocation entries held, read at scrape time. */
   setRevocationSizeSource(read: () => number): void;
@@ -366,7 +366,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
 
   const revocations = new Counter({
     name: 'portaria_revocations_total',
-    help: 'Revocations accepted through the admin API, by kind (token, client).',
+    help: 'Revocations accepted through the admin API or the OAuth revocation endpoint, by kind (token, client).',
     labelNames: ['kind'] as const,
     registers,
   });
