@@ -272,7 +272,7 @@ export async function createApp(options: AppOptions): Promise<App> {
       `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
     ),
     openapi: StaticDocument.of(
-      openApiDocumentFor(config.token.responseFields),
+      openApiDocumentFor(config.token.responseFields, config.oauth),
       'public, max-age=3600',
     ),
     verifier,

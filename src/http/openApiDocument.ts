@@ -1,17 +1,26 @@
 /**
  * The OpenAPI 3.1 description of what Portaria serves itself (the token operation, the
- * public key set, this document) and of the bearer scheme every other path requires.
+ * OAuth 2.0 token endpoint, the public key set, this document) and of the bearer scheme every other path requires.
  * `openapi.json` at the repository root is generated from this object
  * (`npm run openapi`); a test fails when the two drift apart. It offers both token
  * result shapes; a running gateway serves `openApiDocumentFor(responseFields)`, which
  * names the one it emits.
  */
-import type { ResponseFieldSet } from '../config/types.js';
+import type { OAuthConfig, ResponseFieldSet } from '../config/types.js';
 
 const problemRef = { $ref: '#/components/schemas/ProblemDetails' } as const;
 const problem = (description: string) => ({
   description,
   content: { 'application/problem+json': { schema: problemRef } },
+});
+const oauthError = (description: string) => ({
+  description,
+  headers: {
+    'Cache-Control': { required: true, schema: { type: 'string', const: 'no-store' } },
+  },
+  content: {
+    'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } },
+  },
 });
 
 export const openApiDocument = {
@@ -101,6 +110,58 @@ export const openApiDocument = {
               },
             },
           },
+        },
+      },
+    },
+    '/oauth2/token': {
+      post: {
+        operationId: 'oauthToken',
+        tags: ['oauth'],
+        summary: 'OAuth 2.0 token endpoint: client credentials (RFC 6749 §4.4)',
+        description:
+          "Client authentication: exactly one of `client_secret_basic` (id and secret form-urlencoded before the Base64 encoding, RFC 6749 §2.3.1), `client_secret_post`, or `private_key_jwt` (RFC 7523). `scope` narrows the token to some of the client's scopes; `resource` (RFC 8707) selects its audience among the client's. The token is the same JWT the contract's operation issues. The path is `oauth.tokenPath` (this is its default).",
+        security: [],
+        requestBody: {
+          required: true,
+          content: {
+            'application/x-www-form-urlencoded': {
+              schema: { $ref: '#/components/schemas/OAuthTokenRequest' },
+            },
+          },
+        },
+        responses: {
+          '200': {
+            description: 'Access token issued (RFC 6749 §5.1).',
+            headers: {
+              'Cache-Control': { required: true, schema: { type: 'string', const: 'no-store' } },
+              Pragma: { required: true, schema: { type: 'string', const: 'no-cache' } },
+            },
+            content: {
+              'application/json': { schema: { $ref: '#/components/schemas/OAuthTokenResponse' } },
+            },
+          },
+          '400': oauthError(
+            'invalid_request (malformed or repeated parameter, no grant_type, two authentication methods), unsupported_grant_type, invalid_scope, invalid_target.',
+          ),
+          '401': {
+            ...oauthError('invalid_client: the client could not be authenticated.'),
+            headers: {
+              'WWW-Authenticate': {
+                description: 'Present when the request used HTTP Basic.',
+                schema: { type: 'string', const: 'Basic realm="portaria"' },
+              },
+            },
+          },
+          '405': {
+            ...problem('Only POST is accepted.'),
+            headers: { Allow: { required: true, schema: { type: 'string', const: 'POST' } } },
+          },
+          '413': problem('The body exceeds the configured limit (default 16 KiB).'),
+          '415': problem('Content-Type is not application/x-www-form-urlencoded.'),
+          '429': problem('Too many token requests (the same limits as the token operation).'),
+          '503': problem(
+            "No token can be issued now (no active signing key, the client's revocation pending, or the assertion replay store unreachable).",
+          ),
         },
       },
     },
@@ -208,6 +269,60 @@ export const openApiDocument = {
           instancia: { type: ['string', 'null'], description: 'Request path and request id.' },
         },
       },
+      OAuthTokenRequest: {
+        type: 'object',
+        required: ['grant_type'],
+        properties: {
+          grant_type: { type: 'string', const: 'client_credentials' },
+          scope: {
+            type: 'string',
+            description: "Space-separated scopes, a subset of the client's.",
+          },
+          resource: {
+            type: 'string',
+            format: 'uri',
+            description: "RFC 8707: the audience of the token, one of the client's.",
+          },
+          client_id: { type: 'string' },
+          client_secret: { type: 'string', description: 'client_secret_post.' },
+          client_assertion_type: {
+            type: 'string',
+            const: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer',
+          },
+          client_assertion: { type: 'string', description: 'private_key_jwt: the signed JWT.' },
+        },
+      },
+      OAuthTokenResponse: {
+        type: 'object',
+        required: ['access_token', 'token_type', 'expires_in', 'scope'],
+        additionalProperties: false,
+        properties: {
+          access_token: { type: 'string' },
+          token_type: { type: 'string', const: 'Bearer' },
+          expires_in: { type: 'integer', minimum: 1 },
+          scope: { type: 'string' },
+        },
+      },
+      OAuthError: {
+        type: 'object',
+        required: ['error', 'error_description'],
+        additionalProperties: false,
+        properties: {
+          error: {
+            type: 'string',
+            enum: [
+              'invalid_request',
+              'invalid_client',
+              'invalid_grant',
+              'unauthorized_client',
+              'unsupported_grant_type',
+              'invalid_scope',
+              'invalid_target',
+            ],
+          },
+          error_description: { type: 'string' },
+        },
+      },
       Jwks: {
         type: 'object',
         required: ['keys'],
@@ -241,8 +356,18 @@ export const openApiDocument = {
  * `token.responseFields` emits, not a choice of two (a client generated from it gets
  * the right type). Everything else is `openApiDocument`.
  */
-export function openApiDocumentFor(fields: ResponseFieldSet): typeof openApiDocument {
+export function openApiDocumentFor(
+  fields: ResponseFieldSet,
+  oauth?: Pick<OAuthConfig, 'enabled' | 'tokenPath'>,
+): typeof openApiDocument {
   const document = structuredClone(openApiDocument) as typeof openApiDocument;
+  if (oauth !== undefined) {
+    // The OAuth operations under their configured paths, or none when they are off.
+    const paths = document.paths as Record<string, unknown>;
+    const token = paths['/oauth2/token'];
+    delete paths['/oauth2/token'];
+    if (oauth.enabled) paths[oauth.tokenPath] = token;
+  }
   const ok = document.paths['/v1/authentication/accesstoken'].post.responses['200'];
   const name = fields === 'guide' ? 'TokenResultGuide' : 'TokenResult';
   (ok.content['application/json'] as { schema: unknown }).schema = {
