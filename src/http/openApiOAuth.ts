@@ -23,6 +23,18 @@ const oauthError = (description: string) => ({
   content: { 'application/json': { schema: { $ref: '#/components/schemas/OAuthError' } } },
 });
 
+/** A 401 of a request that used HTTP Basic carries the Basic challenge (RFC 6749 §5.2). */
+const basicChallenge = (response: ReturnType<typeof oauthError>) => ({
+  ...response,
+  headers: {
+    ...response.headers,
+    'WWW-Authenticate': {
+      description: 'Present when the request used HTTP Basic.',
+      schema: { type: 'string', const: 'Basic realm="portaria"' },
+    },
+  },
+});
+
 const problem = (description: string) => ({
   description,
   content: {
@@ -87,7 +99,7 @@ export const oauthPaths = {
       operationId: 'oauthToken',
       tags: [OAUTH_TAG],
       summary: 'Client credentials grant (RFC 6749 §4.4)',
-      description: `Issues the same tokens as the contract operation. ${clientAuthentication} Path: \`oauth.tokenPath\`.`,
+      description: `Issues the same JWT as the contract operation. ${clientAuthentication} \`scope\` narrows the token to some of the client’s scopes; \`resource\` (RFC 8707) selects its audience among the client’s. Path: \`oauth.tokenPath\`.`,
       security: [{ clientSecretBasic: [] }, {}],
       requestBody: formBody('OAuthTokenRequest'),
       responses: {
@@ -95,18 +107,22 @@ export const oauthPaths = {
           description: 'Access token issued (RFC 6749 §5.1).',
           headers: {
             'Cache-Control': { required: true, schema: { type: 'string', const: 'no-store' } },
+            Pragma: { required: true, schema: { type: 'string', const: 'no-cache' } },
           },
           content: {
             'application/json': { schema: { $ref: '#/components/schemas/OAuthTokenResponse' } },
           },
         },
         '400': oauthError(
-          '`invalid_request`, `unsupported_grant_type`, `invalid_scope` or `invalid_target` (RFC 6749 §5.2, RFC 8707 §2).',
+          '`invalid_request` (malformed or repeated parameter, no grant_type, two authentication methods), `unsupported_grant_type`, `invalid_scope`, `invalid_target` (RFC 6749 §5.2, RFC 8707 §2).',
         ),
-        '401': oauthError(
-          '`invalid_client`; with `WWW-Authenticate: Basic` when the request used HTTP Basic.',
+        '401': basicChallenge(
+          oauthError('`invalid_client`: the client could not be authenticated.'),
         ),
         ...httpRefusals,
+        '503': problem(
+          'No token can be issued now (no active signing key, the client’s revocation pending, or the assertion replay store unreachable).',
+        ),
       },
     },
   },
@@ -126,7 +142,7 @@ export const oauthPaths = {
           },
         },
         '400': oauthError('`invalid_request` (no `token`, malformed form, repeated parameter).'),
-        '401': oauthError('`invalid_client`.'),
+        '401': basicChallenge(oauthError('`invalid_client`.')),
         ...httpRefusals,
       },
     },
@@ -153,7 +169,7 @@ export const oauthPaths = {
           },
         },
         '400': oauthError('`invalid_request` (no `token`, malformed form, repeated parameter).'),
-        '401': oauthError('`invalid_client`.'),
+        '401': basicChallenge(oauthError('`invalid_client`.')),
         '403': oauthError('`unauthorized_client`: the client lacks the `introspect` permission.'),
         ...httpRefusals,
       },
@@ -188,7 +204,8 @@ const stringList = { type: 'array', items: { type: 'string' } } as const;
 export const oauthSchemas = {
   OAuthError: {
     type: 'object',
-    required: ['error'],
+    required: ['error', 'error_description'],
+    additionalProperties: false,
     properties: {
       error: {
         type: 'string',
@@ -211,17 +228,22 @@ export const oauthSchemas = {
     properties: {
       grant_type: { type: 'string', const: 'client_credentials' },
       scope: { type: 'string', description: 'A subset of the client’s scopes, space-separated.' },
-      resource: { type: 'string', description: 'One of the client’s audiences (RFC 8707).' },
+      resource: {
+        type: 'string',
+        format: 'uri',
+        description: 'RFC 8707: the audience of the token, one of the client’s.',
+      },
       ...clientAuthFields,
     },
   },
   OAuthTokenResponse: {
     type: 'object',
     required: ['access_token', 'token_type', 'expires_in', 'scope'],
+    additionalProperties: false,
     properties: {
       access_token: { type: 'string' },
       token_type: { type: 'string', const: 'Bearer' },
-      expires_in: { type: 'integer', format: 'int32' },
+      expires_in: { type: 'integer', minimum: 1 },
       scope: { type: 'string' },
     },
   },

@@ -54,7 +54,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'errors',
   ],
   reload: ['config', 'lib', 'errors'],
-  cli: ['clients', 'keys', 'config', 'domain', 'lib', 'errors'],
+  cli: ['clients', 'keys', 'issuers', 'config', 'domain', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
     'http',

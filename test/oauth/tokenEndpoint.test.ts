@@ -412,3 +412,48 @@ describe('accounting at /oauth2/token', () => {
     await contract.arrayBuffer();
   });
 });
+
+describe('configuration of /oauth2/token', () => {
+  test('another oauth.tokenPath moves the endpoint and its OpenAPI operation', async (t) => {
+    const gw = await gateway(t, { oauth: { tokenPath: '/auth/token' } });
+    const res = await fetch(`${gw.url}/auth/token`, {
+      method: 'POST',
+      headers: {
+        'content-type': 'application/x-www-form-urlencoded',
+        authorization: basic(CLIENT_ID, CLIENT_SECRET),
+      },
+      body: form(CLIENT_CREDENTIALS),
+    });
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
+    const doc = (await (await fetch(`${gw.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, { post?: { tags: string[] } }>;
+    };
+    assert.deepEqual(doc.paths['/auth/token']?.post?.tags, ['OAuth 2.0']);
+    assert.equal(doc.paths['/oauth2/token'], undefined);
+  });
+
+  test('oauth.enabled false: the path is an ordinary protected path', async (t) => {
+    const gw = await gateway(t, { oauth: { enabled: false } });
+    const answer = await post(gw, form(CLIENT_CREDENTIALS), {
+      authorization: basic(CLIENT_ID, CLIENT_SECRET),
+    });
+    assert.equal(answer.status, 401);
+    assert.equal(answer.headers.get('content-type'), 'application/problem+json');
+    const doc = (await (await fetch(`${gw.url}/v1/openapi.json`)).json()) as {
+      paths: Record<string, unknown>;
+    };
+    assert.equal(doc.paths['/oauth2/token'], undefined);
+  });
+
+  test('a WebSocket upgrade on the path is refused like on the other open paths', async (t) => {
+    const gw = await gateway(t);
+    const answer = await rawRequest(
+      gw.url,
+      'GET /oauth2/token HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nSec-WebSocket-Version: 13\r\nSec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\n\r\n',
+      2000,
+    );
+    assert.match(answer, /^HTTP\/1\.1 405 /);
+    assert.match(answer, /\r\nallow: POST\r\n/i);
+  });
+});
