@@ -10,6 +10,7 @@ import { OAuthRoutes } from '../http/oauthRoutes.js';
 import type { OAuthTokenRouteDeps } from '../http/oauthTokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
+import type { ClientAuthenticationDeps } from '../oauth/clientAuthentication.js';
 import { ClientKeys } from '../oauth/clientKeys.js';
 import { assertionAudiences } from '../oauth/endpointUrls.js';
 import { LocalReplayStore } from '../oauth/localReplayStore.js';
@@ -38,19 +39,24 @@ export async function createOAuthEndpoints(
     log: (event, detail) => logger.info(detail, `client ${event}`),
   });
   const replay = config.oauth.enabled ? await openReplayStore(config, clock, logger) : null;
-  const routes = new OAuthRoutes(config.oauth, {
-    token: {
-      ...shared,
-      audience: config.audience,
-      assertions: {
-        audiences: assertionAudiences(config),
-        maxLifetimeSeconds: config.oauth.assertionMaxLifetimeSeconds,
-        clockSkewSeconds: config.clockSkewSeconds,
-        clock,
-        keys,
-        replay: replay ?? new LocalReplayStore(clock),
-      },
+  // Client authentication as every OAuth endpoint uses it (`authenticateOAuthClient`).
+  const clientAuthentication: ClientAuthenticationDeps = {
+    registry: shared.registry,
+    authenticate: shared.authenticate,
+    limiter: shared.limiter,
+    attempts: shared.attempts,
+    onLimited: shared.onLimited,
+    assertions: {
+      audiences: assertionAudiences(config),
+      maxLifetimeSeconds: config.oauth.assertionMaxLifetimeSeconds,
+      clockSkewSeconds: config.clockSkewSeconds,
+      clock,
+      keys,
+      replay: replay ?? new LocalReplayStore(clock),
     },
+  };
+  const routes = new OAuthRoutes(config.oauth, {
+    token: { ...shared, ...clientAuthentication, audience: config.audience },
   });
   return {
     routes,
