@@ -10,6 +10,7 @@ import { OAuthRoutes } from '../http/oauthRoutes.js';
 import type { OAuthTokenRouteDeps } from '../http/oauthTokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
+import type { ClientAuthenticationDeps } from '../oauth/clientAuthentication.js';
 import { ClientKeys } from '../oauth/clientKeys.js';
 import { assertionAudiences } from '../oauth/endpointUrls.js';
 import { LocalReplayStore } from '../oauth/localReplayStore.js';
@@ -50,27 +51,39 @@ export async function createOAuthEndpoints(
     log: (event, detail) => logger.info(detail, `client ${event}`),
   });
   const replay = config.oauth.enabled ? await openReplayStore(config, clock, logger) : null;
-  const assertions = {
-    audiences: assertionAudiences(config),
-    maxLifetimeSeconds: config.oauth.assertionMaxLifetimeSeconds,
-    clockSkewSeconds: config.clockSkewSeconds,
-    clock,
-    keys,
-    replay: replay ?? new LocalReplayStore(clock),
+  // Client authentication as every OAuth endpoint uses it (`authenticateOAuthClient`).
+  const clientAuthentication: ClientAuthenticationDeps = {
+    registry: shared.registry,
+    authenticate: shared.authenticate,
+    limiter: shared.limiter,
+    attempts: shared.attempts,
+    onLimited: shared.onLimited,
+    assertions: {
+      audiences: assertionAudiences(config),
+      maxLifetimeSeconds: config.oauth.assertionMaxLifetimeSeconds,
+      clockSkewSeconds: config.clockSkewSeconds,
+      clock,
+      keys,
+      replay: replay ?? new LocalReplayStore(clock),
+    },
   };
-  const { verifier, revocation, onRevoked, outcome } = tokenState;
   const routes = new OAuthRoutes(config.oauth, {
-    token: { ...shared, audience: config.audience, assertions },
+    token: { ...shared, ...clientAuthentication, audience: config.audience },
     revocation: {
       ...shared,
-      assertions,
-      verifier,
-      revocation,
+      ...clientAuthentication,
+      verifier: tokenState.verifier,
+      revocation: tokenState.revocation,
       clockSkewSeconds: config.clockSkewSeconds,
-      onRevoked,
-      onOutcome: outcome('revoke'),
+      onRevoked: tokenState.onRevoked,
+      onOutcome: tokenState.outcome('revoke'),
     },
-    introspection: { ...shared, assertions, verifier, onOutcome: outcome('introspect') },
+    introspection: {
+      ...shared,
+      ...clientAuthentication,
+      verifier: tokenState.verifier,
+      onOutcome: tokenState.outcome('introspect'),
+    },
   });
   return {
     routes,
