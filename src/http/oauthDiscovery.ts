@@ -38,11 +38,14 @@ interface Built {
 export class OAuthDiscovery {
   readonly #deps: OAuthDiscoveryDeps;
   readonly #serverPath: string | null;
+  /** `scheme://host[:port]` of the published URLs. */
+  readonly #origin: string;
   #built: Built | null = null;
 
   constructor(deps: OAuthDiscoveryDeps) {
     this.#deps = deps;
     this.#serverPath = authorizationServerMetadataPath(deps.server.issuer);
+    this.#origin = new URL(deps.server.baseUrl).origin;
   }
 
   /** The document served at `path`, if any. */
@@ -66,7 +69,8 @@ export class OAuthDiscovery {
     // The default route's prefix is `/`: the gateway's document.
     const served = route ?? (path === undefined ? null : this.#deps.routes().match(path));
     const prefix = served?.prefix ?? '/';
-    const url = quotable(this.#deps.server.baseUrl + protectedResourceMetadataPath(prefix));
+    const { baseUrl } = this.#deps.server;
+    const url = quotable(this.#origin + protectedResourceMetadataPath(baseUrl, prefix));
     return new PortariaError(error.code, error.detail, {
       reason: error.reason,
       headers: { ...error.headers, 'www-authenticate': `${challenge}, resource_metadata="${url}"` },

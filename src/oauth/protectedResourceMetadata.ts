@@ -21,9 +21,14 @@ export interface ProtectedResourceDocument {
   readonly document: Readonly<Record<string, unknown>>;
 }
 
-/** The metadata path of the resource at `prefix` (`/` is the gateway as a whole). */
-export function protectedResourceMetadataPath(prefix: string): string {
-  return prefix === '/' ? WELL_KNOWN : WELL_KNOWN + prefix;
+/**
+ * The metadata path of the resource `<base><prefix>` (`/`: the gateway as a whole): the
+ * well-known segment between the host and the identifier's path (RFC 9728 §3.1), so an
+ * issuer with a path (`https://host/tenant`) has its resources' documents under it too.
+ */
+export function protectedResourceMetadataPath(baseUrl: string, prefix: string): string {
+  const basePath = new URL(baseUrl).pathname.replace(/\/+$/, '');
+  return WELL_KNOWN + basePath + (prefix === '/' ? '' : prefix);
 }
 
 /**
@@ -38,7 +43,7 @@ export function protectedResourceDocuments(
   const describe = (prefix: string, scopes: readonly string[]): ProtectedResourceDocument => {
     const resource = prefix === '/' ? baseUrl : baseUrl + prefix;
     return {
-      path: protectedResourceMetadataPath(prefix),
+      path: protectedResourceMetadataPath(baseUrl, prefix),
       resource,
       document: {
         resource,

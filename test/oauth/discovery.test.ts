@@ -114,6 +114,19 @@ describe('authorization server metadata (RFC 8414)', () => {
       }),
     );
     assert.equal(as.issuer, 'https://portaria.test/tenant-a');
+    // The resources hang off it as well, their documents where RFC 9728 §3.1 puts them.
+    const resource = new URL('https://portaria.test/tenant-a/v1/orders');
+    const metadata = await oauth.processResourceDiscoveryResponse(
+      resource,
+      await oauth.resourceDiscoveryRequest(resource, { [oauth.customFetch]: gatewayFetch(gw) }),
+    );
+    assert.deepEqual(metadata.scopes_supported, ['orders:read']);
+    const challenge = await fetch(`${gw.url}/v1/orders/1`);
+    assert.equal(
+      challenge.headers.get('www-authenticate'),
+      'Bearer realm="portaria", resource_metadata="https://portaria.test/.well-known/oauth-protected-resource/tenant-a/v1/orders"',
+    );
+    await challenge.arrayBuffer();
   });
 
   test('oauth4webapi discovers the gateway (discoveryRequest, processDiscoveryResponse)', async (t) => {
