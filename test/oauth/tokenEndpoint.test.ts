@@ -4,7 +4,7 @@
  * the framing matters.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { decodeJwt, SignJWT } from 'jose';
@@ -414,6 +414,27 @@ describe('accounting at /oauth2/token', () => {
 });
 
 describe('configuration of /oauth2/token', () => {
+  test('a reload of the clients file changes who may use private_key_jwt', async (t) => {
+    const gw = await withSignerKeys(await gateway(t));
+    const file = gw.config.clients.file;
+    const data = JSON.parse(await readFile(file, 'utf8')) as { clients: Record<string, unknown>[] };
+    const signer = data.clients.find((c) => c.id === 'signer') as Record<string, unknown>;
+    signer.disabled = true;
+    await writeFile(file, JSON.stringify(data));
+    await gw.app.reload();
+    const jwtBody = async () =>
+      form({
+        ...CLIENT_CREDENTIALS,
+        client_assertion_type: JWT_BEARER_ASSERTION,
+        client_assertion: await assertion(),
+      });
+    assertOAuthError(await post(gw, await jwtBody()), 401, 'invalid_client');
+    signer.disabled = false;
+    await writeFile(file, JSON.stringify(data));
+    await gw.app.reload();
+    assert.equal((await post(gw, await jwtBody())).status, 200);
+  });
+
   test('another oauth.tokenPath moves the endpoint and its OpenAPI operation', async (t) => {
     const gw = await gateway(t, { oauth: { tokenPath: '/auth/token' } });
     const res = await fetch(`${gw.url}/auth/token`, {
