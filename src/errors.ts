@@ -101,6 +101,36 @@ export const FAILURE_REASONS = [
   'secret-expired', // the secret matched but has expired
   'disabled-client', // the client is disabled
   'client-revocation-pending', // the client's revocation cut-off still lies ahead
+  // OAuth 2.0 endpoints (RFC 6749 §5.2 answers; src/oauth/).
+  'form-malformed', // bad percent-encoding or not UTF-8 in the form
+  'form-repeated', // a form parameter given twice (RFC 6749 §3.2)
+  'several-resources', // more than one `resource` (RFC 8707)
+  'several-client-auth', // more than one client authentication method
+  'no-client-auth', // no client authentication
+  'bad-basic', // a malformed Basic header (RFC 6749 §2.3.1)
+  'client-id-mismatch', // client_id differs from the authenticated client
+  'auth-method-not-allowed', // the client does not allow this method
+  'assertion-type', // client_assertion_type is not jwt-bearer
+  'assertion-malformed', // the assertion is not a compact JWS with JSON claims
+  'assertion-alg', // none, HMAC, or not the client's pinned alg
+  'assertion-claims', // iss and sub are not both the client id
+  'assertion-no-kid', // the assertion's header names no key
+  'assertion-unknown-key', // the client has no key with this kid and alg
+  'client-keys-unavailable', // the client's JWKS file or URI is unusable
+  'assertion-signature', // the assertion's signature does not verify
+  'assertion-audience', // aud names neither the token endpoint nor the issuer
+  'assertion-expired', // exp absent or past
+  'assertion-too-long', // exp too far ahead
+  'assertion-not-yet-valid', // nbf or iat ahead
+  'assertion-no-jti', // jti absent or too long
+  'assertion-replayed', // the jti was used before (RFC 7523 §3)
+  'replay-store-unavailable', // the replay store cannot answer (503)
+  'grant-type-missing', // no grant_type
+  'grant-type-unsupported', // a grant type other than client_credentials
+  'scope-not-granted', // a scope the client does not have
+  'resource-malformed', // resource is not an absolute URI without fragment
+  'resource-not-allowed', // resource is not among the client's audiences
+  'introspection-not-permitted', // the client lacks the `introspect` permission (RFC 7662)
   // Token-endpoint limits (429).
   'rate-limit-address', // the address's request rate
   'rate-limit-client', // the client's request rate
@@ -137,6 +167,7 @@ export const FAILURE_REASONS = [
   'bad-claims', // another claim failed, or has the wrong type or form
   'unrevocable-ids', // a `jti` or client id the admin API could not name
   'revoked', // the token or its client is revoked
+  'audience-not-allowed', // `aud` lacks the audience the route requires (RFC 8707)
   'error', // an unexpected error, not a refusal (verification metric only)
   // Keys.
   'no-active-key', // no signing key is active

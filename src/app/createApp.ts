@@ -12,14 +12,17 @@ import { loadClientRegistry } from '../clients/clientRegistry.js';
 import { ConfigError } from '../config/configError.js';
 import type { Config } from '../config/types.js';
 import { createAdminHandler } from '../http/adminRoutes.js';
+import { OAuthDiscovery } from '../http/oauthDiscovery.js';
 import { openApiDocumentFor } from '../http/openApiDocument.js';
-import { PublicGateway } from '../http/publicGateway.js';
+import { JWKS_PATH, PublicGateway } from '../http/publicGateway.js';
 import { StaticDocument } from '../http/staticDocument.js';
 import { createIssuerKeySet } from '../issuers/issuerKeySet.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
 import { TrustedProxies } from '../lib/trustedProxies.js';
+import { issuerUrl } from '../oauth/authorizationServerMetadata.js';
+import { oauthSettingsOf } from '../oauth/oauthSettings.js';
 import {
   createLoggers,
   type DestinationStream,
@@ -30,7 +33,7 @@ import { createMetrics, type Metrics, type MetricsSnapshot } from '../observabil
 import type { Tracing } from '../observability/tracing.js';
 import { createForwarder } from '../proxy/forwarder.js';
 import { createHeaderPolicy } from '../proxy/headers.js';
-import { compileRouteTable } from '../proxy/routeTable.js';
+import { compileRouteTable, type RouteTable } from '../proxy/routeTable.js';
 import { createWebSocketProxy } from '../proxy/webSocketProxy.js';
 import {
   type ContentFingerprint,
@@ -44,12 +47,13 @@ import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
 import { NO_LIMITS } from '../tokenLimits/noLimits.js';
 import { PairAttempts } from '../tokenLimits/pairAttempts.js';
 import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
-import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { TokenVerifier } from '../verify/tokenVerifier.js';
 import { buildIssuerTable } from '../verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { startHousekeeping } from './housekeeping.js';
 import type { LiveState } from './liveState.js';
+import { createOAuthEndpoints } from './oauthEndpoints.js';
 import { createReadiness, type Readiness } from './readiness.js';
 import { watchReloadSources } from './reloads.js';
 import { revocationHorizon } from './revocationHorizon.js';
@@ -128,6 +132,40 @@ export interface App {
   shutdown(): Promise<void>;
 }
 
+const audiencesByTable = new WeakMap<RouteTable, readonly string[]>();
+
+/** Our tokens' accepted audiences: the gateway's, and each route's (RFC 8707). */
+function ownAudiences(audience: string, table: RouteTable): readonly string[] {
+  let audiences = audiencesByTable.get(table);
+  if (audiences === undefined) {
+    audiences = [...new Set([audience, ...table.routes.flatMap((route) => route.audiences)])];
+    audiencesByTable.set(table, audiences);
+  }
+  return audiences;
+}
+
+/** The discovery documents and challenge parameter; none while the OAuth surface is off. */
+function oauthDiscovery(config: Config, routes: () => RouteTable): OAuthDiscovery | undefined {
+  const oauth = oauthSettingsOf(config);
+  if (!oauth.enabled) return undefined;
+  const issuers = [config.issuer, ...config.issuers.map((issuer) => issuer.issuer)];
+  return new OAuthDiscovery({
+    server: {
+      issuer: config.issuer,
+      baseUrl: oauth.publicBaseUrl,
+      tokenPath: oauth.tokenPath,
+      revocationPath: oauth.revocationPath,
+      introspectionPath: oauth.introspectionPath,
+      jwksPath: JWKS_PATH,
+      authMethods: oauth.authMethods,
+      assertionAlgorithms: oauth.assertionAlgorithms,
+    },
+    // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
+    authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
+    routes,
+  });
+}
+
 export async function createApp(options: AppOptions): Promise<App> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
@@ -197,6 +235,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const state: LiveState = {
     keyRing: initialRing,
     authenticate: createClientAuthenticator(clients, clock),
+    clients,
     clientCount: clients.size,
     routes: compileRouteTable(config),
     draining: false,
@@ -223,7 +262,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     clientCutoff: (clientId) => revocation.clientCutoff(clientId),
   });
   const verifier = new TokenVerifier({
-    issuers: buildIssuerTable(config, () => state.keyRing, issuerSets),
+    issuers: buildIssuerTable(
+      config,
+      () => state.keyRing,
+      issuerSets,
+      () => ownAudiences(config.audience, state.routes),
+    ),
     clock,
     cache,
     revocation,
@@ -256,10 +300,16 @@ export async function createApp(options: AppOptions): Promise<App> {
       upstreamError: (route, kind) => metrics.upstreamError(route, kind),
     },
   });
+  const discovery = oauthDiscovery(config, () => state.routes);
   const webSockets = createWebSocketProxy({
     headerPolicy,
     problemTypeBase: config.problemTypeBase,
     hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
+    ...(discovery === undefined
+      ? {}
+      : {
+          challenge: (problem, route) => discovery.withResourceMetadata(problem, undefined, route),
+        }),
   });
   metrics.setWebSocketTunnelSource(() => webSockets.openTunnels());
 
@@ -289,33 +339,58 @@ export async function createApp(options: AppOptions): Promise<App> {
   }
 
   const freshness = redisRevocations ?? worker?.revocationFreshness ?? null;
+  const tokenRoute = {
+    tokens,
+    bodyLimitBytes: config.token.bodyLimitBytes,
+    onOutcome: (outcome: string) => metrics.tokenRequest(outcome),
+    onIssued: (clientId: string) => metrics.tokenIssuedTo(clientId),
+    limiter: limiter ?? NO_LIMITS,
+    attempts:
+      limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
+        ? new PairAttempts(
+            config.tokenLimits.maxTrackedKeys,
+            config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
+            clock,
+          )
+        : null,
+    trustedProxies,
+    onLimited: (reason: LimitReason) => metrics.tokenLimitRefusal(reason),
+  };
+  // The OAuth endpoints share the token operation's limiter, back-off and signer.
+  const oauth = await createOAuthEndpoints(
+    config,
+    clock,
+    logger,
+    {
+      ...tokenRoute,
+      registry: () => state.clients,
+      authenticate: () => state.authenticate,
+      onOutcome: (outcome) => metrics.oauthRequest('token', outcome),
+      onAuthFailure: (reason) => metrics.authFailure(reason),
+    },
+    {
+      verifier,
+      revocation,
+      onRevoked: (clientId, jti) => {
+        metrics.revoked('token');
+        logger.info({ clientId, jti }, 'token revoked by its client');
+      },
+      outcome: (endpoint) => (outcome) => metrics.oauthRequest(endpoint, outcome),
+    },
+  );
   const gateway = new PublicGateway({
     config,
-    tokenRoute: {
-      tokens,
-      bodyLimitBytes: config.token.bodyLimitBytes,
-      onOutcome: (outcome) => metrics.tokenRequest(outcome),
-      onIssued: (clientId) => metrics.tokenIssuedTo(clientId),
-      limiter: limiter ?? NO_LIMITS,
-      attempts:
-        limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
-          ? new PairAttempts(
-              config.tokenLimits.maxTrackedKeys,
-              config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
-              clock,
-            )
-          : null,
-      trustedProxies,
-      onLimited: (reason) => metrics.tokenLimitRefusal(reason),
-    },
+    tokenRoute,
+    oauth: oauth.routes,
     jwks: new StaticDocument(
       () => state.keyRing.jwksJson(),
       `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
     ),
     openapi: StaticDocument.of(
-      openApiDocumentFor(config.token.responseFields),
+      openApiDocumentFor(config.token.responseFields, config.oauth.enabled ? config.oauth : null),
       'public, max-age=3600',
     ),
+    ...(discovery === undefined ? {} : { discovery }),
     verifier,
     routes: () => state.routes,
     forwarder,
@@ -458,7 +533,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         limiter,
         responsesClosed: () => gateway.responsesClosed(),
         tracing,
-      });
+      }).then(() => oauth.close());
       return shuttingDown;
     },
   };

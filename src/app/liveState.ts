@@ -3,12 +3,15 @@
  * reader goes through this one object, so a reload is seen by the next request.
  */
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
+import type { ClientRegistry } from '../clients/clientRegistry.js';
 import type { KeyRing } from '../keys/keyRing.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 
 export interface LiveState {
   keyRing: KeyRing;
   authenticate: ClientAuthenticator;
+  /** The registry `authenticate` was built from (the OAuth endpoints read its records). */
+  clients: ClientRegistry;
   clientCount: number;
   routes: RouteTable;
   /** Shutdown began: readiness 503, every answer closes its connection. */

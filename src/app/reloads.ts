@@ -69,6 +69,7 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
       load: () => loadClientRegistry(config.clients.file),
       apply: (registry) => {
         state.authenticate = createClientAuthenticator(registry, clock);
+        state.clients = registry;
         state.clientCount = registry.size;
       },
       onOutcome,

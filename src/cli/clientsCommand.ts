@@ -1,5 +1,5 @@
 /**
- * `portaria clients add|list|enable|disable|rotate-secret|remove`: edits the clients file the
+ * `portaria clients add|list|enable|disable|rotate-secret|set-auth|remove`: edits the clients file the
  * gateway loads at start (and reloads on change or SIGHUP when reload is enabled).
  *
  * Generated secrets (256 random bits) are printed once and stored as `sha256:` hashes;
@@ -16,6 +16,7 @@ import {
   listClients,
   removeClient,
   rotateClientSecret,
+  setClientAuth,
 } from '../clients/clientsFile.js';
 import { escapedId, lookalikesOf } from '../clients/lookalikeIds.js';
 import { generateSecret, hashChosenSecret, hashGeneratedSecret } from '../clients/secretHash.js';
@@ -34,6 +35,7 @@ import {
   UsageError,
   wantsHelp,
 } from './args.js';
+import { AUTH_HELP, AUTH_OPTIONS, authFieldsOf } from './clientAuthOptions.js';
 import {
   CONFIG_HELP,
   CONFIG_OPTION,
@@ -51,6 +53,13 @@ const DEFAULT_OVERLAP = '24h';
 const MAX_OVERLAP_SECONDS = 365 * 86_400;
 const UNIT_SECONDS: Readonly<Record<string, number>> = { '': 1, s: 1, m: 60, h: 3600, d: 86_400 };
 
+/** `clients list`'s AUTH column: short names of the methods. */
+const AUTH_SHORT: Readonly<Record<string, string>> = {
+  client_secret_basic: 'basic',
+  client_secret_post: 'post',
+  private_key_jwt: 'jwt',
+};
+
 const FILE_OPTION: OptionsConfig = { 'clients-file': { type: 'string' }, ...CONFIG_OPTION };
 
 const FILE_HELP = `  --clients-file PATH  clients file (default: the configuration's clients.file, else
@@ -67,6 +76,8 @@ Commands:
   enable <id>             accept a disabled client's credentials again
   disable <id>            refuse a client's credentials (a running gateway reloads the file)
   rotate-secret <id>      add a new secret, print it once; the old one expires later
+  set-auth <id>           change how it authenticates at the OAuth endpoints, its keys,
+                          audiences and permissions
   remove <id>             delete a client (--revoke: revoke its tokens first)
 
 Run "portaria clients <command> --help" for a command's options.
@@ -74,6 +85,7 @@ Run "portaria clients <command> --help" for a command's options.
 
 const ADD_HELP =
   alignHelp(`Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
+       portaria clients add <id> --scopes … --auth private_key_jwt --jwks FILE | --jwks-uri URL [--alg ES256]
 
 Registers a client. The id is any Unicode text of ${CLIENT_ID_RULE}; ids are compared byte
 for byte, so two spellings of one name (NFC "é", NFD "e" + U+0301) are two clients. By default a 256-bit secret is generated, printed once and stored
@@ -84,6 +96,22 @@ Options:
   --scopes LIST        comma-separated scopes the client's tokens carry (required)
   --lifetime SECONDS   token lifetime for this client, 1 to 86400 (default: the gateway's)
   --secret-stdin       read the secret from standard input
+${AUTH_HELP}
+${FILE_HELP}
+`);
+
+const SET_AUTH_HELP =
+  alignHelp(`Usage: portaria clients set-auth <id> [--auth METHODS] [--jwks FILE | --jwks-uri URL] [--alg ALG] [--audience AUD]… [--permission P]…
+
+Changes how a client authenticates at the OAuth 2.0 endpoints (docs/oauth.md). Each
+option given replaces that field; the others are kept. --clear-audiences and
+--clear-permissions return to the defaults. The contract's JSON operation keeps
+accepting the client's secrets whatever its methods.
+
+Options:
+${AUTH_HELP}
+  --clear-audiences    back to the gateway's audience only
+  --clear-permissions  no permissions
 ${FILE_HELP}
 `);
 
@@ -157,6 +185,7 @@ export async function runClientsCommand(args: readonly string[], ctx: CliContext
   if (command === 'enable') return enable(rest, ctx);
   if (command === 'disable') return disable(rest, ctx);
   if (command === 'rotate-secret') return rotateSecret(rest, ctx);
+  if (command === 'set-auth') return setAuth(rest, ctx);
   if (command === 'remove') return remove(rest, ctx);
   throw new UsageError('clients', `unknown command ${JSON.stringify(command)}`);
 }
@@ -169,6 +198,7 @@ async function add(args: readonly string[], ctx: CliContext): Promise<void> {
     scopes: { type: 'string' },
     lifetime: { type: 'string' },
     'secret-stdin': { type: 'boolean' },
+    ...AUTH_OPTIONS,
   });
   const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
   const idProblem = clientIdProblem(id);
@@ -187,6 +217,18 @@ async function add(args: readonly string[], ctx: CliContext): Promise<void> {
     entry.lifetimeSeconds = lifetime;
   }
   const file = await clientsFile(parsed, ctx);
+  Object.assign(entry, await authFieldsOf(cmd, parsed, file, ctx));
+  const keysOnly = entry.authMethods?.length === 1 && entry.authMethods[0] === 'private_key_jwt';
+  if (keysOnly) {
+    if (parsed.values['secret-stdin'] === true) {
+      throw new UsageError(cmd, '--secret-stdin: a private_key_jwt client has no secret');
+    }
+    const lookalike = await addClient(file, entry);
+    ctx.out(`Added client ${JSON.stringify(id)} (scopes: ${scopes.join(' ')}) to ${file}.\n`);
+    noteLookalike(ctx, id, lookalike);
+    ctx.out('It authenticates with private_key_jwt only: no secret was made.\n');
+    return;
+  }
 
   if (parsed.values['secret-stdin'] === true) {
     const secret = stripNewline(await ctx.readStdin());
@@ -233,6 +275,7 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
           lifetimeSeconds: c.lifetimeSeconds,
           disabled: c.disabled,
           secrets: c.secretCount,
+          authMethods: c.authMethods,
         })),
       ),
     );
@@ -240,13 +283,14 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
   if (clients.length === 0) return ctx.out(`No clients in ${file}.\n`);
   ctx.out(
     table([
-      ['ID', 'SCOPES', 'LIFETIME', 'DISABLED', 'SECRETS'],
+      ['ID', 'SCOPES', 'LIFETIME', 'DISABLED', 'SECRETS', 'AUTH'],
       ...clients.map((c) => [
         c.id,
         c.scopes.join(','),
         c.lifetimeSeconds === null ? 'default' : `${c.lifetimeSeconds}s`,
         c.disabled ? 'yes' : 'no',
         String(c.secretCount),
+        c.authMethods.map((m) => AUTH_SHORT[m] ?? m).join(','),
       ]),
     ]),
   );
@@ -328,6 +372,39 @@ async function rotateSecret(args: readonly string[], ctx: CliContext): Promise<v
       ? 'The previous secret no longer works.\n'
       : `The previous secret works until ${until}.\n`,
   );
+}
+
+async function setAuth(args: readonly string[], ctx: CliContext): Promise<void> {
+  if (wantsHelp(args)) return ctx.out(SET_AUTH_HELP);
+  const cmd = 'clients set-auth';
+  const parsed = parseCommandArgs(cmd, args, {
+    ...FILE_OPTION,
+    ...AUTH_OPTIONS,
+    'clear-audiences': { type: 'boolean' },
+    'clear-permissions': { type: 'boolean' },
+  });
+  const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
+  const file = await clientsFile(parsed, ctx);
+  const fields = await authFieldsOf(cmd, parsed, file, ctx);
+  const clear = (flag: string, key: 'audiences' | 'permissions') => {
+    if (parsed.values[flag] !== true) return undefined;
+    if (fields[key] !== undefined)
+      throw new UsageError(cmd, `--${flag} goes without --${key.slice(0, -1)}`);
+    return null;
+  };
+  const change = {
+    ...fields,
+    ...(clear('clear-audiences', 'audiences') === null ? { audiences: null } : {}),
+    ...(clear('clear-permissions', 'permissions') === null ? { permissions: null } : {}),
+  };
+  if (Object.keys(change).length === 0) throw new UsageError(cmd, 'nothing to change (see --help)');
+  const entry = await setClientAuth(file, id, change);
+  const methods = entry.authMethods ?? ['client_secret_basic', 'client_secret_post'];
+  ctx.out(
+    `Changed client ${JSON.stringify(id)} in ${file}: authenticates with ${methods.join(', ')}`,
+  );
+  const keys = entry.jwksFile ?? entry.jwksUri;
+  ctx.out(keys === undefined ? '.\n' : `, keys from ${keys} (${entry.assertionAlg ?? 'ES256'}).\n`);
 }
 
 async function remove(args: readonly string[], ctx: CliContext): Promise<void> {

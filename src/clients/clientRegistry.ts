@@ -20,6 +20,7 @@ import { ConfigError } from '../config/configError.js';
 import { clientIdProblem } from '../domain/clientId.js';
 import { isScopeToken } from '../domain/scope.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
+import { OAUTH_FIELDS, type OAuthClientFields, oauthClientFields } from './oauthClientFields.js';
 import { type ParsedHash, parseSecretHash } from './secretHash.js';
 
 export interface ClientSecret {
@@ -28,7 +29,8 @@ export interface ClientSecret {
   readonly expiresAtMs: number | null;
 }
 
-export interface ClientRecord {
+/** A client; its OAuth 2.0 fields are described in `oauthClientFields.ts`. */
+export interface ClientRecord extends OAuthClientFields {
   readonly id: string;
   readonly secrets: readonly ClientSecret[];
   readonly scopes: readonly string[];
@@ -43,7 +45,14 @@ export const MAX_SECRETS_PER_CLIENT = 2;
 export const MAX_LIFETIME_SECONDS = 86_400;
 
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})T(\d{2}):(\d{2}):(\d{2})(\.\d{1,9})?(Z|[+-]\d{2}:\d{2})$/;
-const CLIENT_FIELDS = new Set(['id', 'secrets', 'scopes', 'lifetimeSeconds', 'disabled']);
+const CLIENT_FIELDS = new Set<string>([
+  'id',
+  'secrets',
+  'scopes',
+  'lifetimeSeconds',
+  'disabled',
+  ...OAUTH_FIELDS,
+]);
 const SECRET_FIELDS = new Set(['hash', 'expiresAt']);
 
 /** Problems with a scope list, each prefixed with `path`; empty when the list is valid. */
@@ -212,9 +221,14 @@ function validateClient(
   if (entry.disabled !== undefined && typeof entry.disabled !== 'boolean') {
     problems.push(`${path}.disabled: must be true or false`);
   }
-  const secrets = validateSecrets(entry.secrets, `${path}.secrets`, problems);
+  const keysOnly = isKeysOnly(entry.authMethods);
+  const secrets = validateSecrets(entry.secrets, `${path}.secrets`, keysOnly, problems);
+  const hasSecrets = !Array.isArray(entry.secrets) || entry.secrets.length > 0;
+  const oauth = oauthClientFields(entry, path, hasSecrets, problems);
   const id = idProblem === null ? (entry.id as string) : null;
-  if (problems.length > before || secrets === null || id === null) return { id, record: null };
+  if (problems.length > before || secrets === null || id === null || oauth === null) {
+    return { id, record: null };
+  }
   const scopes = Object.freeze([...(entry.scopes as string[])]);
   const record: ClientRecord = Object.freeze({
     id,
@@ -223,20 +237,27 @@ function validateClient(
     scope: scopes.join(' '),
     lifetimeSeconds: (entry.lifetimeSeconds as number | undefined) ?? null,
     disabled: entry.disabled === true,
+    ...oauth,
   });
   return { id, record };
+}
+
+/** A client authenticating with its keys only (`private_key_jwt`) may have no secret. */
+function isKeysOnly(methods: unknown): boolean {
+  return Array.isArray(methods) && methods.length === 1 && methods[0] === 'private_key_jwt';
 }
 
 function validateSecrets(
   value: unknown,
   path: string,
+  keysOnly: boolean,
   problems: string[],
 ): readonly ClientSecret[] | null {
   if (!Array.isArray(value)) {
     problems.push(`${path}: must be an array of secrets`);
     return null;
   }
-  if (value.length < 1 || value.length > MAX_SECRETS_PER_CLIENT) {
+  if ((value.length < 1 && !keysOnly) || value.length > MAX_SECRETS_PER_CLIENT) {
     problems.push(`${path}: must hold 1 or ${MAX_SECRETS_PER_CLIENT} secrets`);
   }
   const out: ClientSecret[] = [];

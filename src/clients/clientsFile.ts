@@ -27,12 +27,22 @@ export interface ClientsFileSecret {
   expiresAt?: string;
 }
 
-export interface ClientsFileEntry {
+export interface ClientsFileEntry extends ClientAuthFields {
   id: string;
   secrets: ClientsFileSecret[];
   scopes: string[];
   lifetimeSeconds?: number;
   disabled?: boolean;
+}
+
+/** A client's OAuth 2.0 fields as the file holds them (`oauthClientFields.ts`). */
+export interface ClientAuthFields {
+  authMethods?: string[];
+  jwksFile?: string;
+  jwksUri?: string;
+  assertionAlg?: string;
+  audiences?: string[];
+  permissions?: string[];
 }
 
 export interface ClientsFileData {
@@ -41,6 +51,8 @@ export interface ClientsFileData {
 
 export interface ClientSummary {
   readonly id: string;
+  /** How it authenticates at the OAuth endpoints (the default for a client with secrets). */
+  readonly authMethods: readonly string[];
   readonly scopes: readonly string[];
   readonly lifetimeSeconds: number | null;
   readonly disabled: boolean;
@@ -142,6 +154,33 @@ export async function removeClient(file: string, id: string): Promise<void> {
     }
     buildClientRegistry(next, `clients.file (${file})`);
     await writeClientsFile(file, next);
+  });
+}
+
+/**
+ * Replaces a client's OAuth 2.0 fields with those given (`undefined`: kept; `null`:
+ * removed), validated with the gateway's rules before the file is written.
+ */
+export function setClientAuth(
+  file: string,
+  id: string,
+  change: { readonly [K in keyof ClientAuthFields]?: ClientAuthFields[K] | null },
+): Promise<ClientsFileEntry> {
+  return withEditLock(file, async () => {
+    const data = await readClientsFile(file);
+    const entry = data.clients.find((c) => c.id === id);
+    if (entry === undefined) throw noClient(file, id, data);
+    for (const [key, value] of Object.entries(change) as [keyof ClientAuthFields, unknown][]) {
+      if (value === undefined) continue;
+      if (value === null) delete entry[key];
+      else (entry as unknown as Record<string, unknown>)[key] = value;
+    }
+    // A new key source replaces the other one.
+    if (change.jwksFile) delete entry.jwksUri;
+    if (change.jwksUri) delete entry.jwksFile;
+    buildClientRegistry(data, `clients.file (${file})`);
+    await writeClientsFile(file, data);
+    return entry;
   });
 }
 
@@ -248,8 +287,10 @@ export async function listClients(file: string): Promise<ClientSummary[]> {
     );
   }
   const data = await readClientsFile(file);
+  const registry = buildClientRegistry(data, `clients.file (${file})`);
   return data.clients.map((c) => ({
     id: c.id,
+    authMethods: registry.get(c.id)?.authMethods ?? [],
     scopes: c.scopes,
     lifetimeSeconds: c.lifetimeSeconds ?? null,
     disabled: c.disabled === true,

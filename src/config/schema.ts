@@ -13,6 +13,8 @@ const scopeItems = {
   uniqueItems: true,
 } as const;
 const scopeList = { ...scopeItems, default: [] } as const;
+/** An OAuth endpoint's path: canonical segments of unreserved characters (RFC 3986 §2.3). */
+const oauthPath = { type: 'string', pattern: '^(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$' } as const;
 
 /** A token bucket's settings (`tokenLimits.perAddress`, `tokenLimits.perClient`). */
 function tokenBucket(ratePerSecond: number, burst: number) {
@@ -218,6 +220,25 @@ export const configSchema = {
       default: {},
       properties: { file: { type: 'string', minLength: 1, default: './data/clients.json' } },
     },
+    oauth: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: true },
+        tokenPath: { ...oauthPath, default: '/oauth2/token' },
+        revocationPath: { ...oauthPath, default: '/oauth2/revoke' },
+        introspectionPath: { ...oauthPath, default: '/oauth2/introspect' },
+        assertionMaxLifetimeSeconds: { type: 'integer', minimum: 10, maximum: 3600, default: 300 },
+        assertionAudiences: {
+          type: 'array',
+          uniqueItems: true,
+          items: { type: 'string', minLength: 1, maxLength: 512 },
+          default: [],
+        },
+        replayStore: { enum: ['local', 'redis'] },
+      },
+    },
     routes: {
       type: 'array',
       default: [],
@@ -231,6 +252,7 @@ export const configSchema = {
           upstream: { type: 'string', minLength: 1 },
           scopes: scopeList,
           timeoutMs: positiveMs,
+          audience: { type: 'string', minLength: 1 },
         },
       },
     },

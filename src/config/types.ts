@@ -84,6 +84,8 @@ export interface RouteConfig {
   readonly scopes: readonly string[];
   /** Time allowed for the upstream's response headers, and between body chunks. */
   readonly timeoutMs: number;
+  /** An `aud` value the token must carry for this route (RFC 8707), or null: any accepted. */
+  readonly audience: string | null;
 }
 
 export interface UpstreamConfig {
@@ -129,6 +131,29 @@ export interface IssuerConfig {
   /** How long the last good key set is used while the key server fails; then 503. */
   readonly maxStalenessSeconds: number;
   readonly fetchTimeoutMs: number;
+}
+
+export interface OAuthConfig {
+  /** Serve the OAuth 2.0 endpoints (off: their paths are ordinary protected paths). */
+  readonly enabled: boolean;
+  /** RFC 6749 token endpoint (client credentials). */
+  readonly tokenPath: string;
+  /** RFC 7009 revocation endpoint. */
+  readonly revocationPath: string;
+  /** RFC 7662 introspection endpoint. */
+  readonly introspectionPath: string;
+  /** Latest `exp` a client assertion may carry, seconds after now (RFC 7523 §3). */
+  readonly assertionMaxLifetimeSeconds: number;
+  /**
+   * Accepted `aud` of client assertions; empty: the token endpoint URL (issuer + tokenPath)
+   * and the issuer.
+   */
+  readonly assertionAudiences: readonly string[];
+  /**
+   * Where used assertion `jti`s are kept: `local` (this process) or `redis` (every
+   * replica). Default: `redis` when `revocation.store` is `redis`, else `local`.
+   */
+  readonly replayStore: 'local' | 'redis';
 }
 
 export type AdmitOrRefuse = 'admit' | 'refuse';
@@ -224,6 +249,8 @@ export interface Config {
   /** Reloading the clients file, the keys directory and the routes while running. */
   readonly reload: { readonly enabled: boolean; readonly pollIntervalMs: number };
   readonly clients: { readonly file: string };
+  /** The standard OAuth 2.0 endpoints beside the contract's operation (docs/oauth.md). */
+  readonly oauth: OAuthConfig;
   readonly routes: readonly RouteConfig[];
   readonly upstream: UpstreamConfig;
   /** Claim name → request header set on forwarded requests (incoming copies always removed). */

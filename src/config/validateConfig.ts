@@ -62,7 +62,10 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
 
   const config = input as unknown as MutableConfig;
   config.forwardCallerHeaders = [...new Set(config.forwardCallerHeaders.map(headerKey))];
-  for (const route of config.routes) route.timeoutMs ??= config.upstream.timeoutMs;
+  for (const route of config.routes) {
+    route.timeoutMs ??= config.upstream.timeoutMs;
+    route.audience ??= null;
+  }
   const fallback = config.upstream.default as {
     scopes?: string[];
     timeoutMs?: number;
@@ -77,6 +80,8 @@ export function validateConfig(raw: unknown, options: ValidateOptions): Config {
     issuer.keyFile = issuer.keyFile ? resolvePath(options.baseDir, issuer.keyFile) : null;
     issuer.clockSkewSeconds ??= config.clockSkewSeconds;
   }
+  const oauth = config.oauth as { replayStore?: 'local' | 'redis' };
+  oauth.replayStore ??= config.revocation.store === 'redis' ? 'redis' : 'local';
   config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
   config.clients.file = resolvePath(options.baseDir, config.clients.file);
   config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
@@ -236,6 +241,7 @@ function ruleProblems(config: Loose): string[] {
   if (tokenLimits.store === 'redis' && redisUrl === null) {
     problems.push('tokenLimits.store: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
   }
+  problems.push(...oauthProblems(section(config.oauth), redisUrl));
   const backoff = section(tokenLimits.failedSecretBackoff);
   if (
     typeof backoff.maxDelayMs === 'number' &&
@@ -266,6 +272,35 @@ function ruleProblems(config: Loose): string[] {
   return problems;
 }
 
+/** The paths the gateway answers itself besides the OAuth endpoints. */
+const OTHER_OPEN_PATHS = [
+  '/v1/authentication/accesstoken',
+  '/.well-known/jwks.json',
+  '/v1/openapi.json',
+];
+
+function oauthProblems(oauth: Loose, redisUrl: unknown): string[] {
+  const problems: string[] = [];
+  const seen = new Map<string, string>();
+  for (const key of ['tokenPath', 'revocationPath', 'introspectionPath']) {
+    const path = text(oauth[key]);
+    if (path === null) continue;
+    if (OTHER_OPEN_PATHS.includes(path) || path.startsWith('/.well-known/')) {
+      problems.push(`oauth.${key}: ${path} is a path the gateway already answers`);
+    }
+    const other = seen.get(path);
+    if (other !== undefined) problems.push(`oauth.${key}: same path as oauth.${other}`);
+    seen.set(path, key);
+  }
+  for (const [i, audience] of strings(oauth.assertionAudiences)) {
+    checkUrl(problems, `oauth.assertionAudiences[${i}]`, audience, ['http:', 'https:']);
+  }
+  if (oauth.replayStore === 'redis' && redisUrl === null) {
+    problems.push('oauth.replayStore: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
+  }
+  return problems;
+}
+
 type MutableIssuer = {
   id: string;
   issuer: string;
@@ -276,7 +311,7 @@ type MutableIssuer = {
 
 type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
 type MutableConfig = Mutable<Config> & {
-  routes: (Mutable<Config['routes'][number]> & { timeoutMs?: number })[];
+  routes: (Mutable<Config['routes'][number]> & { timeoutMs?: number; audience?: string | null })[];
 };
 
 function resolvePath(baseDir: string, path: string): string {

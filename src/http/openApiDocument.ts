@@ -1,12 +1,19 @@
 /**
  * The OpenAPI 3.1 description of what Portaria serves itself (the token operation, the
- * public key set, this document) and of the bearer scheme every other path requires.
+ * public key set, this document, the standard OAuth 2.0 surface: `openApiOAuth.ts`) and of
+ * the bearer scheme every other path requires.
  * `openapi.json` at the repository root is generated from this object
  * (`npm run openapi`); a test fails when the two drift apart. It offers both token
  * result shapes; a running gateway serves `openApiDocumentFor(responseFields)`, which
  * names the one it emits.
  */
 import type { ResponseFieldSet } from '../config/types.js';
+import {
+  OAUTH_DEFAULT_PATHS,
+  oauthPaths,
+  oauthSchemas,
+  oauthSecuritySchemes,
+} from './openApiOAuth.js';
 
 const problemRef = { $ref: '#/components/schemas/ProblemDetails' } as const;
 const problem = (description: string) => ({
@@ -129,20 +136,23 @@ export const openApiDocument = {
         },
       },
     },
+    ...oauthPaths,
   },
   components: {
     securitySchemes: {
+      ...oauthSecuritySchemes,
       bearerAuth: {
         type: 'http',
         scheme: 'bearer',
         bearerFormat: 'JWT',
         description:
           'Every request other than the open operations above carries `Authorization: Bearer <access token>`. ' +
-          'Refusals: 401 (token missing, invalid, expired or revoked; `WWW-Authenticate: Bearer` per RFC 6750), 403 (a scope the route requires is missing), ' +
+          'Refusals: 401 (token missing, invalid, expired or revoked, or not for the route’s audience; `WWW-Authenticate: Bearer` per RFC 6750, with `resource_metadata` per RFC 9728 while the OAuth surface is on), 403 (a scope the route requires is missing), ' +
           '400 (ambiguous path), 404 (no route), 502/504 (upstream unavailable / too slow), all as problem details.',
       },
     },
     schemas: {
+      ...oauthSchemas,
       TokenRequest: {
         type: 'object',
         additionalProperties: false,
@@ -241,12 +251,29 @@ export const openApiDocument = {
  * `token.responseFields` emits, not a choice of two (a client generated from it gets
  * the right type). Everything else is `openApiDocument`.
  */
-export function openApiDocumentFor(fields: ResponseFieldSet): typeof openApiDocument {
+export function openApiDocumentFor(
+  fields: ResponseFieldSet,
+  oauth: OAuthPaths | null = OAUTH_DEFAULT_PATHS,
+): typeof openApiDocument {
   const document = structuredClone(openApiDocument) as typeof openApiDocument;
   const ok = document.paths['/v1/authentication/accesstoken'].post.responses['200'];
   const name = fields === 'guide' ? 'TokenResultGuide' : 'TokenResult';
   (ok.content['application/json'] as { schema: unknown }).schema = {
     $ref: `#/components/schemas/${name}`,
   };
+  // The OAuth endpoints at their configured paths, or none while the surface is off.
+  const paths = document.paths as Record<string, unknown>;
+  for (const setting of Object.keys(OAUTH_DEFAULT_PATHS) as (keyof OAuthPaths)[]) {
+    const operation = paths[OAUTH_DEFAULT_PATHS[setting]];
+    delete paths[OAUTH_DEFAULT_PATHS[setting]];
+    if (oauth !== null) paths[oauth[setting]] = operation;
+  }
+  if (oauth === null) {
+    delete paths['/.well-known/oauth-authorization-server'];
+    delete paths['/.well-known/oauth-protected-resource'];
+  }
   return document;
 }
+
+/** Where the OAuth endpoints are served (`oauth.*Path`). */
+export type OAuthPaths = { readonly [K in keyof typeof OAUTH_DEFAULT_PATHS]: string };

@@ -13,6 +13,8 @@
  *                 logged and counted under the route)
  *   no route      404, only now: with a stale list a token revoked elsewhere gets 503 on
  *                 any path, and learns nothing of the route table either
+ *   audience      the route's audience, or for our own tokens the gateway's (RFC 8707;
+ *                 else 401 invalid_token)
  *   scopes        every scope the route requires (else 403 insufficient_scope)
  *
  * Synchronous up to the first I/O: a cached token goes through without a tick. Results
@@ -24,12 +26,17 @@ import { hasScopes } from '../domain/scope.js';
 import { PortariaError } from '../errors.js';
 import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
-import { bearerToken } from '../verify/parseAuthorization.js';
+import { bearerToken, WWW_AUTHENTICATE_INVALID } from '../verify/parseAuthorization.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import type { RequestScope } from './requestScope.js';
 
 export interface ProtectedRequestDeps {
   readonly verifier: TokenVerifier;
+  /**
+   * The gateway's `audience`: our own tokens must carry it on a route naming no audience
+   * (a token issued for a route's resource is valid there only, RFC 8707).
+   */
+  readonly ownAudience: string;
   /** The current route table (replaced on reload). */
   readonly routes: () => RouteTable;
   readonly metrics: Metrics;
@@ -46,11 +53,13 @@ export interface ProtectedRequestDeps {
 
 export class ProtectedRequest {
   readonly #deps: ProtectedRequestDeps;
+  readonly #ownAudience: readonly string[];
   /** `revocationFreshness.isStale`, or null when no method class is ever refused. */
   readonly #revocationStale: (() => boolean) | null;
 
   constructor(deps: ProtectedRequestDeps) {
     this.#deps = deps;
+    this.#ownAudience = [deps.ownAudience];
     const fresh = deps.revocationFreshness;
     this.#revocationStale =
       fresh !== undefined && (fresh.refuse.safe || fresh.refuse.unsafe) ? fresh.isStale : null;
@@ -75,7 +84,7 @@ export class ProtectedRequest {
     return trace.verify(() => this.#deps.verifier.verify(token));
   }
 
-  /** route → revocation policy → no route → scopes. */
+  /** route → revocation policy → no route → audience → scopes. */
   #authorise(scope: RequestScope, principal: Principal, kind: MethodClass): void {
     scope.principal = principal;
     scope.clientId = principal.clientId;
@@ -89,6 +98,8 @@ export class ProtectedRequest {
     if (route === null) {
       throw new PortariaError('not-found', 'No route serves this path.', { reason: 'no-route' });
     }
+    if (route.audiences.length > 0) checkAudiences(route.audiences, principal);
+    else if (principal.issuerId === 'self') checkAudiences(this.#ownAudience, principal);
     checkScopes(route, principal);
   }
 
@@ -101,6 +112,21 @@ export class ProtectedRequest {
       'The revocation list cannot be confirmed as current; retry later.',
       { reason: 'revocation-stale' },
     );
+  }
+}
+
+/**
+ * A token issued for another resource is not valid here (RFC 8707 §2, RFC 9068 §4): the
+ * token's `aud` must name every audience required, else 401 invalid_token.
+ */
+function checkAudiences(audiences: readonly string[], principal: Principal): void {
+  const aud = principal.claims.aud;
+  for (const audience of audiences) {
+    if (aud === audience || (Array.isArray(aud) && aud.includes(audience))) continue;
+    throw new PortariaError('token-invalid', 'The access token is not valid for this resource.', {
+      reason: 'audience-not-allowed',
+      headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
+    });
   }
 }
 

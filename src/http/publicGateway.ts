@@ -2,15 +2,17 @@
  * The public listener's entries and dispatch. Every request first gets its scope and its
  * accounting, passes the framing checks and the path step (one canonical target), and is
  * then one of four kinds —
- *   the token operation (open), the public key set (open), the OpenAPI description
- *   (open), or a protected request: the protected-request steps (protectedRequest.ts),
+ *   the token operation (open), the OAuth 2.0 endpoints (open, `oauthRoutes.ts`), the
+ *   public key set, the OpenAPI description and the discovery documents (open,
+ *   `oauthDiscovery.ts`), or a protected request: the protected-request steps
+ *   (protectedRequest.ts),
  *   then the entry's own last step — forward (HTTP via undici) or open a tunnel
  *   (WebSocket upgrades via proxy/webSocketProxy).
  * Only exact canonical paths reach the open handlers; everything else needs a token.
  *
- * Refusals are PortariaErrors written as problem details; anything else thrown is a
- * bare 500, with the error logged under the request id (requestAccounting.ts writes
- * the lines).
+ * Refusals are PortariaErrors written as problem details (a Bearer challenge gains
+ * `resource_metadata` while the OAuth surface is on); anything else thrown is a bare 500,
+ * with the error logged under the request id (requestAccounting.ts writes the lines).
  *
  * Shutdown: while draining, an upgrade is refused with 503 (`shutting-down`), checked on
  * arrival and again once its token is verified; a tunnel opened during the drain would
@@ -40,6 +42,8 @@ import {
   reachesHeaderLines,
   tooManyHeaderLines,
 } from './framingChecks.js';
+import type { OAuthDiscovery } from './oauthDiscovery.js';
+import type { OAuthRoute, OAuthRoutes } from './oauthRoutes.js';
 import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
@@ -54,8 +58,12 @@ export const OPENAPI_PATH = '/v1/openapi.json';
 export interface PublicGatewayDeps {
   readonly config: Config;
   readonly tokenRoute: TokenRouteDeps;
+  /** The OAuth 2.0 endpoints (absent: none). */
+  readonly oauth?: OAuthRoutes;
   readonly jwks: StaticDocument;
   readonly openapi: StaticDocument;
+  /** RFC 8414 / RFC 9728 documents and challenge parameter; absent: the OAuth surface is off. */
+  readonly discovery?: OAuthDiscovery;
   readonly verifier: TokenVerifier;
   /** The current route table (replaced on reload). */
   readonly routes: () => RouteTable;
@@ -93,6 +101,7 @@ export class PublicGateway {
     this.#maxHeaderLines = deps.config.server.maxHeaderLines;
     this.#protected = new ProtectedRequest({
       verifier: deps.verifier,
+      ownAudience: deps.config.audience,
       routes: deps.routes,
       metrics: deps.metrics,
       ...(deps.revocationFreshness === undefined
@@ -160,6 +169,11 @@ export class PublicGateway {
     checkTransferCoding(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
+    const oauth = this.#deps.oauth?.get(target.path);
+    if (oauth !== undefined) {
+      this.#servedHere(res, oauth.routeId);
+      return oauth.handle(req, res);
+    }
     switch (target.path) {
       case TOKEN_PATH:
         this.#servedHere(res, 'token');
@@ -169,6 +183,8 @@ export class PublicGateway {
       case OPENAPI_PATH:
         return this.#document(req, res, 'openapi', this.#deps.openapi);
     }
+    const discovery = this.#deps.discovery?.document(target.path);
+    if (discovery !== undefined) return this.#document(req, res, 'discovery', discovery);
     if (!isForwardedMethod(req.method)) throw methodRefused(req.method);
     const admitted = this.#protected.admit(req, scope, methodClass(req.method));
     if (admitted instanceof Promise) return admitted.then(() => this.#forward(req, res));
@@ -237,7 +253,7 @@ export class PublicGateway {
         done(written ? 500 : 499, 'upgrade-error');
         return;
       }
-      const problem = error;
+      const problem = this.#challenge(error, scope);
       const written = writeSocketProblem(
         socket,
         problem,
@@ -263,7 +279,10 @@ export class PublicGateway {
     scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
     const target = parseRequestTarget(req.url ?? '');
     scope.target = target;
-    refuseUpgradeOnOpenPath(req, target.path, scope);
+    refuseUpgradeOnOpenPath(req, target.path, scope, this.#deps.oauth?.get(target.path));
+    if (this.#deps.discovery?.document(target.path) !== undefined) {
+      refuseUpgradeOn(req, 'discovery', 'GET, HEAD', scope);
+    }
     checkUpgradeWithoutBody(req);
     await this.#protected.admit(req, scope, UPGRADE_CLASS);
     // The verification may have spanned the start of the drain.
@@ -301,6 +320,13 @@ export class PublicGateway {
     res.setHeader('x-request-id', res.scope.id);
   }
 
+  /** A Bearer challenge gains `resource_metadata` while the OAuth surface is on. */
+  #challenge(error: PortariaError, scope: RequestScope): PortariaError {
+    const discovery = this.#deps.discovery;
+    if (discovery === undefined || error.headers === undefined) return error;
+    return discovery.withResourceMetadata(error, scope.target?.path, scope.route);
+  }
+
   #fail(req: IncomingMessage, res: GatewayResponse, error: unknown): void {
     const scope = res.scope;
     if (!res.headersSent) res.setHeader('x-request-id', scope.id);
@@ -311,7 +337,8 @@ export class PublicGateway {
       // (its bytes would be parsed as the next request). A bodiless request is complete
       // as far as framing goes even before Node has emitted its end.
       const close = !req.complete && hasBody(req);
-      sendProblem(res, error, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
+      const problem = this.#challenge(error, scope);
+      sendProblem(res, problem, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
       return;
     }
     scope.error = error;
@@ -331,11 +358,29 @@ const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
  * upgrade is wrong, and a 405 naming that very method would contradict itself); another
  * method gets a 405 naming what the path does accept (RFC 9110 §15.5.6).
  */
-function refuseUpgradeOnOpenPath(req: IncomingMessage, path: string, scope: RequestScope): void {
-  const openRoute = OPEN_ROUTES.get(path);
+function refuseUpgradeOnOpenPath(
+  req: IncomingMessage,
+  path: string,
+  scope: RequestScope,
+  oauth: OAuthRoute | undefined,
+): void {
+  const openRoute = oauth?.routeId ?? OPEN_ROUTES.get(path);
   if (openRoute === undefined) return;
+  refuseUpgradeOn(
+    req,
+    openRoute,
+    oauth?.allow ?? (path === TOKEN_PATH ? 'POST' : 'GET, HEAD'),
+    scope,
+  );
+}
+
+function refuseUpgradeOn(
+  req: IncomingMessage,
+  openRoute: string,
+  allow: string,
+  scope: RequestScope,
+): never {
   scope.routeId = openRoute;
-  const allow = path === TOKEN_PATH ? 'POST' : 'GET, HEAD';
   if (allow.split(', ').includes(req.method ?? '')) {
     throw new PortariaError(
       'invalid-request',

@@ -53,7 +53,7 @@ export async function handleTokenRequest(
   }
 }
 
-function outcomeOf(error: unknown): string {
+export function outcomeOf(error: unknown): string {
   if (!(error instanceof PortariaError)) return 'error';
   switch (error.code) {
     case 'invalid-client':

@@ -50,6 +50,8 @@ export interface Metrics {
   requestStarted(): void;
   requestFinished(route: string, method: MethodClass, status: StatusClass, seconds: number): void;
   tokenRequest(outcome: string): void;
+  /** An OAuth 2.0 endpoint's outcome (`endpoint`: token, revoke, introspect; `outcome`: its `error` code or `issued`, …). */
+  oauthRequest(endpoint: string, outcome: string): void;
   /** A token issued to a registered client (per-client series up to `maxClientLabels`). */
   tokenIssuedTo(clientId: string): void;
   authFailure(reason: FailureReason): void;
@@ -77,7 +79,7 @@ export interface Metrics {
   setSigningKeySource(read: () => SigningKeySnapshot): void;
   /** Binds the external issuers' key set states, read at scrape time. */
   setIssuerSource(read: () => readonly IssuerSnapshot[]): void;
-  /** A revocation accepted (durably) through the admin API. */
+  /** A revocation accepted (durably) through the admin API or the OAuth revocation endpoint. */
   revoked(kind: 'token' | 'client'): void;
   /** Binds the number of revocation entries held, read at scrape time. */
   setRevocationSizeSource(read: () => number): void;
@@ -212,6 +214,12 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     name: 'portaria_token_requests_total',
     help: 'Token operation outcomes (issued, invalid_request, invalid_client, error, …).',
     labelNames: ['outcome'] as const,
+    registers,
+  });
+  const oauthRequests = new Counter({
+    name: 'portaria_oauth_requests_total',
+    help: 'OAuth 2.0 endpoint outcomes, by endpoint (token, …) and outcome (issued, an RFC 6749 error code, rate_limited, …).',
+    labelNames: ['endpoint', 'outcome'] as const,
     registers,
   });
   const labelledClients = new Set<string>();
@@ -380,7 +388,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
 
   const revocations = new Counter({
     name: 'portaria_revocations_total',
-    help: 'Revocations accepted through the admin API, by kind (token, client).',
+    help: 'Revocations accepted through the admin API or the OAuth revocation endpoint, by kind (token, client).',
     labelNames: ['kind'] as const,
     registers,
   });
@@ -504,6 +512,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     tokenRequest(outcome) {
       tokens.labels(outcome).inc();
+    },
+    oauthRequest(endpoint, outcome) {
+      oauthRequests.labels(endpoint, outcome).inc();
     },
     tokenIssuedTo(clientId) {
       if (issuedByClient === null) return;

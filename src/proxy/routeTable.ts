@@ -1,7 +1,7 @@
 /**
  * The route table, compiled once from the frozen config. The longest prefix matching the
  * canonical path at a `/` or `.` boundary wins, ASCII case-insensitively; a route matched
- * at a `.` also requires the scopes of the route the `/` rule would pick, so no upstream
+ * at a `.` also requires the scopes (and audiences) of the route the `/` rule would pick, so no upstream
  * that ignores suffixes or case is reachable with fewer scopes. A lookup tries the path's
  * cuts at the lengths some prefix has, longest first, each one map lookup: its cost does
  * not grow with the number of routes. Matching rules in full: docs/architecture.md.
@@ -16,6 +16,8 @@ export interface CompiledRoute {
   /** Upstream URL path without trailing slash, `''` if none. */
   readonly basePath: string;
   readonly scopes: readonly string[];
+  /** `aud` values the token must all carry (RFC 8707): the route's `audience`, if any. */
+  readonly audiences: readonly string[];
   readonly timeoutMs: number;
 }
 
@@ -36,6 +38,7 @@ function compileRoute(
   upstream: string,
   scopes: readonly string[],
   timeoutMs: number,
+  audience: string | null,
 ): CompiledRoute {
   const url = new URL(upstream);
   let basePath = url.pathname;
@@ -46,6 +49,7 @@ function compileRoute(
     origin: url.origin,
     basePath,
     scopes: Object.freeze([...scopes]),
+    audiences: Object.freeze(audience === null ? [] : [audience]),
     timeoutMs,
   });
 }
@@ -74,7 +78,7 @@ interface IndexedRoute {
 
 export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): RouteTable {
   const routes = config.routes.map((r) =>
-    compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs),
+    compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs, r.audience),
   );
   // Prefixes by their ASCII-folded spelling; validation rejects two routes with one prefix,
   // and the first configured wins should one slip through.
@@ -96,6 +100,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           config.upstream.default.upstream,
           config.upstream.default.scopes,
           config.upstream.default.timeoutMs,
+          null,
         );
   const all = fallback === null ? routes : [...routes, fallback];
 
@@ -127,11 +132,16 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
   });
 }
 
-/** `route`, requiring `other`'s scopes too (the same object when that adds none). */
+/** `route`, requiring `other`'s scopes and audiences too (the same object when that adds none). */
 function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): CompiledRoute {
   const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
-  if (extra.length === 0) return route;
-  return Object.freeze({ ...route, scopes: Object.freeze([...route.scopes, ...extra]) });
+  const audiences = other?.audiences.filter((aud) => !route.audiences.includes(aud)) ?? [];
+  if (extra.length === 0 && audiences.length === 0) return route;
+  return Object.freeze({
+    ...route,
+    scopes: Object.freeze([...route.scopes, ...extra]),
+    audiences: Object.freeze([...route.audiences, ...audiences]),
+  });
 }
 
 /** Whether `text` has an ASCII capital (most paths have none: then nothing is copied). */

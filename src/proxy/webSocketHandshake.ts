@@ -10,6 +10,7 @@ import type { Principal } from '../domain/principal.js';
 import type { FailureReason } from '../errors.js';
 import type { ForwarderHooks } from './forwarder.js';
 import type { HeaderPolicy } from './headers.js';
+import type { CompiledRoute } from './routeTable.js';
 import { isSocketPristine, writeSocketProblem, writeSocketResponse } from './socketProblem.js';
 import { classifyUpstreamError, upstreamProblem } from './upstreamErrors.js';
 import { namesWebSocket } from './webSocketUpgrade.js';
@@ -29,6 +30,7 @@ export interface Tunnel {
   readonly principal: Principal;
   readonly requestId: string;
   readonly routeId: string;
+  readonly route: CompiledRoute;
   readonly instancia: string;
   /** The path and query the upstream gets: `basePath + path + search`, as checked. */
   readonly path: string;

@@ -44,6 +44,8 @@ export interface WebSocketProxyOptions {
   /** Base of problem-details `tipo` URIs (config `problemTypeBase`). */
   readonly problemTypeBase: string;
   readonly hooks?: Pick<ForwarderHooks, 'upstreamError'>;
+  /** Completes the 401 of an upgrade whose token ended mid-handshake (its Bearer challenge). */
+  readonly challenge?: (problem: PortariaError, route: CompiledRoute) => PortariaError;
 }
 
 export interface WebSocketProxy {
@@ -168,6 +170,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         principal,
         requestId: ctx.requestId,
         routeId: route.id,
+        route,
         instancia,
         path: route.basePath + target.path + target.search,
         socket,
@@ -244,7 +247,8 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         if (tunnel.done !== null) {
           // Still in its handshake: refused as the verifier would refuse the token now.
           abandonHandshake(tunnel);
-          const problem = endedProblem(reason);
+          const ended = endedProblem(reason);
+          const problem = opts.challenge?.(ended, tunnel.route) ?? ended;
           const written = writeSocketProblem(
             socket,
             problem,

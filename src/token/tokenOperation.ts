@@ -106,7 +106,11 @@ const LIMITED = {
 } as const satisfies Record<LimitReason, { reason: string; detail: string }>;
 
 /** 429 when a limit answered a wait; `Retry-After` in whole seconds, rounded up, at least 1. */
-function refuseIfWaiting(waitMs: number, limit: LimitReason, deps: TokenOperationDeps): void {
+export function refuseIfWaiting(
+  waitMs: number,
+  limit: LimitReason,
+  deps: Pick<TokenOperationDeps, 'onLimited'>,
+): void {
   if (waitMs <= 0) return;
   deps.onLimited(limit);
   const { reason, detail } = LIMITED[limit];

@@ -8,6 +8,7 @@
  * metrics only. The client authenticator does the same work in each case.
  */
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
+import type { ClientRecord } from '../clients/clientRegistry.js';
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { SigningKey } from '../keys/keyRing.js';
@@ -63,35 +64,42 @@ export class TokenService {
       });
     }
     const { client } = result;
-    this.#refuseWhileRevoking(client.id);
-    const signed = steps?.('sign');
-    const issued = await issueAccessToken(
-      this.#options.signingKey(),
-      {
-        issuer: this.#options.issuer,
-        audience: this.#options.audience,
-        clock: this.#options.clock,
-      },
-      {
-        clientId: client.id,
-        scope: client.scope,
-        lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
-      },
-    ).then(
-      (token) => {
-        signed?.();
-        return token;
-      },
-      (error: unknown) => {
-        signed?.('error');
-        throw error;
-      },
-    );
+    const issued = await this.issueTo(client, client.scope, this.#options.audience, steps);
     return {
       clientId: client.id,
       issued,
       body: shapeTokenResult(this.#options.responseFields, issued),
     };
+  }
+
+  /**
+   * Issues a token to an authenticated client, with `scope` (the client's or fewer) and
+   * `audience`; the same signer, claims and lifetime rules as the contract's operation.
+   */
+  async issueTo(
+    client: ClientRecord,
+    scope: string,
+    audience: string,
+    steps?: ExchangeSteps,
+  ): Promise<IssuedToken> {
+    this.#refuseWhileRevoking(client.id);
+    const signed = steps?.('sign');
+    try {
+      const token = await issueAccessToken(
+        this.#options.signingKey(),
+        { issuer: this.#options.issuer, audience, clock: this.#options.clock },
+        {
+          clientId: client.id,
+          scope,
+          lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
+        },
+      );
+      signed?.();
+      return token;
+    } catch (error) {
+      signed?.('error');
+      throw error;
+    }
   }
 
   /**

@@ -21,16 +21,23 @@ export interface ExternalKeys {
 
 const OWN_ALGORITHMS: ReadonlySet<string> = new Set(['ES256', 'EdDSA', 'RS256']);
 
+/**
+ * `ownAudiences`: the `aud` values our own tokens are accepted with (the gateway's
+ * `audience` and the routes' audiences, RFC 8707); read per verification, as routes reload.
+ */
 export function buildIssuerTable(
   config: Pick<Config, 'issuer' | 'audience' | 'clockSkewSeconds'>,
   ownKeys: () => OwnKeys,
   externals: readonly { readonly config: IssuerConfig; readonly keys: ExternalKeys }[],
+  ownAudiences: () => readonly string[] = () => [config.audience],
 ): ReadonlyMap<string, TrustedIssuer> {
   const table = new Map<string, TrustedIssuer>();
   table.set(config.issuer, {
     id: 'self',
     issuer: config.issuer,
-    audiences: [config.audience],
+    get audiences() {
+      return ownAudiences();
+    },
     algorithms: OWN_ALGORITHMS,
     clockSkewSeconds: config.clockSkewSeconds,
     requireTyp: true,

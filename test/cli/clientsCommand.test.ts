@@ -59,8 +59,8 @@ describe('portaria clients', () => {
     assert.equal(listed.code, 0);
     assert.equal(
       listed.stdout,
-      'ID    SCOPES                    LIFETIME  DISABLED  SECRETS\n' +
-        'acme  orders:read,orders:write  900s      no        1\n',
+      'ID    SCOPES                    LIFETIME  DISABLED  SECRETS  AUTH\n' +
+        'acme  orders:read,orders:write  900s      no        1        basic,post\n',
     );
     assert.equal(listed.stdout.includes(secret), false);
 
@@ -71,7 +71,7 @@ describe('portaria clients', () => {
       `Disabled client "acme" in ${file} (a running gateway picks it up on reload).\n`,
     );
     const relisted = await runCli(['clients', 'list', '--clients-file', file], { cwd });
-    assert.match(relisted.stdout, /^acme +orders:read,orders:write +900s +yes +1$/m);
+    assert.match(relisted.stdout, /^acme +orders:read,orders:write +900s +yes +1 +basic,post$/m);
     assert.deepEqual(
       await auth('acme', secret),
       { ok: true, client: acme },

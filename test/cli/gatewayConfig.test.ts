@@ -173,7 +173,7 @@ describe('portaria CLI with the gateway configuration', () => {
       env: { PORTARIA_CONFIG: l.configFile },
     });
     assert.equal(listed.code, 0, listed.stderr);
-    assert.match(listed.stdout, /^acme +orders:read +\S+ +yes +1$/m);
+    assert.match(listed.stdout, /^acme +orders:read +\S+ +yes +1 +basic,post$/m);
 
     const config = await loadConfig({ file: l.configFile, env: {}, cwd: l.cwd });
     const registry = await loadClientRegistry(config.clients.file);

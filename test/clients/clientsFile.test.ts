@@ -104,7 +104,14 @@ describe('clientsFile', () => {
     });
     const list = await listClients(file);
     assert.deepEqual(list, [
-      { id: 'acme', scopes: ['a', 'b'], lifetimeSeconds: 900, disabled: false, secretCount: 2 },
+      {
+        id: 'acme',
+        authMethods: ['client_secret_basic', 'client_secret_post'],
+        scopes: ['a', 'b'],
+        lifetimeSeconds: 900,
+        disabled: false,
+        secretCount: 2,
+      },
     ]);
     assert.equal(JSON.stringify(list).includes('sha256'), false);
   });

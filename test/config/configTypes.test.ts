@@ -43,6 +43,15 @@ const EVERY_SETTING = {
     connectTimeoutMs: 1,
     commandTimeoutMs: 1,
   },
+  oauth: {
+    enabled: true,
+    tokenPath: '/oauth2/token',
+    revocationPath: '/oauth2/revoke',
+    introspectionPath: '/oauth2/introspect',
+    assertionMaxLifetimeSeconds: 1,
+    assertionAudiences: [],
+    replayStore: 'local',
+  },
   tokenLimits: {
     store: 'local',
     maxTrackedKeys: 1,
@@ -82,7 +91,9 @@ const EVERY_SETTING = {
   ],
   reload: { enabled: true, pollIntervalMs: 1 },
   clients: { file: 'clients.json' },
-  routes: [{ id: 'r', prefix: '/r', upstream: 'http://u', scopes: [], timeoutMs: 1 }],
+  routes: [
+    { id: 'r', prefix: '/r', upstream: 'http://u', scopes: [], timeoutMs: 1, audience: null },
+  ],
   upstream: {
     default: { upstream: 'http://u', scopes: [], timeoutMs: 1 },
     timeoutMs: 1,

@@ -159,6 +159,37 @@ describe('validateConfig', () => {
     ]);
   });
 
+  test('oauth: paths must be canonical, distinct and not already answered; redis replay needs a URL', async () => {
+    const problems = await problemsOf(() =>
+      validate({
+        oauth: {
+          tokenPath: '/oauth2/../token',
+          revocationPath: '/v1/openapi.json',
+          introspectionPath: '/v1/openapi.json',
+          assertionAudiences: ['not a url'],
+          replayStore: 'redis',
+        },
+      }),
+    );
+    assert.deepEqual(problems, [
+      'oauth.tokenPath: must match pattern "^(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$"',
+      'oauth.revocationPath: /v1/openapi.json is a path the gateway already answers',
+      'oauth.introspectionPath: /v1/openapi.json is a path the gateway already answers',
+      'oauth.introspectionPath: same path as oauth.revocationPath',
+      'oauth.assertionAudiences[0]: must be an absolute URL',
+      'oauth.replayStore: "redis" needs redis.url (or PORTARIA_REDIS_URL)',
+    ]);
+  });
+
+  test('oauth.replayStore follows the revocation store by default', () => {
+    const shared = validate({
+      revocation: { store: 'redis' },
+      redis: { url: 'redis://127.0.0.1:6379' },
+    });
+    assert.equal(shared.oauth.replayStore, 'redis');
+    assert.equal(validate({}).oauth.replayStore, 'local');
+  });
+
   test('a value of the wrong type is reported by the schema only, not again by a rule', async () => {
     const problems = await problemsOf(() =>
       validate({
@@ -356,6 +387,15 @@ describe('validateConfig', () => {
         },
       },
       clients: { file: `${BASE}/data/clients.json` },
+      oauth: {
+        enabled: true,
+        tokenPath: '/oauth2/token',
+        revocationPath: '/oauth2/revoke',
+        introspectionPath: '/oauth2/introspect',
+        assertionMaxLifetimeSeconds: 300,
+        assertionAudiences: [],
+        replayStore: 'local',
+      },
       routes: [],
       upstream: { default: null, timeoutMs: 30_000, connections: 128 },
       identityHeaders: { sub: 'X-Client-Id', scope: 'X-Token-Scope', jti: 'X-Token-Jti' },

@@ -256,6 +256,11 @@ describe('a client gone before the 101 leaves no upstream connection', () => {
     const res = onlyResponse(await answer);
     assert.equal(res.status, 401);
     assert.equal(rawProblemOf(res).tipo, 'urn:portaria:problem:token-revoked');
+    assert.equal(
+      headerOf(res, 'www-authenticate'),
+      'Bearer realm="portaria", error="invalid_token", ' +
+        'resource_metadata="https://portaria.test/.well-known/oauth-protected-resource/v1/live"',
+    );
     assert.equal(headerOf(res, 'x-request-id'), 'revoked-1');
     await waitFor('the upstream connection closed', () =>
       upstream.connections === 0 ? true : undefined,

@@ -31,8 +31,10 @@ async function expectRefused(res: Response, tipo: string, wwwAuthenticate: strin
   assert.equal(problem.status, 401);
   return problem;
 }
-const INVALID = 'Bearer realm="portaria", error="invalid_token"';
-const MISSING = 'Bearer realm="portaria"';
+/** The gateway's protected-resource metadata (RFC 9728 §5.1): every route here is the default. */
+const METADATA = 'resource_metadata="https://portaria.test/.well-known/oauth-protected-resource"';
+const INVALID = `Bearer realm="portaria", error="invalid_token", ${METADATA}`;
+const MISSING = `Bearer realm="portaria", ${METADATA}`;
 
 describe('bearer verification at the edge', () => {
   test('a valid token is forwarded with the identity headers set from it', async (t) => {
@@ -415,7 +417,8 @@ describe('bearer verification at the edge', () => {
     assert.equal(res.status, 403);
     assert.equal(
       res.headers.get('www-authenticate'),
-      'Bearer realm="portaria", error="insufficient_scope", scope="reports:read"',
+      'Bearer realm="portaria", error="insufficient_scope", scope="reports:read", ' +
+        'resource_metadata="https://portaria.test/.well-known/oauth-protected-resource/v1/reports"',
     );
     assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:insufficient-scope');
     assert.equal(gw.upstream.received.length, 0);

@@ -262,6 +262,20 @@ describe('fail guards', () => {
       /set redis.url or redis.existingSecret/,
     ],
     [
+      'several replicas with a local OAuth replay store',
+      {
+        replicaCount: 2,
+        ...redis,
+        config: { revocation: { store: 'redis' }, oauth: { replayStore: 'local' } },
+      },
+      /needs config.oauth.replayStore: redis \(a local replay store/,
+    ],
+    [
+      'a redis OAuth replay store without a URL',
+      { config: { oauth: { replayStore: 'redis' } } },
+      /set redis.url or redis.existingSecret/,
+    ],
+    [
       'a Redis URL from values and from a Secret',
       { redis: { url: 'redis://redis:6379', existingSecret: 'redis-url' } },
       /choose one source for the Redis URL/,

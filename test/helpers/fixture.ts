@@ -90,6 +90,8 @@ export interface ClientSpec {
   disabled?: boolean;
   /** The stored hash of `secret` (default: its `sha256:` hash). */
   hash?: string;
+  /** More fields of the client's entry (OAuth: authMethods, jwksFile, audiences, …); `secret: ''` stores none. */
+  extra?: Record<string, unknown>;
 }
 
 export const DEFAULT_CLIENTS: ClientSpec[] = [
@@ -143,8 +145,9 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   await writeSigningKey(keysDir, await generateSigningKey('ES256', new Date()));
   const clients = (options.clients ?? DEFAULT_CLIENTS).map((c) => ({
     id: c.id,
-    secrets: [{ hash: c.hash ?? hashGeneratedSecret(c.secret) }],
+    secrets: c.secret === '' ? [] : [{ hash: c.hash ?? hashGeneratedSecret(c.secret) }],
     scopes: c.scopes,
+    ...(c.extra ?? {}),
     ...(c.lifetimeSeconds === undefined ? {} : { lifetimeSeconds: c.lifetimeSeconds }),
     ...(c.disabled === undefined ? {} : { disabled: c.disabled }),
   }));

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { compileErrors, dereference, validate } from '@readme/openapi-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { readCommittedOpenApi, renderOpenApi } from '../../scripts/writeOpenApi.js';
-import { openApiDocument } from '../../src/http/openApiDocument.js';
+import { openApiDocument, openApiDocumentFor } from '../../src/http/openApiDocument.js';
 import { SCHEDULE_FILE } from '../../src/keys/keySchedule.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_ID, CLIENT_SECRET, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
@@ -154,6 +154,40 @@ describe('OpenAPI description', () => {
       { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
     );
     assert.deepEqual(Object.keys(operation.requestBody.content), ['application/json']);
+  });
+
+  test('the OAuth 2.0 operations stand under their own tag, beside the contract operation', () => {
+    const tagged = Object.entries(openApiDocument.paths).flatMap(([path, item]) =>
+      Object.values(item as Record<string, { operationId: string; tags: readonly string[] }>)
+        .filter((operation) => operation.tags.includes('OAuth 2.0'))
+        .map((operation) => `${path} ${operation.operationId}`),
+    );
+    assert.deepEqual(tagged, [
+      '/oauth2/token oauthToken',
+      '/oauth2/revoke oauthRevoke',
+      '/oauth2/introspect oauthIntrospect',
+      '/.well-known/oauth-authorization-server oauthAuthorizationServerMetadata',
+      '/.well-known/oauth-protected-resource oauthProtectedResourceMetadata',
+    ]);
+    assert.deepEqual(openApiDocument.paths[TOKEN_PATH].post.tags, ['authentication']);
+  });
+
+  test('a gateway serves the OAuth operations at its configured paths, or none when off', () => {
+    const moved = openApiDocumentFor('reference', {
+      tokenPath: '/auth/token',
+      revocationPath: '/auth/revoke',
+      introspectionPath: '/auth/introspect',
+    });
+    const paths = Object.keys(moved.paths);
+    assert.ok(paths.includes('/auth/token') && paths.includes('/auth/introspect'));
+    assert.ok(!paths.includes('/oauth2/token'));
+    assert.equal(
+      (moved.paths as Record<string, { post?: { operationId: string } }>)['/auth/revoke']?.post
+        ?.operationId,
+      'oauthRevoke',
+    );
+    const off = Object.keys(openApiDocumentFor('reference', null).paths);
+    assert.deepEqual(off, [TOKEN_PATH, '/.well-known/jwks.json', '/v1/openapi.json']);
   });
 
   test('GET /v1/openapi.json serves exactly the document, without a token', async (t) => {

@@ -62,7 +62,7 @@ export async function closedPort(): Promise<number> {
 }
 
 export function route(id: string, prefix: string, upstream: string, timeoutMs = 5000): RouteConfig {
-  return { id, prefix, upstream, scopes: [], timeoutMs };
+  return { id, prefix, upstream, scopes: [], timeoutMs, audience: null };
 }
 
 function writeProblem(res: ServerResponse, error: unknown, instancia: string): void {

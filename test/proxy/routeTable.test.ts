@@ -4,7 +4,7 @@ import type { RouteConfig, UpstreamConfig } from '../../src/config/types.js';
 import { compileRouteTable } from '../../src/proxy/routeTable.js';
 
 function route(id: string, prefix: string, upstream: string, timeoutMs = 1000): RouteConfig {
-  return { id, prefix, upstream, scopes: [`${id}:read`], timeoutMs };
+  return { id, prefix, upstream, scopes: [`${id}:read`], timeoutMs, audience: null };
 }
 
 const upstream: UpstreamConfig = { default: null, timeoutMs: 30_000, connections: 8 };
@@ -89,6 +89,21 @@ describe('compileRouteTable', () => {
     assert.equal(withDefault.match('/files.x'), withDefault.match('/files.y'), 'precomputed');
   });
 
+  test('a route with an audience requires it, and so does a route matched at a "." beside it', () => {
+    const withAudience = compileRouteTable({
+      routes: [
+        { ...route('orders', '/v1/orders', 'http://127.0.0.1:3000'), audience: 'urn:orders' },
+        { ...route('v1', '/v1', 'http://127.0.0.1:3001'), audience: 'urn:v1' },
+        route('files', '/files', 'http://127.0.0.1:3002'),
+      ],
+      upstream,
+    });
+    assert.deepEqual(withAudience.match('/v1/orders/1')?.audiences, ['urn:orders']);
+    assert.deepEqual(withAudience.match('/v1/orders.json')?.audiences, ['urn:orders', 'urn:v1']);
+    assert.deepEqual(withAudience.match('/v1/other')?.audiences, ['urn:v1']);
+    assert.deepEqual(withAudience.match('/files/a')?.audiences, []);
+  });
+
   test('lists each upstream origin once', () => {
     const twice = compileRouteTable({
       routes: [
@@ -115,6 +130,7 @@ describe('compileRouteTable', () => {
       origin: 'http://127.0.0.1:4000',
       basePath: '/fallback',
       scopes: ['any'],
+      audiences: [],
       timeoutMs: 700,
     });
     assert.deepEqual(withDefault.origins, ['http://127.0.0.1:3000', 'http://127.0.0.1:4000']);

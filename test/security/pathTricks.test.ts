@@ -163,7 +163,10 @@ describe('ambiguous request paths through the gateway', () => {
       const token = await gw.token();
       const post = await send(gw, 'POST', target, null, credentials);
       await expectProblem(gw, post, 401, 'token-missing', target, 'no-authorization');
-      assert.equal(headerOf(post, 'www-authenticate'), 'Bearer realm="portaria"');
+      assert.equal(
+        headerOf(post, 'www-authenticate'),
+        'Bearer realm="portaria", resource_metadata="https://portaria.test/.well-known/oauth-protected-resource"',
+      );
       assert.doesNotMatch(post.body, /token_de_acesso/);
       await expectProblem(
         gw,

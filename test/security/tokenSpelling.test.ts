@@ -19,7 +19,9 @@ import { sample, scrape } from '../helpers/metrics.js';
 import { signWith, validClaims } from '../helpers/tokens.js';
 import { accessLineOf } from '../helpers/wait.js';
 
-const INVALID = 'Bearer realm="portaria", error="invalid_token"';
+const INVALID =
+  'Bearer realm="portaria", error="invalid_token", ' +
+  'resource_metadata="https://portaria.test/.well-known/oauth-protected-resource"';
 const ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
 const PARTNER_ISS = 'https://idp.partner.test';
 const AUDIENCE = 'partner-api';

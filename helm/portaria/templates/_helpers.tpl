@@ -104,7 +104,12 @@ app.kubernetes.io/part-of: portaria
 {{- dig "tokenLimits" "store" "local" (.Values.config | default dict) -}}
 {{- end -}}
 {{- define "portaria.usesRedis" -}}
-{{- if or (eq (include "portaria.revocationStore" .) "redis") (eq (include "portaria.tokenLimitsStore" .) "redis") -}}true{{- end -}}
+{{- if or (eq (include "portaria.revocationStore" .) "redis") (eq (include "portaria.tokenLimitsStore" .) "redis") (eq (include "portaria.replayStore" .) "redis") -}}true{{- end -}}
+{{- end -}}
+
+{{/* config.oauth.replayStore (gateway default: redis with the redis revocation store, else local). */}}
+{{- define "portaria.replayStore" -}}
+{{- dig "oauth" "replayStore" (include "portaria.revocationStore" . | eq "redis" | ternary "redis" "local") (.Values.config | default dict) -}}
 {{- end -}}
 
 {{/* config.server.shutdownGraceMs (gateway default 30000). */}}
@@ -203,8 +208,11 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if and (ne $store "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
 {{- fail (printf "replicaCount > 1 or autoscaling.enabled needs config.revocation.store: redis (the %s revocation store is per pod, so a revocation would reach only one replica)" $store) -}}
 {{- end -}}
+{{- if and (ne (include "portaria.replayStore" .) "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
+{{- fail "replicaCount > 1 or autoscaling.enabled needs config.oauth.replayStore: redis (a local replay store lets a client assertion be used once per replica)" -}}
+{{- end -}}
 {{- if and (include "portaria.usesRedis" .) (not (or .Values.redis.url .Values.redis.existingSecret)) -}}
-{{- fail "config.revocation.store or config.tokenLimits.store is redis: set redis.url or redis.existingSecret" -}}
+{{- fail "config.revocation.store, config.tokenLimits.store or config.oauth.replayStore is redis: set redis.url or redis.existingSecret" -}}
 {{- end -}}
 {{- if and .Values.redis.url .Values.redis.existingSecret -}}
 {{- fail "redis.url and redis.existingSecret are both set: choose one source for the Redis URL" -}}

@@ -1,0 +1,252 @@
+/**
+ * Client authentication at the OAuth 2.0 endpoints, one step every endpoint shares (token,
+ * revocation, introspection). Exactly one method per request (RFC 6749 §2.3; two →
+ * `invalid_request`, none → `invalid_client`):
+ *
+ *   client_secret_basic  `Authorization: Basic`, the id and the secret each
+ *                        form-urlencoded before the Base64 encoding (RFC 6749 §2.3.1)
+ *   client_secret_post   `client_id` and `client_secret` in the form
+ *   private_key_jwt      `client_assertion_type` + `client_assertion` (RFC 7523 §2.2),
+ *                        `clientAssertion.ts`
+ *
+ * The claimed client then passes the token operation's limits in the same order (pair
+ * back-off, one check at a time for a failing pair, client bucket), is checked, and the
+ * outcome recorded — the same limiter and the same back-off as the contract's operation,
+ * so guesses spread over both endpoints count together. Secrets go through the same
+ * authenticator (`clients/authenticateClient.ts`): an unknown client and a wrong secret
+ * cost the same work and get the same answer. A client must also allow the method it
+ * used (`authMethods`), checked after its credentials, so the answer says nothing more.
+ *
+ * The caller takes the address limit before reading the body (as the token operation).
+ */
+import type { ClientAuthenticator } from '../clients/authenticateClient.js';
+import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
+import type { AuthMethod } from '../clients/oauthClientFields.js';
+import type { FailureReason } from '../errors.js';
+import { refuseIfWaiting } from '../token/tokenOperation.js';
+import { pairKey } from '../tokenLimits/limitKeys.js';
+import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
+import { sourceAddress } from '../tokenLimits/sourceAddress.js';
+import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import {
+  type AssertionSettings,
+  assertionSubject,
+  JWT_BEARER_ASSERTION,
+  verifyClientAssertion,
+} from './clientAssertion.js';
+import { decodeFormComponent } from './formBody.js';
+import { OAuthError } from './oauthError.js';
+
+/** What client authentication reads of the request besides its form. */
+export interface ClientAuthenticationCall {
+  /** The `Authorization` header, if any (the framing step refused a repeated one). */
+  readonly authorization: string | undefined;
+  /** The caller's address, as `server.trustedProxies` decides it. */
+  readonly clientAddress: string;
+}
+
+export interface ClientAuthenticationDeps {
+  /** The current client registry (replaced on reload). */
+  readonly registry: () => ClientRegistry;
+  /** The current secret authenticator, built from that registry. */
+  readonly authenticate: () => ClientAuthenticator;
+  readonly assertions: AssertionSettings;
+  readonly limiter: TokenLimiter;
+  readonly attempts: PairAttempts | null;
+  readonly onLimited: (reason: LimitReason) => void;
+}
+
+export interface AuthenticatedClient {
+  readonly client: ClientRecord;
+  readonly method: AuthMethod;
+}
+
+type Credentials =
+  | {
+      readonly method: 'client_secret_basic' | 'client_secret_post';
+      readonly id: string;
+      readonly secret: string;
+    }
+  | { readonly method: 'private_key_jwt'; readonly id: string; readonly assertion: string };
+
+/** Authenticates the client of an OAuth request; throws `OAuthError` (or a 429/503 `PortariaError`). */
+export async function authenticateOAuthClient(
+  form: ReadonlyMap<string, string>,
+  call: ClientAuthenticationCall,
+  deps: ClientAuthenticationDeps,
+): Promise<AuthenticatedClient> {
+  const usedBasic = call.authorization !== undefined;
+  try {
+    return await authenticate(form, call, deps);
+  } catch (error) {
+    if (usedBasic && error instanceof OAuthError) throw error.withBasic();
+    throw error;
+  }
+}
+
+async function authenticate(
+  form: ReadonlyMap<string, string>,
+  call: ClientAuthenticationCall,
+  deps: ClientAuthenticationDeps,
+): Promise<AuthenticatedClient> {
+  const credentials = credentialsOf(form, call.authorization);
+  const { id } = credentials;
+  const { limiter } = deps;
+  const address = sourceAddress(call.clientAddress);
+  const { waitMs, known } = await limiter.checkPair(id, address);
+  refuseIfWaiting(waitMs, 'backoff', deps);
+  const pair = pairKey(id, address);
+  if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
+  let outcome: AttemptOutcome = 'unchecked';
+  try {
+    refuseIfWaiting(await limiter.takeClient(id, known), 'client', deps);
+    let client: ClientRecord;
+    try {
+      client = await check(credentials, deps);
+    } catch (error) {
+      if (error instanceof OAuthError && error.error === 'invalid_client') {
+        outcome = 'failed';
+        await limiter.recordFailure(id, address);
+      }
+      throw error;
+    }
+    outcome = 'succeeded';
+    await limiter.recordSuccess(id, address);
+    return { client, method: credentials.method };
+  } finally {
+    deps.attempts?.end(pair, outcome);
+  }
+}
+
+/** The one method the request uses, and the client it names. */
+function credentialsOf(
+  form: ReadonlyMap<string, string>,
+  authorization: string | undefined,
+): Credentials {
+  const postSecret = form.get('client_secret');
+  const assertion = form.get('client_assertion');
+  const assertionType = form.get('client_assertion_type');
+  const formId = form.get('client_id');
+  const used =
+    (authorization === undefined ? 0 : 1) +
+    (postSecret === undefined ? 0 : 1) +
+    (assertion === undefined && assertionType === undefined ? 0 : 1);
+  if (used > 1) {
+    throw new OAuthError('invalid_request', 'Use exactly one client authentication method.', {
+      reason: 'several-client-auth',
+    });
+  }
+  if (authorization !== undefined) {
+    const basic = parseBasic(authorization);
+    if (formId !== undefined && formId !== basic.id) throw idMismatch();
+    return { method: 'client_secret_basic', ...basic };
+  }
+  if (postSecret !== undefined) {
+    if (formId === undefined) {
+      throw new OAuthError('invalid_request', 'client_secret needs client_id.', {
+        reason: 'missing-field',
+      });
+    }
+    return { method: 'client_secret_post', id: formId, secret: postSecret };
+  }
+  if (assertion !== undefined || assertionType !== undefined) {
+    if (assertion === undefined || assertionType === undefined) {
+      throw new OAuthError(
+        'invalid_request',
+        'client_assertion and client_assertion_type go together.',
+        { reason: 'missing-field' },
+      );
+    }
+    if (assertionType !== JWT_BEARER_ASSERTION) {
+      throw new OAuthError(
+        'invalid_client',
+        `client_assertion_type must be ${JWT_BEARER_ASSERTION}.`,
+        {
+          reason: 'assertion-type',
+        },
+      );
+    }
+    const id = assertionSubject(assertion);
+    if (formId !== undefined && formId !== id) throw idMismatch();
+    return { method: 'private_key_jwt', id, assertion };
+  }
+  throw new OAuthError('invalid_client', 'Client authentication is required.', {
+    reason: 'no-client-auth',
+  });
+}
+
+function idMismatch(): OAuthError {
+  return new OAuthError('invalid_client', 'client_id does not name the authenticated client.', {
+    reason: 'client-id-mismatch',
+  });
+}
+
+const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/**
+ * `Basic base64(urlencode(id) ":" urlencode(secret))` (RFC 6749 §2.3.1, RFC 7617 §2): the
+ * scheme is case-insensitive, the Base64 canonical, the decoded text split at its first
+ * `:`, and each side form-decoded (`+` is a space, `%XX` a byte; malformed: refused).
+ */
+function parseBasic(header: string): { id: string; secret: string } {
+  const space = header.indexOf(' ');
+  const scheme = space === -1 ? header : header.slice(0, space);
+  const encoded = space === -1 ? '' : header.slice(space + 1).trim();
+  if (scheme.toLowerCase() !== 'basic') throw badBasic('other-scheme');
+  if (encoded.length % 4 !== 0 || !BASE64.test(encoded)) throw badBasic('bad-basic');
+  const bytes = Buffer.from(encoded, 'base64');
+  if (bytes.toString('base64') !== encoded) throw badBasic('bad-basic');
+  let text: string;
+  try {
+    text = utf8.decode(bytes);
+  } catch {
+    throw badBasic('bad-basic');
+  }
+  const colon = text.indexOf(':');
+  if (colon === -1) throw badBasic('bad-basic');
+  try {
+    const id = decodeFormComponent(text.slice(0, colon));
+    const secret = decodeFormComponent(text.slice(colon + 1));
+    if (id === '' || secret === '') throw badBasic('bad-basic');
+    return { id, secret };
+  } catch (error) {
+    if (error instanceof OAuthError && error.reason === 'form-malformed')
+      throw badBasic('bad-basic');
+    throw error;
+  }
+}
+
+function badBasic(reason: 'bad-basic' | 'other-scheme'): OAuthError {
+  return new OAuthError(
+    'invalid_client',
+    'The Authorization header must carry HTTP Basic client credentials, each form-urlencoded (RFC 6749 §2.3.1).',
+    { reason, usedBasic: true },
+  );
+}
+
+/** Checks the credentials; the client record, or `OAuthError('invalid_client')`. */
+async function check(
+  credentials: Credentials,
+  deps: ClientAuthenticationDeps,
+): Promise<ClientRecord> {
+  if (credentials.method === 'private_key_jwt') {
+    const registry = deps.registry();
+    deps.assertions.keys.sync(registry);
+    const client = registry.get(credentials.id);
+    if (client === undefined) throw refused('unknown-client');
+    if (!client.authMethods.includes('private_key_jwt')) throw refused('auth-method-not-allowed');
+    await verifyClientAssertion(credentials.assertion, client, deps.assertions);
+    if (client.disabled) throw refused('disabled-client');
+    return client;
+  }
+  const result = await deps.authenticate()(credentials.id, credentials.secret);
+  if (!result.ok) throw refused(result.reason);
+  if (!result.client.authMethods.includes(credentials.method))
+    throw refused('auth-method-not-allowed');
+  return result.client;
+}
+
+function refused(reason: FailureReason): OAuthError {
+  return new OAuthError('invalid_client', 'The client credentials were not accepted.', { reason });
+}

@@ -1,0 +1,71 @@
+/**
+ * `POST {oauth.introspectionPath}`, token introspection (RFC 7662) for resource servers:
+ *
+ *   client          the shared steps (`authenticatedForm.ts`): POST, form, address
+ *                   limit, client authentication as at the token endpoint (401)
+ *   permission      the client holds `introspect` (else 403 `unauthorized_client`)
+ *   token           the `token` parameter (invalid_request when absent)
+ *   verify          exactly as the edge verifies a bearer token (`TokenVerifier`): our
+ *                   tokens and trusted external issuers' alike, revocation included
+ *   describe        active: the claims RFC 7662 §2.2 names; otherwise `{"active":false}`
+ *                   and nothing else, whatever the reason (§2.2: no hint why)
+ */
+import type { Principal } from '../domain/principal.js';
+import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { type OAuthFormCall, readAuthenticatedForm, tokenParameter } from './authenticatedForm.js';
+import type { ClientAuthenticationDeps } from './clientAuthentication.js';
+import { OAuthError } from './oauthError.js';
+import { presentedToken } from './presentedToken.js';
+
+export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
+  readonly verifier: Pick<TokenVerifier, 'verify'>;
+}
+
+export interface IntrospectionResult {
+  readonly clientId: string;
+  /** The RFC 7662 §2.2 response body. */
+  readonly body: string;
+  readonly outcome: 'active' | 'inactive';
+}
+
+const INACTIVE = JSON.stringify({ active: false });
+
+/** An authenticated client without the `introspect` permission (RFC 7662 §2.3: 403). */
+class IntrospectionNotPermitted extends OAuthError {
+  override readonly status = 403;
+
+  constructor() {
+    super('unauthorized_client', 'This client may not introspect tokens.', {
+      reason: 'introspection-not-permitted',
+    });
+  }
+}
+
+export async function runIntrospectionRequest(
+  call: OAuthFormCall,
+  deps: IntrospectionEndpointDeps,
+): Promise<IntrospectionResult> {
+  const { client, form } = await readAuthenticatedForm(call, deps);
+  if (!client.permissions.includes('introspect')) throw new IntrospectionNotPermitted();
+  const principal = await presentedToken(deps.verifier, tokenParameter(form));
+  if (principal === null) return { clientId: client.id, body: INACTIVE, outcome: 'inactive' };
+  return { clientId: client.id, body: JSON.stringify(describe(principal)), outcome: 'active' };
+}
+
+/** The token's claims under their RFC 7662 §2.2 names (absent ones left out). */
+function describe(principal: Principal): Record<string, unknown> {
+  const { claims } = principal;
+  return {
+    active: true,
+    scope: principal.scope,
+    client_id: principal.clientId,
+    sub: principal.subject,
+    aud: claims.aud,
+    iss: principal.issuer,
+    exp: principal.expiresAt,
+    iat: principal.issuedAt,
+    ...(typeof claims.nbf === 'number' ? { nbf: claims.nbf } : {}),
+    jti: principal.tokenId,
+    token_type: 'Bearer',
+  };
+}

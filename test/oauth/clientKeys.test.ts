@@ -1,0 +1,89 @@
+/**
+ * `ClientKeys` through its interface: real key files and a real JWKS server, the gateway's
+ * key-set code behind it, a reloaded registry.
+ */
+import assert from 'node:assert/strict';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type TestContext, test } from 'node:test';
+import { buildClientRegistry, type ClientRecord } from '../../src/clients/clientRegistry.js';
+import { systemClock } from '../../src/lib/clock.js';
+import { ClientKeys, ClientKeysUnavailable } from '../../src/oauth/clientKeys.js';
+import { ecKey, jwksOf, serve, startJwksServer, status } from '../helpers/jwksServer.js';
+
+async function setup(t: TestContext): Promise<{ dir: string; keys: ClientKeys }> {
+  const dir = await mkdtemp(join(tmpdir(), 'portaria-client-keys-'));
+  t.after(() => rm(dir, { recursive: true, force: true }));
+  const keys = new ClientKeys({ clock: systemClock, baseDir: dir, clockSkewSeconds: 60 });
+  t.after(() => keys.close());
+  return { dir, keys };
+}
+
+function registryWith(entry: Record<string, unknown>) {
+  return buildClientRegistry(
+    {
+      clients: [
+        { id: 'p', secrets: [], scopes: ['a'], authMethods: ['private_key_jwt'], ...entry },
+      ],
+    },
+    'test',
+  );
+}
+
+test('a JWKS file relative to the clients file is read at first use and again after a reload', async (t) => {
+  const { dir, keys } = await setup(t);
+  const first = ecKey('k1');
+  const second = ecKey('k2');
+  await writeFile(join(dir, 'p.jwks.json'), JSON.stringify(jwksOf(first)));
+  const before = registryWith({ jwksFile: 'p.jwks.json' });
+  keys.sync(before);
+  const client = before.get('p') as ClientRecord;
+  assert.ok(await keys.keyFor(client, 'k1', 'ES256'));
+  assert.equal(await keys.keyFor(client, 'k1', 'RS256'), null, 'another alg finds nothing');
+  await writeFile(join(dir, 'p.jwks.json'), JSON.stringify(jwksOf(second)));
+  assert.ok(
+    await keys.keyFor(client, 'k1', 'ES256'),
+    'the file is not read again without a reload',
+  );
+  const after = registryWith({ jwksFile: 'p.jwks.json' });
+  keys.sync(after);
+  const reloaded = after.get('p') as ClientRecord;
+  assert.equal(await keys.keyFor(reloaded, 'k1', 'ES256'), null);
+  assert.ok(await keys.keyFor(reloaded, 'k2', 'ES256'));
+});
+
+test('an unreadable key file makes the client’s keys unavailable, not the gateway', async (t) => {
+  const { keys } = await setup(t);
+  const registry = registryWith({ jwksFile: 'missing.json' });
+  keys.sync(registry);
+  await assert.rejects(
+    keys.keyFor(registry.get('p') as ClientRecord, 'k1', 'ES256'),
+    ClientKeysUnavailable,
+  );
+});
+
+test('a jwks_uri is fetched once and kept across reloads that leave it unchanged', async (t) => {
+  const { keys } = await setup(t);
+  const key = ecKey('r1');
+  const server = await startJwksServer(t, serve(jwksOf(key)));
+  const registry = registryWith({ jwksUri: server.url });
+  keys.sync(registry);
+  const client = registry.get('p') as ClientRecord;
+  assert.ok(await keys.keyFor(client, 'r1', 'ES256'));
+  assert.ok(await keys.keyFor(client, 'r1', 'ES256'));
+  keys.sync(registryWith({ jwksUri: server.url }));
+  assert.ok(await keys.keyFor(client, 'r1', 'ES256'));
+  assert.equal(server.count(), 1, 'one fetch');
+});
+
+test('a key server that never answered 200 makes the keys unavailable', async (t) => {
+  const { keys } = await setup(t);
+  const server = await startJwksServer(t, status(500));
+  const registry = registryWith({ jwksUri: server.url });
+  keys.sync(registry);
+  await assert.rejects(
+    keys.keyFor(registry.get('p') as ClientRecord, 'r1', 'ES256'),
+    ClientKeysUnavailable,
+  );
+});
