@@ -51,7 +51,7 @@ export class TokenService {
     }
     const { client } = result;
     this.#refuseWhileRevoking(client.id);
-    const issued = await issueAccessToken(
+    const issued = issueAccessToken(
       this.#options.signingKey(),
       {
         issuer: this.#options.issuer,

@@ -1,12 +1,14 @@
 /**
- * Verified-token cache: token text → Principal, bounded by count (LRU eviction). It caches
+ * Verified-token cache: token → Principal, bounded by count (LRU eviction). It caches
  * signature and claim checks only (revocation is checked on every request), and an entry is
  * served only while the token is unexpired by our clock, so it never outlives the token.
- * Entries are found by the token's last `KEY_LENGTH` characters (hashing the whole token
- * cost ~650 ns a lookup) and served only when the whole token matches; `clear()` starts a
- * generation so a verification begun before it cannot refill the cache. Why this is safe:
+ * Entries are found by the token's last `KEY_LENGTH` characters and served only when the
+ * SHA-256 digest of the whole presented token equals the stored one: the entry holds 32
+ * octets instead of the token's several hundred. `clear()` starts a generation so a
+ * verification begun before it cannot refill the cache. Why this is safe:
  * docs/architecture.md.
  */
+import { hash } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
 import type { Principal } from '../domain/principal.js';
 import type { Clock } from '../lib/clock.js';
@@ -15,12 +17,18 @@ import type { Clock } from '../lib/clock.js';
 export const KEY_LENGTH = 32;
 
 interface Entry {
-  readonly token: string;
+  /** SHA-256 of the whole token, as a 32-character latin1 (`binary`) string. */
+  readonly digest: string;
   readonly principal: Principal;
 }
 
 function keyOf(token: string): string {
   return token.length > KEY_LENGTH ? token.slice(-KEY_LENGTH) : token;
+}
+
+/** The whole token's digest: a cache keyed by a part of it would serve a forged rest. */
+function digestOf(token: string): string {
+  return hash('sha256', token, 'binary');
 }
 
 export class VerifiedTokenCache {
@@ -37,7 +45,7 @@ export class VerifiedTokenCache {
     if (this.#entries === null) return undefined;
     const key = keyOf(token);
     const entry = this.#entries.get(key);
-    if (entry === undefined || entry.token !== token) return undefined;
+    if (entry === undefined || entry.digest !== digestOf(token)) return undefined;
     if (entry.principal.expiresAt * 1000 <= this.#clock.now()) {
       this.#entries.delete(key);
       return undefined;
@@ -51,8 +59,10 @@ export class VerifiedTokenCache {
   }
 
   set(token: string, principal: Principal, generation: number): void {
-    if (generation !== this.#generation) return;
-    this.#entries?.set(keyOf(token), { token, principal });
+    if (generation !== this.#generation || this.#entries === null) return;
+    // A copy of the key: a slice would keep the whole token alive (V8 sliced strings).
+    const key = Buffer.from(keyOf(token), 'latin1').toString('latin1');
+    this.#entries.set(key, { digest: digestOf(token), principal });
   }
 
   /** Forgets every entry (after a key ring change: a removed key's tokens must re-verify). */
