@@ -92,3 +92,76 @@ describe('verified-token cache and key changes', () => {
     assert.equal(cache.get('shor'), undefined);
   });
 });
+
+describe('verified-token cache: an entry stands for the whole token', () => {
+  const clock = new ManualClock(T0);
+  const principal = (subject: string) =>
+    ({ subject, expiresAt: T0 / 1000 + 3600 }) as unknown as Principal;
+
+  test("a forged header and payload in front of a cached token's signature are not served", async () => {
+    const k1 = newKeyPair('ec', { namedCurve: 'P-256' });
+    const token = await signWith(k1.privateKey, 'ES256', claims(clock, 'c-1'), { kid: 'k1' });
+    const cache = new VerifiedTokenCache(100, clock);
+    cache.set(token, principal('acme'), cache.generation);
+    const signature = token.slice(token.lastIndexOf('.'));
+    const b64 = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+    const forged = `${b64({ alg: 'ES256', kid: 'k1', typ: 'at+jwt' })}.${b64({ ...claims(clock, 'c-1'), sub: 'admin' })}${signature}`;
+    assert.equal(cache.get(forged), undefined);
+    const [header, payload] = token.split('.');
+    assert.equal(
+      cache.get(`${header}.${b64({ sub: 'admin' })}${signature}`),
+      undefined,
+      'payload only',
+    );
+    assert.equal(
+      cache.get(`${b64({ alg: 'ES256' })}.${payload}${signature}`),
+      undefined,
+      'header only',
+    );
+    assert.equal(cache.get(token)?.subject, 'acme', 'the token itself still is');
+  });
+
+  test('a token differing from a cached one in a single character is not served', () => {
+    const cache = new VerifiedTokenCache(100, clock);
+    const token = `aaaa.bbbb.${'c'.repeat(86)}`;
+    cache.set(token, principal('acme'), cache.generation);
+    for (const other of [`b${token.slice(1)}`, `aaaa.bbbc.${'c'.repeat(86)}`, `${token}c`]) {
+      assert.equal(cache.get(other), undefined, other);
+    }
+    assert.equal(cache.get(token)?.subject, 'acme');
+  });
+
+  test('through the verifier: a copied signature under another payload is verified in full and refused', async () => {
+    const k1 = newKeyPair('ec', { namedCurve: 'P-256' });
+    const ring = new KeyRing(
+      [{ kid: 'k1', alg: 'ES256', privateKey: k1.privateKey }],
+      new Map(),
+      'ES256',
+      clock,
+    );
+    const lookups: boolean[] = [];
+    const verifier = new TokenVerifier({
+      issuers: buildIssuerTable(
+        { issuer: ISSUER, audience: AUDIENCE, clockSkewSeconds: 60 },
+        () => ring,
+        [],
+      ),
+      clock,
+      cache: new VerifiedTokenCache(100, clock),
+      revocation: new MemoryRevocationStore(clock),
+      hooks: { cacheLookup: (hit) => lookups.push(hit) },
+    });
+    const token = await signWith(k1.privateKey, 'ES256', claims(clock, 'c-1'), { kid: 'k1' });
+    assert.equal(await outcome(verifier.verify(token)), 'accepted');
+    assert.equal(await outcome(verifier.verify(token)), 'accepted');
+    const [header, , signature] = token.split('.');
+    const payload = Buffer.from(JSON.stringify({ ...claims(clock, 'c-1'), sub: 'admin' })).toString(
+      'base64url',
+    );
+    assert.equal(
+      await outcome(verifier.verify(`${header}.${payload}.${signature}`)),
+      'refused bad-signature',
+    );
+    assert.deepEqual(lookups, [false, true, false]);
+  });
+});
