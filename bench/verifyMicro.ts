@@ -12,6 +12,9 @@
  *     in front of the bench upstream; that many distinct tokens signed with the gateway's
  *     key are each sent once; the gateway's RSS (/proc) and heap (/metrics) before and
  *     after, and its cache size.
+ *   node --expose-gc dist-test/bench/verifyMicro.js --cache-heap [--tokens 100000]
+ *     the same fill in this process, straight through a TokenVerifier: heap octets per
+ *     cached token, after full garbage collections (quick, for comparing representations).
  */
 import {
   createHash,
@@ -34,7 +37,14 @@ import { createApp } from '../src/app/createApp.js';
 import { hashGeneratedSecret } from '../src/clients/secretHash.js';
 import { validateConfig } from '../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../src/keys/generateKey.js';
+import { KeyRing } from '../src/keys/keyRing.js';
+import { systemClock } from '../src/lib/clock.js';
 import { outputDestination } from '../src/observability/logger.js';
+import { MemoryRevocationStore } from '../src/revocation/memoryRevocationStore.js';
+import { issueAccessToken } from '../src/token/issueAccessToken.js';
+import { TokenVerifier } from '../src/verify/tokenVerifier.js';
+import { buildIssuerTable } from '../src/verify/trustedIssuer.js';
+import { VerifiedTokenCache } from '../src/verify/verifiedTokenCache.js';
 import { newKeyPair } from '../test/helpers/keyPairs.js';
 import { announce, onStop } from './lib/childProtocol.js';
 import { spawnChild } from './lib/spawnChild.js';
@@ -43,6 +53,7 @@ const { values, positionals } = parseArgs({
   options: {
     ms: { type: 'string', default: '1500' },
     'cache-memory': { type: 'boolean', default: false },
+    'cache-heap': { type: 'boolean', default: false },
     tokens: { type: 'string', default: '100000' },
     'gateway-child': { type: 'string' },
   },
@@ -305,8 +316,52 @@ async function cacheMemory(count: number): Promise<void> {
   }
 }
 
+/** Heap octets per cached token, filled through a real TokenVerifier (our ES256 key). */
+async function cacheHeap(count: number): Promise<void> {
+  const gc = (globalThis as { gc?: () => void }).gc;
+  if (gc === undefined) throw new Error('run with node --expose-gc');
+  const ring = new KeyRing(
+    [{ kid: '20261126T000000Z-0123abcd', alg: 'ES256', privateKey: keysFor('ES256').privateKey }],
+    new Map(),
+    'ES256',
+    systemClock,
+  );
+  const settings = { issuer: 'https://portaria.bench', audience: 'bench-api', clock: systemClock };
+  const cache = new VerifiedTokenCache(count, systemClock);
+  const verifier = new TokenVerifier({
+    issuers: buildIssuerTable({ ...settings, clockSkewSeconds: 60 }, () => ring, []),
+    clock: systemClock,
+    cache,
+    revocation: new MemoryRevocationStore(systemClock),
+  });
+  const input = { clientId: 'bench', scope: 'orders:read', lifetimeSeconds: 3600 };
+  // Warm every code path before the baseline.
+  await verifier.verify((await issueAccessToken(ring.signingKey, settings, input)).token);
+  cache.clear();
+  gc();
+  gc();
+  const before = process.memoryUsage().heapUsed;
+  for (let i = 0; i < count; i++) {
+    // Header value strings as Node's parser hands them over: a new string per request.
+    const { token } = await issueAccessToken(ring.signingKey, settings, input);
+    await verifier.verify(`Bearer ${token}`.slice(7));
+  }
+  gc();
+  gc();
+  const after = process.memoryUsage().heapUsed;
+  console.log(
+    JSON.stringify({
+      tokens: cache.size,
+      heapBytesPerToken: Math.round((after - before) / count),
+      rssMiB: Number((process.memoryUsage().rss / 2 ** 20).toFixed(1)),
+    }),
+  );
+}
+
 if (values['gateway-child'] !== undefined) {
   await gatewayChild(positionals[0] as string, Number(values['gateway-child']));
+} else if (values['cache-heap']) {
+  await cacheHeap(Number(values.tokens));
 } else if (values['cache-memory']) {
   await cacheMemory(Number(values.tokens));
 } else {

@@ -34,6 +34,7 @@ import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
 import { checkRegisteredClaims } from './registeredClaims.js';
 import { ScopeSets } from './scopeSets.js';
 import { signatureLength } from './signatureLength.js';
+import { VerifiedPrincipal } from './verifiedPrincipal.js';
 import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
 /**
@@ -262,18 +263,7 @@ export class TokenVerifier {
       throw invalid('bad-claims', 'The access token claims are malformed.');
     const shared = this.#scopes.get(scope ?? '');
     shareStrings(payload, issuer, shared);
-    return Object.freeze({
-      subject: sub,
-      clientId: payload.client_id === sub ? sub : clientId,
-      scope: shared.text,
-      scopes: shared.scopes,
-      tokenId: jti,
-      issuer: issuer.issuer,
-      issuerId: issuer.id,
-      issuedAt: iat,
-      expiresAt: exp,
-      claims: Object.freeze(payload),
-    });
+    return new VerifiedPrincipal(Object.freeze(payload), issuer, shared);
   }
 }
 
