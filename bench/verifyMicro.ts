@@ -29,6 +29,7 @@ import {
 } from 'node:crypto';
 import { open as openFd, readFileSync } from 'node:fs';
 import { mkdtemp, readdir, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -56,6 +57,7 @@ const { values, positionals } = parseArgs({
     'cache-heap': { type: 'boolean', default: false },
     tokens: { type: 'string', default: '100000' },
     'gateway-child': { type: 'string' },
+    profile: { type: 'string' },
   },
   allowPositionals: true,
 });
@@ -209,6 +211,12 @@ async function gatewayChild(upstream: string, cacheSize: number): Promise<void> 
       clients: { file: clientsFile },
       upstream: { default: { upstream, scopes: ['orders:read'] } },
       verify: { cacheSize },
+      // Off, as the bench's token-operation comparison runs it: a bare server has none.
+      tokenLimits: {
+        perAddress: { enabled: false },
+        perClient: { enabled: false },
+        failedSecretBackoff: { enabled: false },
+      },
       log: { level: 'info' },
     },
     { baseDir: dir },
@@ -217,7 +225,19 @@ async function gatewayChild(upstream: string, cacheSize: number): Promise<void> 
   const app = await createApp({ config, logDestination: outputDestination(logFd) });
   const { publicUrl, adminUrl } = await app.listen();
   announce({ url: publicUrl, adminUrl, keysDir });
+  // `--profile FILE`: a CPU profile from SIGUSR2 to the stop, start-up left out.
+  const session = values.profile === undefined ? null : new Session();
+  if (session !== null) {
+    session.connect();
+    process.once('SIGUSR2', () => {
+      void session.post('Profiler.enable').then(() => session.post('Profiler.start'));
+    });
+  }
   onStop(async () => {
+    if (session !== null && values.profile !== undefined) {
+      const { profile } = await session.post('Profiler.stop');
+      await writeFile(values.profile, JSON.stringify(profile));
+    }
     await app.shutdown();
     await rm(dir, { recursive: true, force: true });
     return undefined;
