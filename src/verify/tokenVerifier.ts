@@ -9,11 +9,12 @@
  * Keys come only from the trusted issuers' own sources (our key ring in memory for our
  * own issuer; a configured key set for an external one): `jwk`, `jku`, `x5u` and `x5c`
  * header parameters are never read (RFC 8725 §3.10), `crit` with any parameter we do
- * not understand is refused (jose), `none` and HMAC algorithms are never in an
- * allowlist (RFC 8725 §3.1). An unknown `iss` is refused before any key is looked up,
- * so it never causes network traffic. Unverified contents may cause an early refusal,
- * never an acceptance: the signature is checked with a key of the issuer the token
- * names, and jose then checks that `iss` again.
+ * not understand is refused (`criticalHeader.ts`), `none` and HMAC algorithms are never
+ * in an allowlist (RFC 8725 §3.1). An unknown `iss` is refused before any key is looked
+ * up, so it never causes network traffic. Unverified contents may cause an early
+ * refusal, never an acceptance: the signature is checked with a key of the issuer the
+ * token names (`jwsSignature.ts`), and the claim checks (`registeredClaims.ts`) then
+ * compare that `iss` again.
  */
 import { isUtf8 } from 'node:buffer';
 import { isClientId } from '../domain/clientId.js';
