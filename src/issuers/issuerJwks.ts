@@ -11,16 +11,17 @@
  * the public members are imported. Each key has one `alg`; a token must name that same
  * `alg`.
  */
-import type { KeyObject, webcrypto } from 'node:crypto';
+import { KeyObject, type webcrypto } from 'node:crypto';
 import { importJWK, type JWK } from 'jose';
 
 /**
  * A verification key of a trusted issuer (our own key ring's keys have this shape too):
- * the one `alg` it verifies, and the key.
+ * the one `alg` it verifies, and the key, as the KeyObject Node's synchronous
+ * `crypto.verify` takes (`verify/jwsSignature.ts`).
  */
 export interface IssuerKey {
   readonly alg: string;
-  readonly key: KeyObject | webcrypto.CryptoKey;
+  readonly key: KeyObject;
 }
 
 /** A key imported from an issuer's JWK Set. */
@@ -96,7 +97,8 @@ export async function importJwks(
     for (const member of PUBLIC_MEMBERS)
       if (jwk[member] !== undefined) publicJwk[member] = jwk[member];
     try {
-      const key = (await importJWK(publicJwk as JWK, alg)) as webcrypto.CryptoKey;
+      // jose checks the JWK against the algorithm; the verifier uses the key as a KeyObject.
+      const key = KeyObject.from((await importJWK(publicJwk as JWK, alg)) as webcrypto.CryptoKey);
       const material = JSON.stringify([alg, publicJwk]);
       keys.set(jwk.kid as string, Object.freeze({ alg, key, material }));
     } catch (error) {

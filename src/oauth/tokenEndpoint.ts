@@ -66,7 +66,7 @@ export async function runOAuthTokenRequest(
   }
   const { client } = await authenticateOAuthClient(form, call, deps);
   const grant = grantFor(client, form, deps.audience);
-  const issued = await deps.tokens.issueTo(client, grant.scope, grant.audience);
+  const issued = deps.tokens.issueTo(client, grant.scope, grant.audience);
   return {
     clientId: client.id,
     issued,

@@ -64,7 +64,7 @@ export class TokenService {
       });
     }
     const { client } = result;
-    const issued = await this.issueTo(client, client.scope, this.#options.audience, steps);
+    const issued = this.issueTo(client, client.scope, this.#options.audience, steps);
     return {
       clientId: client.id,
       issued,
@@ -76,16 +76,16 @@ export class TokenService {
    * Issues a token to an authenticated client, with `scope` (the client's or fewer) and
    * `audience`; the same signer, claims and lifetime rules as the contract's operation.
    */
-  async issueTo(
+  issueTo(
     client: ClientRecord,
     scope: string,
     audience: string,
     steps?: ExchangeSteps,
-  ): Promise<IssuedToken> {
+  ): IssuedToken {
     this.#refuseWhileRevoking(client.id);
     const signed = steps?.('sign');
     try {
-      const token = await issueAccessToken(
+      const token = issueAccessToken(
         this.#options.signingKey(),
         { issuer: this.#options.issuer, audience, clock: this.#options.clock },
         {

@@ -59,6 +59,11 @@ export function assertCompactJws(token: string): void {
   }
 }
 
+/** The 6-bit value of a base64url character code (RFC 4648 §5); 0 for any other code. */
+export function base64urlValue(code: number): number {
+  return VALUES[code] ?? 0;
+}
+
 /** Characters of the unpadded base64url encoding of `octets` octets (RFC 7515 §2). */
 export function base64urlLength(octets: number): number {
   return Math.ceil((octets * 4) / 3);

@@ -9,13 +9,14 @@
  * Keys come only from the trusted issuers' own sources (our key ring in memory for our
  * own issuer; a configured key set for an external one): `jwk`, `jku`, `x5u` and `x5c`
  * header parameters are never read (RFC 8725 §3.10), `crit` with any parameter we do
- * not understand is refused (jose), `none` and HMAC algorithms are never in an
- * allowlist (RFC 8725 §3.1). An unknown `iss` is refused before any key is looked up,
- * so it never causes network traffic. Unverified contents may cause an early refusal,
- * never an acceptance: the signature is checked with a key of the issuer the token
- * names, and jose then checks that `iss` again.
+ * not understand is refused (`criticalHeader.ts`), `none` and HMAC algorithms are never
+ * in an allowlist (RFC 8725 §3.1). An unknown `iss` is refused before any key is looked
+ * up, so it never causes network traffic. Unverified contents may cause an early
+ * refusal, never an acceptance: the signature is checked with a key of the issuer the
+ * token names (`jwsSignature.ts`), and the claim checks (`registeredClaims.ts`) then
+ * compare that `iss` again.
  */
-import { errors, jwtVerify } from 'jose';
+import { isUtf8 } from 'node:buffer';
 import { isClientId } from '../domain/clientId.js';
 import {
   isRevocableId,
@@ -23,14 +24,18 @@ import {
   MAX_TOKEN_ID_LENGTH,
   type Principal,
 } from '../domain/principal.js';
-import { parseScope } from '../domain/scope.js';
 import { type FailureReason, PortariaError } from '../errors.js';
 import type { IssuerKey } from '../issuers/issuerKeySet.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { assertCompactJws, base64urlLength, signatureSegmentLength } from './compactJws.js';
+import { checkCriticalHeader, malformed } from './criticalHeader.js';
+import { verifyJwsSignature } from './jwsSignature.js';
 import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
+import { checkRegisteredClaims } from './registeredClaims.js';
+import { ScopeSets } from './scopeSets.js';
 import { signatureLength } from './signatureLength.js';
+import { VerifiedPrincipal } from './verifiedPrincipal.js';
 import type { VerifiedTokenCache } from './verifiedTokenCache.js';
 
 /**
@@ -86,6 +91,9 @@ export class TokenVerifier {
   /** Union of every trusted issuer's algorithms: the first, issuer-independent gate. */
   readonly #algorithms: ReadonlySet<string>;
 
+  /** Scope sets shared by the principals of tokens with the same `scope`. */
+  readonly #scopes = new ScopeSets();
+
   constructor(options: TokenVerifierOptions) {
     this.#options = options;
     this.#algorithms = new Set([...options.issuers.values()].flatMap((i) => [...i.algorithms]));
@@ -109,22 +117,47 @@ export class TokenVerifier {
     const started = performance.now();
     const generation = cache.generation;
     const seen: { issuerId: string } = { issuerId: 'unknown' };
-    return this.#verifyFully(token, seen).then(
-      (principal) => {
-        hooks?.verified?.(
-          principal.issuerId,
-          (performance.now() - started) / 1000,
-          this.#options.clock.now() / 1000 - principal.issuedAt,
-        );
-        cache.set(token, principal, generation);
-        return this.#notRevoked(principal);
-      },
-      (error: unknown) => {
-        const reason = error instanceof PortariaError ? error.reason : 'error';
-        hooks?.verifyFailed?.(seen.issuerId, reason, (performance.now() - started) / 1000);
-        throw error;
-      },
-    );
+    const verified = (principal: Principal): Principal => {
+      hooks?.verified?.(
+        principal.issuerId,
+        (performance.now() - started) / 1000,
+        this.#options.clock.now() / 1000 - principal.issuedAt,
+      );
+      cache.set(token, principal, generation);
+      return this.#notRevoked(principal);
+    };
+    const report = (error: unknown): void => {
+      const reason = error instanceof PortariaError ? error.reason : 'error';
+      hooks?.verifyFailed?.(seen.issuerId, reason, (performance.now() - started) / 1000);
+    };
+    const failed = (error: unknown): never => {
+      report(error);
+      throw error;
+    };
+    // The signature check is synchronous; only a key set still fetching makes it wait.
+    // Either way the caller gets a promise, as for every uncached token.
+    let principal: Principal;
+    try {
+      const header = decodeSegment(token, 0, 'header');
+      const alg = this.#allowedAlgorithm(header.value);
+      const payload = decodeSegment(token, 1, 'payload');
+      const issuer = this.#issuerOf(alg, header.value, payload.value, seen);
+      const key = issuer.key(header.value.kid as string, alg);
+      if (key instanceof Promise) {
+        return key
+          .then((found) => this.#afterKey(token, alg, header, payload, issuer, found))
+          .then(verified, failed);
+      }
+      principal = this.#afterKey(token, alg, header, payload, issuer, key);
+    } catch (error) {
+      report(error);
+      return Promise.reject(error);
+    }
+    try {
+      return Promise.resolve(verified(principal));
+    } catch (error) {
+      return Promise.reject(error);
+    }
   }
 
   #notRevoked(principal: Principal): Principal {
@@ -137,10 +170,8 @@ export class TokenVerifier {
     return principal;
   }
 
-  /** `seen.issuerId` is set once the token's `iss` names a trusted issuer (for metrics). */
-  async #verifyFully(token: string, seen: { issuerId: string }): Promise<Principal> {
-    const o = this.#options;
-    const header = decodeSegment(token, 0, 'header');
+  /** The header's `alg`, when some trusted issuer uses it. */
+  #allowedAlgorithm(header: Record<string, unknown>): string {
     const alg = header.alg;
     if (typeof alg !== 'string' || !this.#algorithms.has(alg)) {
       throw invalid(
@@ -148,15 +179,38 @@ export class TokenVerifier {
         'The access token is not signed with an accepted algorithm.',
       );
     }
-    const iss = decodeSegment(token, 1, 'payload').iss;
-    const issuer = typeof iss === 'string' ? o.issuers.get(iss) : undefined;
+    return alg;
+  }
+
+  /**
+   * Issuer by the unverified `iss`, the issuer's own allowlist, a `kid`. `seen.issuerId`
+   * is set once the token's `iss` names a trusted issuer (for metrics).
+   */
+  #issuerOf(
+    alg: string,
+    header: Record<string, unknown>,
+    payload: Record<string, unknown>,
+    seen: { issuerId: string },
+  ): TrustedIssuer {
+    const iss = payload.iss;
+    const issuer = typeof iss === 'string' ? this.#options.issuers.get(iss) : undefined;
     if (issuer === undefined) throw invalid('unknown-issuer', UNVERIFIABLE);
     seen.issuerId = issuer.id;
     // Per issuer: its own message would tell a trusted issuer from an unknown one.
     if (!issuer.algorithms.has(alg)) throw invalid('alg-not-allowed', UNVERIFIABLE);
-    const kid = header.kid;
-    if (typeof kid !== 'string') throw invalid('no-kid', UNVERIFIABLE);
-    const key = await issuer.key(kid, alg);
+    if (typeof header.kid !== 'string') throw invalid('no-kid', UNVERIFIABLE);
+    return issuer;
+  }
+
+  /** key → signature length → header rules → signature → claims → the principal. */
+  #afterKey(
+    token: string,
+    alg: string,
+    header: Decoded,
+    payload: Decoded,
+    issuer: TrustedIssuer,
+    key: IssuerKey | null | undefined,
+  ): Principal {
     if (key === undefined || key === null) {
       throw invalid('unknown-kid', UNVERIFIABLE);
     }
@@ -166,24 +220,25 @@ export class TokenVerifier {
     if (signatureSegmentLength(token) !== base64urlLength(signatureLength(alg, key.key))) {
       throw invalid('non-canonical', UNVERIFIABLE);
     }
+    // The header and the payload are UTF-8 JSON (RFC 7515 §5.2 step 3, RFC 7519 §7.2
+    // step 10): read leniently to find the issuer, held to it from here on.
+    if (!header.utf8) throw malformed();
+    const b64 = checkCriticalHeader(header.value);
+    if (!verifyJwsSignature(token, alg, key.key)) throw invalid('bad-signature', UNVERIFIABLE);
+    if (!b64 || !payload.utf8) throw malformed();
+    return this.#principal(header.value, payload.value, issuer);
+  }
 
-    let payload: Record<string, unknown>;
-    try {
-      const result = await jwtVerify(token, key.key, {
-        algorithms: [alg],
-        ...(issuer.requireTyp ? { typ: 'at+jwt' } : {}),
-        issuer: issuer.issuer,
-        audience: issuer.audiences as string[],
-        clockTolerance: issuer.clockSkewSeconds,
-        currentDate: new Date(o.clock.now()),
-        requiredClaims: ['sub', 'exp', 'iat', 'jti'],
-      });
-      payload = result.payload as Record<string, unknown>;
-    } catch (error) {
-      throw mapJoseError(error);
-    }
+  /** The claim checks after the signature, then the principal. */
+  #principal(
+    header: Record<string, unknown>,
+    payload: Record<string, unknown>,
+    issuer: TrustedIssuer,
+  ): Principal {
+    const now = epochSeconds(this.#options.clock);
+    checkRegisteredClaims(header, payload, issuer, now);
     const iat = payload.iat as number;
-    if (iat > epochSeconds(o.clock) + issuer.clockSkewSeconds) {
+    if (iat > now + issuer.clockSkewSeconds) {
       throw invalid('iat-in-future', 'The access token was issued in the future.');
     }
     const { sub, jti, exp, scope } = payload;
@@ -207,75 +262,56 @@ export class TokenVerifier {
     // `sub` goes to the upstream (X-Client-Id by default): it must have a UTF-8 form.
     if (!isWellFormedText(sub))
       throw invalid('bad-claims', 'The access token claims are malformed.');
-    const scopeText = scope ?? '';
-    return Object.freeze({
-      subject: sub,
-      clientId,
-      scope: scopeText,
-      scopes: parseScope(scopeText),
-      tokenId: jti,
-      issuer: issuer.issuer,
-      issuerId: issuer.id,
-      issuedAt: iat,
-      expiresAt: exp,
-      claims: Object.freeze(payload),
-    });
+    const shared = this.#scopes.get(scope ?? '');
+    shareStrings(payload, issuer, shared);
+    return new VerifiedPrincipal(Object.freeze(payload), issuer, shared);
   }
 }
 
-/** Decodes the JSON object in segment `index` (0 = protected header, 1 = payload) without verifying it. */
-function decodeSegment(
-  token: string,
-  index: 0 | 1,
-  name: 'header' | 'payload',
-): Record<string, unknown> {
+/** A segment's JSON object, and whether its octets were UTF-8. */
+interface Decoded {
+  readonly value: Record<string, unknown>;
+  readonly utf8: boolean;
+}
+
+/**
+ * Decodes the JSON object in segment `index` (0 = protected header, 1 = payload) without
+ * verifying it. Octets that are not UTF-8 are read with replacement characters here and
+ * refused once the key is known (`utf8`), where that rule has always applied.
+ */
+function decodeSegment(token: string, index: 0 | 1, name: 'header' | 'payload'): Decoded {
   const first = token.indexOf('.');
   const segment =
     index === 0 ? token.slice(0, first) : token.slice(first + 1, token.indexOf('.', first + 1));
+  const octets = Buffer.from(segment, 'base64url');
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(segment, 'base64url').toString('utf8'));
+    value = JSON.parse(octets.toString('utf8'));
   } catch {
     throw invalid(`malformed-${name}`, `The access token ${name} is not valid JSON.`);
   }
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw invalid(`malformed-${name}`, `The access token ${name} is not a JSON object.`);
   }
-  return value as Record<string, unknown>;
+  return { value: value as Record<string, unknown>, utf8: isUtf8(octets) };
 }
 
-/** jose's error classes → our public code and a private reason. */
-function mapJoseError(error: unknown): PortariaError {
-  if (error instanceof errors.JWTExpired) {
-    return new PortariaError('token-expired', 'The access token has expired.', {
-      reason: 'expired',
-      headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
-    });
+/**
+ * Points claims that repeat across tokens at one string each (the issuer's identifier,
+ * its audience, the shared scope, `client_id` equal to `sub`): equal values, less memory
+ * per cached token.
+ */
+function shareStrings(
+  payload: Record<string, unknown>,
+  issuer: TrustedIssuer,
+  scope: { readonly text: string },
+): void {
+  payload.iss = issuer.issuer;
+  const aud = payload.aud;
+  if (typeof aud === 'string') {
+    const same = issuer.audiences.find((a) => a === aud);
+    if (same !== undefined) payload.aud = same;
   }
-  if (error instanceof errors.JWTClaimValidationFailed) {
-    const reason = CLAIM_REASONS[error.claim] ?? 'bad-claims';
-    return invalid(reason, 'The access token is not valid for this service.');
-  }
-  if (error instanceof errors.JWSSignatureVerificationFailed) {
-    return invalid('bad-signature', UNVERIFIABLE);
-  }
-  if (error instanceof errors.JOSENotSupported) {
-    return invalid('unsupported', 'The access token uses an unsupported feature.');
-  }
-  if (error instanceof errors.JOSEError) {
-    return invalid('malformed', 'The access token is malformed.');
-  }
-  // Not a token problem: let it become a 500.
-  throw error;
+  if (typeof payload.scope === 'string') payload.scope = scope.text;
+  if (payload.client_id === payload.sub) payload.client_id = payload.sub;
 }
-
-const CLAIM_REASONS: Readonly<Record<string, FailureReason>> = {
-  nbf: 'not-yet-valid',
-  iss: 'wrong-issuer',
-  aud: 'wrong-audience',
-  typ: 'wrong-typ',
-  iat: 'bad-iat',
-  exp: 'bad-exp',
-  sub: 'missing-claim',
-  jti: 'missing-claim',
-};

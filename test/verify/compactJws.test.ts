@@ -7,6 +7,7 @@ import { describe, test } from 'node:test';
 import {
   assertCompactJws,
   base64urlLength,
+  base64urlValue,
   signatureSegmentLength,
 } from '../../src/verify/compactJws.js';
 
@@ -102,5 +103,17 @@ describe('signature segment length', () => {
 
   test('signatureSegmentLength counts the characters after the last dot', () => {
     assert.equal(signatureSegmentLength(`${H}.${P}.${S}`), S.length);
+  });
+});
+
+describe('base64urlValue', () => {
+  test("each alphabet character's 6-bit value (RFC 4648 §5), 0 for any other code", () => {
+    const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_';
+    for (const [value, char] of [...alphabet].entries()) {
+      assert.equal(base64urlValue(char.charCodeAt(0)), value, char);
+    }
+    for (const char of ['=', '+', '/', '.', ' ', 'é', '☃']) {
+      assert.equal(base64urlValue(char.charCodeAt(0)), 0, char);
+    }
   });
 });

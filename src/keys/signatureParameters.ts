@@ -1,0 +1,94 @@
+/**
+ * How Node's synchronous `crypto.sign`/`crypto.verify` compute a JWS signature for an
+ * algorithm (RFC 7518 §3, RFC 8037 §3.1): the digest, and the key with its options —
+ * ECDSA signatures as r‖s (`ieee-p1363`, RFC 7518 §3.4), RSASSA-PSS with MGF1 and a salt
+ * as long as the digest (RFC 7518 §3.5). The key must be of the type the algorithm names
+ * (P-256 for ES256, …; RSA of at least 2048 bits, RFC 7518 §3.3): any other pairing is a
+ * programming error (our keys and the issuers' keys are bound to one `alg` when they are
+ * loaded), thrown as a TypeError, never a signature over the wrong primitive.
+ *
+ * Worked out once per key and remembered for as long as the key lives.
+ */
+import { constants, type KeyObject } from 'node:crypto';
+
+export interface SignatureParameters {
+  readonly alg: string;
+  /** The digest for `crypto.sign`/`crypto.verify`; null for EdDSA (RFC 8032 hashes inside). */
+  readonly digest: string | null;
+  /** The key and its options, as `crypto.sign`/`crypto.verify` take them. */
+  readonly key: {
+    readonly key: KeyObject;
+    readonly dsaEncoding?: 'ieee-p1363';
+    readonly padding?: number;
+    readonly saltLength?: number;
+  };
+}
+
+const MIN_RSA_BITS = 2048;
+
+interface Rule {
+  readonly digest: string | null;
+  /** Key types (`asymmetricKeyType`) the algorithm accepts. */
+  readonly types: readonly string[];
+  readonly curve?: string;
+  readonly pss?: true;
+}
+
+const RULES: Readonly<Record<string, Rule>> = {
+  ES256: { digest: 'sha256', types: ['ec'], curve: 'prime256v1' },
+  ES384: { digest: 'sha384', types: ['ec'], curve: 'secp384r1' },
+  ES512: { digest: 'sha512', types: ['ec'], curve: 'secp521r1' },
+  EdDSA: { digest: null, types: ['ed25519', 'ed448'] },
+  RS256: { digest: 'sha256', types: ['rsa'] },
+  RS384: { digest: 'sha384', types: ['rsa'] },
+  RS512: { digest: 'sha512', types: ['rsa'] },
+  PS256: { digest: 'sha256', types: ['rsa', 'rsa-pss'], pss: true },
+  PS384: { digest: 'sha384', types: ['rsa', 'rsa-pss'], pss: true },
+  PS512: { digest: 'sha512', types: ['rsa', 'rsa-pss'], pss: true },
+};
+
+const byKey = new WeakMap<KeyObject, SignatureParameters>();
+
+/** The parameters for signing or verifying with `key` under `alg`; throws a TypeError for a key the algorithm does not use. */
+export function signatureParameters(alg: string, key: KeyObject): SignatureParameters {
+  const known = byKey.get(key);
+  if (known !== undefined && known.alg === alg) return known;
+  const rule = RULES[alg];
+  if (rule === undefined) throw new TypeError(`unsupported JWS algorithm ${alg}`);
+  const type = key.asymmetricKeyType ?? key.type;
+  const details = key.asymmetricKeyDetails;
+  if (
+    !rule.types.includes(type) ||
+    (rule.curve !== undefined && details?.namedCurve !== rule.curve) ||
+    (type.startsWith('rsa') && (details?.modulusLength ?? 0) < MIN_RSA_BITS)
+  ) {
+    throw new TypeError(`a ${describe(key)} key cannot be used with ${alg}`);
+  }
+  const parameters: SignatureParameters = Object.freeze({
+    alg,
+    digest: rule.digest,
+    key: Object.freeze(
+      rule.curve !== undefined
+        ? { key, dsaEncoding: 'ieee-p1363' as const }
+        : rule.pss === true
+          ? {
+              key,
+              padding: constants.RSA_PKCS1_PSS_PADDING,
+              saltLength: constants.RSA_PSS_SALTLEN_DIGEST,
+            }
+          : rule.types[0] === 'rsa'
+            ? { key, padding: constants.RSA_PKCS1_PADDING }
+            : { key },
+    ),
+  });
+  byKey.set(key, parameters);
+  return parameters;
+}
+
+function describe(key: KeyObject): string {
+  const details = key.asymmetricKeyDetails;
+  const size = details?.namedCurve ?? details?.modulusLength;
+  return size === undefined
+    ? String(key.asymmetricKeyType ?? key.type)
+    : `${key.asymmetricKeyType} ${size}`;
+}
