@@ -83,7 +83,10 @@ describe('admin listener', () => {
       const gw = await startGateway(t);
       const res = await fetch(gw.url + path);
       assert.equal(res.status, 401);
-      assert.equal(res.headers.get('www-authenticate'), 'Bearer realm="portaria"');
+      assert.equal(
+        res.headers.get('www-authenticate'),
+        'Bearer realm="portaria", resource_metadata="https://portaria.test/.well-known/oauth-protected-resource"',
+      );
       assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:token-missing');
       assert.equal(gw.upstream.received.length, 0);
     });

@@ -455,8 +455,22 @@ describe('portaria clients', () => {
       const listed = await run('list', ...flag);
       assert.equal(listed.code, 0, listed.stderr);
       assert.deepEqual(JSON.parse(listed.stdout), [
-        { id: 'acme', scopes: ['a', 'b'], lifetimeSeconds: 900, disabled: false, secrets: 1 },
-        { id: '客户', scopes: ['c'], lifetimeSeconds: null, disabled: true, secrets: 1 },
+        {
+          id: 'acme',
+          scopes: ['a', 'b'],
+          lifetimeSeconds: 900,
+          disabled: false,
+          secrets: 1,
+          authMethods: ['client_secret_basic', 'client_secret_post'],
+        },
+        {
+          id: '客户',
+          scopes: ['c'],
+          lifetimeSeconds: null,
+          disabled: true,
+          secrets: 1,
+          authMethods: ['client_secret_basic', 'client_secret_post'],
+        },
       ]);
       assert.ok(!listed.stdout.includes('sha256:'));
     }

@@ -69,6 +69,10 @@ function candidates(node: Node): [string, unknown][] {
       ['10.0.0.0/8, 127.0.0.1', ['10.0.0.0/8', '127.0.0.1']],
       ['x-client-ip,x-host', ['x-client-ip', 'x-host']],
       ['["env:a","env:b"]', ['env:a', 'env:b']],
+      [
+        'https://env.example/a,https://env.example/b',
+        ['https://env.example/a', 'https://env.example/b'],
+      ],
     ];
   }
   // Maps and nullable objects: JSON.

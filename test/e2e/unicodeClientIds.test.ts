@@ -168,6 +168,8 @@ describe('Unicode client ids end to end', () => {
         gw.adminUrl,
         '--token-file',
         registered.adminTokenFile,
+        '--clients-file',
+        registered.clientsFile,
       ],
       { cwd: gw.dir },
     );

@@ -10,7 +10,9 @@ import { connect } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { hashChosenSecret } from '../../src/clients/secretHash.js';
 import { DEFAULT_CLIENTS, startGateway, TOKEN_PATH } from '../helpers/fixture.js';
+import { ecKey, jwksOf, startJwksServer } from '../helpers/jwksServer.js';
 import { parseResponses, type RawResponse } from '../helpers/rawResponse.js';
+import { signWith } from '../helpers/tokens.js';
 import { parsedLogs, waitFor } from '../helpers/wait.js';
 
 /** Writes `payload`, half-closes, and returns everything received until the gateway closes. */
@@ -202,10 +204,58 @@ describe('server.halfClosedRequests: abort', () => {
   ];
   for (const [what, request] of goneEarly) {
     test(`${what} whose client left while its token was verified is never forwarded (and the stop does not hang)`, async (t) => {
-      const gw = await abortingGateway(t);
-      // A token not yet in the cache: its verification is asynchronous, and the FIN sent
-      // with the request is read before it ends.
-      const token = await gw.token();
+      // A verification that waits for I/O: a trusted issuer's token whose key is not known
+      // yet, so its key set is fetched (slowly) and the FIN sent with the request is read
+      // before the verification ends. (Our own tokens are verified without a tick.)
+      const known = ecKey('known');
+      const fresh = ecKey('fresh');
+      const jwks = await startJwksServer(t, (_req, res, n) => {
+        const body = JSON.stringify(n === 1 ? jwksOf(known) : jwksOf(known, fresh));
+        const send = () => {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end(body);
+        };
+        if (n === 1) send();
+        else jwks.later(300, send);
+      });
+      const gw = await startGateway(t, {
+        settings: () => ({
+          server: {
+            host: '127.0.0.1',
+            port: 0,
+            shutdownGraceMs: 2000,
+            halfClosedRequests: 'abort',
+          },
+          issuers: [
+            {
+              id: 'partner',
+              issuer: 'https://idp.partner.test',
+              audiences: ['partner-api'],
+              jwksUri: `${jwks.url}/jwks`,
+              cooldownSeconds: 1,
+            },
+          ],
+        }),
+      });
+      const now = Math.floor(Date.now() / 1000);
+      const token = await signWith(
+        fresh.privateKey,
+        'ES256',
+        {
+          iss: 'https://idp.partner.test',
+          aud: 'partner-api',
+          sub: 'acme',
+          client_id: 'acme',
+          jti: 'gone-early-token',
+          scope: 'orders:read',
+          iat: now,
+          nbf: now,
+          exp: now + 600,
+        },
+        { kid: 'fresh' },
+      );
+      // Past the start-up fetch's cooldown, so the unknown kid triggers a fetch.
+      await new Promise((resolve) => setTimeout(resolve, 1200));
       const raw = await sendThenHalfClose(gw.url, request.replace('TOKEN', token));
       assert.equal(raw, '');
       const line = await waitFor('the access line', () =>
@@ -214,6 +264,12 @@ describe('server.halfClosedRequests: abort', () => {
       assert.equal(line['http.response.status_code'], 499);
       await new Promise((resolve) => setTimeout(resolve, 200));
       assert.deepEqual(gw.upstream.received, [], 'the upstream never saw the request');
+      // The token itself is good: sent again by a client that stays, it is forwarded.
+      const stays = await fetch(`${gw.url}/v1/orders`, {
+        headers: { authorization: `Bearer ${token}` },
+      });
+      assert.equal(stays.status, 200);
+      gw.upstream.received.length = 0;
       // Before the fix the forwarded exchange, with no client to write to, paused for
       // ever and the stop waited on it.
       const stopped = await Promise.race([

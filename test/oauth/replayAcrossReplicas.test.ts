@@ -95,5 +95,5 @@ test('with Redis down, assertions are refused with 503 (never accepted unchecked
   assert.equal(res.headers.get('retry-after'), '1');
   await res.arrayBuffer();
   const line = await accessLineOf(a.logs, res.headers.get('x-request-id') as string);
-  assert.equal(line.reason, 'replay-store-unavailable');
+  assert.equal(line['portaria.reason'], 'replay-store-unavailable');
 });

@@ -65,7 +65,7 @@ async function expectWrongAudience(gw: Gateway, token: string, path: string): Pr
   assert.equal(problem.tipo, 'urn:portaria:problem:token-invalid');
   assert.equal(problem.detalhe, 'The access token is not valid for this resource.');
   const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
-  assert.equal(line.reason, 'audience-not-allowed');
+  assert.equal(line['portaria.reason'], 'audience-not-allowed');
 }
 
 describe('a route that requires an audience', () => {
@@ -108,7 +108,7 @@ describe('a route that requires an audience', () => {
     const res = await call(gw, elsewhere, '/v1/orders/1');
     assert.equal(res.status, 401);
     const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
-    assert.equal(line.reason, 'wrong-audience');
+    assert.equal(line['portaria.reason'], 'wrong-audience');
   });
 
   test('a token asked for with resource= at the token endpoint serves that route', async (t) => {

@@ -179,7 +179,7 @@ describe('client credentials at /oauth2/token', () => {
     assertOAuthError(replay, 401, 'invalid_client');
     assert.equal(replay.headers.get('www-authenticate'), null, 'no Basic challenge without Basic');
     const line = await accessLineOf(gw.logs, replay.headers.get('x-request-id') as string);
-    assert.equal(line.reason, 'assertion-replayed');
+    assert.equal(line['portaria.reason'], 'assertion-replayed');
   });
 
   const badAssertions: Record<string, () => Promise<string>> = {
@@ -372,7 +372,7 @@ describe('accounting at /oauth2/token', () => {
       [ok, bad].map((a) => accessLineOf(gw.logs, a.headers.get('x-request-id') as string)),
     );
     assert.deepEqual(
-      access.map((l) => [l.route, l.status, l.reason]),
+      access.map((l) => [l['http.route'], l['http.response.status_code'], l['portaria.reason']]),
       [
         ['oauth-token', 200, undefined],
         ['oauth-token', 401, 'bad-secret'],
