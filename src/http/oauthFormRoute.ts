@@ -39,15 +39,7 @@ export async function handleOAuthFormRequest(
   deps: OAuthFormRouteDeps,
 ): Promise<void> {
   try {
-    const result = await steps({
-      method: req.method,
-      contentType: req.headers['content-type'],
-      authorization: req.headers.authorization,
-      authorizationLines: res.scope.authorizationLines,
-      clientAddress: deps.trustedProxies.clientAddress(req),
-      // A pending `100 Continue` goes out once the declared length passed.
-      readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
-    });
+    const result = await steps(oauthFormCall(req, res, deps));
     res.scope.clientId = result.clientId;
     deps.onOutcome(result.outcome);
     if (result.body !== null) {
@@ -59,14 +51,44 @@ export async function handleOAuthFormRequest(
     for (const [name, value] of Object.entries(NO_STORE)) res.setHeader(name, value);
     res.end();
   } catch (error) {
-    if (isOAuthError(error)) {
-      deps.onOutcome(error.error);
-      if (error.status === 401) deps.onAuthFailure?.(error.reason);
-      sendOAuthError(req, res, error);
-      return;
-    }
-    deps.onOutcome(outcomeOf(error));
-    if (error instanceof BodyTooLarge) res.setHeader('connection', 'close');
-    throw error;
+    answerOAuthFailure(req, res, error, deps);
   }
+}
+
+/** What an OAuth endpoint's steps read of the request. */
+export function oauthFormCall(
+  req: IncomingMessage,
+  res: GatewayResponse,
+  deps: OAuthFormRouteDeps,
+): OAuthFormCall {
+  return {
+    method: req.method,
+    contentType: req.headers['content-type'],
+    authorization: req.headers.authorization,
+    authorizationLines: res.scope.authorizationLines,
+    clientAddress: deps.trustedProxies.clientAddress(req),
+    // A pending `100 Continue` goes out once the declared length passed.
+    readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
+  };
+}
+
+/**
+ * Counts a failed OAuth request and answers an RFC 6749 §5.2 error; rethrows anything
+ * else (HTTP-level refusals become problem details upstream of here).
+ */
+export function answerOAuthFailure(
+  req: IncomingMessage,
+  res: GatewayResponse,
+  error: unknown,
+  deps: OAuthFormRouteDeps,
+): void {
+  if (isOAuthError(error)) {
+    deps.onOutcome(error.error);
+    if (error.status === 401) deps.onAuthFailure?.(error.reason);
+    sendOAuthError(req, res, error);
+    return;
+  }
+  deps.onOutcome(outcomeOf(error));
+  if (error instanceof BodyTooLarge) res.setHeader('connection', 'close');
+  throw error;
 }

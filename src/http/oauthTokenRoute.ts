@@ -4,24 +4,15 @@
  * body, writes the RFC 6749 §5.1 answer or §5.2 error, and counts the outcome.
  */
 import type { IncomingMessage } from 'node:http';
-import type { FailureReason } from '../errors.js';
-import type { TrustedProxies } from '../lib/trustedProxies.js';
-import { isOAuthError, NO_STORE } from '../oauth/oauthError.js';
+import { NO_STORE } from '../oauth/oauthError.js';
 import { type OAuthTokenDeps, runOAuthTokenRequest } from '../oauth/tokenEndpoint.js';
-import { sendOAuthError } from './oauthReplies.js';
-import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
+import { answerOAuthFailure, type OAuthFormRouteDeps, oauthFormCall } from './oauthFormRoute.js';
 import { sendJson } from './replies.js';
-import { continueBody, type GatewayResponse } from './requestScope.js';
-import { outcomeOf } from './tokenRoute.js';
+import type { GatewayResponse } from './requestScope.js';
 
-export interface OAuthTokenRouteDeps extends OAuthTokenDeps {
-  readonly bodyLimitBytes: number;
-  readonly trustedProxies: TrustedProxies;
-  readonly onOutcome: (outcome: string) => void;
+export interface OAuthTokenRouteDeps extends OAuthTokenDeps, OAuthFormRouteDeps {
   /** A token was issued to `clientId`. */
   readonly onIssued?: (clientId: string) => void;
-  /** A 401 (invalid_client), by private reason. */
-  readonly onAuthFailure?: (reason: FailureReason) => void;
 }
 
 /** Resolves when the response is written; throws PortariaError for HTTP-level refusals. */
@@ -31,30 +22,12 @@ export async function handleOAuthTokenRequest(
   deps: OAuthTokenRouteDeps,
 ): Promise<void> {
   try {
-    const result = await runOAuthTokenRequest(
-      {
-        method: req.method,
-        contentType: req.headers['content-type'],
-        authorization: req.headers.authorization,
-        authorizationLines: res.scope.authorizationLines,
-        clientAddress: deps.trustedProxies.clientAddress(req),
-        readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
-      },
-      deps,
-    );
+    const result = await runOAuthTokenRequest(oauthFormCall(req, res, deps), deps);
     res.scope.clientId = result.clientId;
     sendJson(res, 200, result.body, NO_STORE);
     deps.onOutcome('issued');
     deps.onIssued?.(result.clientId);
   } catch (error) {
-    if (isOAuthError(error)) {
-      deps.onOutcome(error.error);
-      if (error.status === 401) deps.onAuthFailure?.(error.reason);
-      sendOAuthError(req, res, error);
-      return;
-    }
-    deps.onOutcome(outcomeOf(error));
-    if (error instanceof BodyTooLarge) res.setHeader('connection', 'close');
-    throw error;
+    answerOAuthFailure(req, res, error, deps);
   }
 }

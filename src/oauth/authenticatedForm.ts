@@ -24,7 +24,7 @@ import {
   type ClientAuthenticationCall,
   type ClientAuthenticationDeps,
 } from './clientAuthentication.js';
-import { type FormCall, isFormMediaType, readFormBody } from './formBody.js';
+import { type FormCall, readFormBody, requireFormMediaType } from './formBody.js';
 import { OAuthError } from './oauthError.js';
 
 export interface OAuthFormCall extends FormCall, ClientAuthenticationCall {
@@ -47,13 +47,7 @@ export async function readAuthenticatedForm(
       headers: { allow: 'POST' },
     });
   }
-  if (!isFormMediaType(call.contentType)) {
-    throw new PortariaError(
-      'unsupported-media-type',
-      'Content-Type must be application/x-www-form-urlencoded.',
-      { reason: 'content-type' },
-    );
-  }
+  requireFormMediaType(call.contentType);
   refuseIfWaiting(
     await deps.limiter.takeAddress(sourceAddress(call.clientAddress)),
     'address',

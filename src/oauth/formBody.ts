@@ -13,6 +13,7 @@
  * the HTTP layer's body reader or here).
  */
 import { PortariaError } from '../errors.js';
+import { isUtf8MediaType } from '../lib/mediaType.js';
 import { OAuthError } from './oauthError.js';
 
 /** What the endpoints read of a form request (the HTTP layer provides it). */
@@ -27,11 +28,7 @@ const utf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Checks the media type, reads the bounded body and parses it. */
 export async function readFormBody(call: FormCall): Promise<Map<string, string>> {
-  if (!isFormMediaType(call.contentType)) {
-    throw new PortariaError('unsupported-media-type', `Content-Type must be ${FORM_TYPE}.`, {
-      reason: 'content-type',
-    });
-  }
+  requireFormMediaType(call.contentType);
   let text: string;
   try {
     text = await call.readBody();
@@ -47,29 +44,18 @@ export async function readFormBody(call: FormCall): Promise<Map<string, string>>
   return parseForm(text);
 }
 
-/**
- * `application/x-www-form-urlencoded`, optionally with `charset=utf-8`; names are
- * case-insensitive (RFC 9110 §8.3.1). Any other parameter or charset is refused: the form
- * is decoded as UTF-8 only.
- */
+/** `application/x-www-form-urlencoded`, optionally with `charset=utf-8`. */
 export function isFormMediaType(header: string | undefined): boolean {
-  if (header === undefined) return false;
-  const parts = header.split(';');
-  if ((parts[0] as string).trim().toLowerCase() !== FORM_TYPE) return false;
-  for (let i = 1; i < parts.length; i++) {
-    const param = (parts[i] as string).trim();
-    if (param === '') continue;
-    const eq = param.indexOf('=');
-    if (eq === -1) return false;
-    const name = param.slice(0, eq).trim().toLowerCase();
-    const value = param
-      .slice(eq + 1)
-      .trim()
-      .replace(/^"(.*)"$/, '$1')
-      .toLowerCase();
-    if (name !== 'charset' || (value !== 'utf-8' && value !== 'utf8')) return false;
+  return isUtf8MediaType(header, FORM_TYPE);
+}
+
+/** 415 unless the request carries a form (checked before limits and before the body). */
+export function requireFormMediaType(contentType: string | undefined): void {
+  if (!isFormMediaType(contentType)) {
+    throw new PortariaError('unsupported-media-type', `Content-Type must be ${FORM_TYPE}.`, {
+      reason: 'content-type',
+    });
   }
-  return true;
 }
 
 /** One value per name; throws `OAuthError` for a malformed or repeated parameter. */

@@ -26,7 +26,7 @@ import {
   type ClientAuthenticationCall,
   type ClientAuthenticationDeps,
 } from './clientAuthentication.js';
-import { type FormCall, isFormMediaType, readFormBody } from './formBody.js';
+import { type FormCall, readFormBody, requireFormMediaType } from './formBody.js';
 import { OAuthError } from './oauthError.js';
 import { checkGrantType, grantFor } from './tokenGrant.js';
 
@@ -54,7 +54,7 @@ export async function runOAuthTokenRequest(
   deps: OAuthTokenDeps,
 ): Promise<OAuthTokenResult> {
   requirePost(call.method);
-  requireForm(call.contentType);
+  requireFormMediaType(call.contentType);
   const address = sourceAddress(call.clientAddress);
   refuseIfWaiting(await deps.limiter.takeAddress(address), 'address', deps);
   const form = await readFormBody(call);
@@ -85,15 +85,5 @@ function requirePost(method: string | undefined): void {
       reason: 'method',
       headers: { allow: 'POST' },
     });
-  }
-}
-
-function requireForm(contentType: string | undefined): void {
-  if (!isFormMediaType(contentType)) {
-    throw new PortariaError(
-      'unsupported-media-type',
-      'Content-Type must be application/x-www-form-urlencoded.',
-      { reason: 'content-type' },
-    );
   }
 }
