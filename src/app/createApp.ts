@@ -1,66 +1,45 @@
 /**
- * Composition root: builds every part from the frozen config, wires the hooks to metrics,
- * and returns the app. Each room of `app/` holds one job: the listeners (servers.ts), the
- * /readyz policy (readiness.ts), what reloads apply (reloads.ts), the timers
- * (housekeeping.ts), the drain (shutdown.ts), start-up reads (startupChecks.ts), the
- * revocation store (revocationStores.ts). Tests call
- * `createApp` directly with a port-0 config, a log destination they read, and (where time
- * matters) a manual clock.
+ * Composition root: builds every part from the frozen config, in the order below, and
+ * returns the app. Each step is a room of `app/` with one job: logs and metrics, tracing,
+ * the issuers' key sets, the reload baselines, the start-up reads, the revocation store,
+ * the verifier, forwarding, the token operation and its limits, the OAuth endpoints, the
+ * public gateway, the listeners, reloads, timers and the drain. Tests call `createApp`
+ * directly with a port-0 config, a log destination they read, and (where time matters) a
+ * manual clock.
  */
-import { createClientAuthenticator } from '../clients/authenticateClient.js';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
-import { ConfigError } from '../config/configError.js';
 import type { Config } from '../config/types.js';
-import { createAdminHandler } from '../http/adminRoutes.js';
-import { OAuthDiscovery } from '../http/oauthDiscovery.js';
-import { openApiDocumentFor } from '../http/openApiDocument.js';
-import { JWKS_PATH, PublicGateway } from '../http/publicGateway.js';
-import { StaticDocument } from '../http/staticDocument.js';
-import { createIssuerKeySet } from '../issuers/issuerKeySet.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
-import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
+import { loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
-import { TrustedProxies } from '../lib/trustedProxies.js';
-import { issuerUrl } from '../oauth/authorizationServerMetadata.js';
-import { oauthSettingsOf } from '../oauth/oauthSettings.js';
-import {
-  createLoggers,
-  type DestinationStream,
-  type Logger,
-  prettyDestination,
-} from '../observability/logger.js';
-import { createMetrics, type Metrics, type MetricsSnapshot } from '../observability/metrics.js';
-import type { Tracing } from '../observability/tracing.js';
-import { createForwarder } from '../proxy/forwarder.js';
-import { createHeaderPolicy } from '../proxy/headers.js';
-import { compileRouteTable, type RouteTable } from '../proxy/routeTable.js';
-import { createWebSocketProxy } from '../proxy/webSocketProxy.js';
-import {
-  type ContentFingerprint,
-  contentFingerprint,
-  type EntryFilter,
-} from '../reload/contentFingerprint.js';
-import type { RedisRevocationStore } from '../revocation/redisRevocationStore.js';
+import type { DestinationStream, Logger } from '../observability/logger.js';
+import type { MetricsSnapshot } from '../observability/metrics.js';
+import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
-import { TokenService } from '../token/tokenService.js';
-import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
-import { NO_LIMITS } from '../tokenLimits/noLimits.js';
-import { PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
-import { TokenVerifier } from '../verify/tokenVerifier.js';
-import { buildIssuerTable } from '../verify/trustedIssuer.js';
+import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
+import { createAdminServer } from './adminServer.js';
+import { createForwarding } from './forwardingWiring.js';
+import { createGateway } from './gatewayWiring.js';
 import { startHousekeeping } from './housekeeping.js';
-import type { LiveState } from './liveState.js';
-import { createOAuthEndpoints } from './oauthEndpoints.js';
+import { createIssuerSets } from './issuerKeySets.js';
+import { listenBoth } from './listening.js';
+import { initialLiveState } from './liveState.js';
+import { openLogsAndMetrics } from './logsAndMetrics.js';
+import { createOAuthEndpoints, oauthDiscovery } from './oauthEndpoints.js';
 import { createReadiness, type Readiness } from './readiness.js';
+import { takeReloadBaselines } from './reloadBaselines.js';
 import { watchReloadSources } from './reloads.js';
 import { revocationHorizon } from './revocationHorizon.js';
-import { openRevocationStore } from './revocationStores.js';
-import { createAdminListener, createPublicListener, listenOn, urlOf } from './servers.js';
+import { mirroredRevocations, openRevocationStore } from './revocationStores.js';
+import { createPublicListener } from './servers.js';
 import { drain } from './shutdown.js';
 import { allOrEveryProblem, checkRevocationFile, readAdminToken } from './startupChecks.js';
+import { openTokenLimiter, tokenRouteDeps } from './tokenRouteWiring.js';
+import { startTracing } from './tracingWiring.js';
+import { createVerifier } from './verifierWiring.js';
+
+export { sourceBaseline } from './reloadBaselines.js';
 
 export interface AppOptions {
   readonly config: Config;
@@ -96,22 +75,6 @@ export interface WorkerParts {
   readonly logDrops: () => number;
 }
 
-/**
- * The content fingerprint of a reloadable source, taken BEFORE its first load: the reload
- * watch compares against it, so a change made while the gateway starts (it may wait
- * seconds for Redis between loading a file and watching it) is reloaded, not missed.
- */
-export function sourceBaseline(
-  paths: readonly string[],
-  entries?: EntryFilter,
-): Promise<ContentFingerprint> {
-  const print = contentFingerprint(paths, entries);
-  // Handled here too: a start that fails before the watch is set up must not leave an
-  // unhandled rejection behind.
-  print.catch(() => undefined);
-  return print;
-}
-
 export interface App {
   readonly config: Config;
   readonly logger: Logger;
@@ -132,95 +95,19 @@ export interface App {
   shutdown(): Promise<void>;
 }
 
-const audiencesByTable = new WeakMap<RouteTable, readonly string[]>();
-
-/** Our tokens' accepted audiences: the gateway's, and each route's (RFC 8707). */
-function ownAudiences(audience: string, table: RouteTable): readonly string[] {
-  let audiences = audiencesByTable.get(table);
-  if (audiences === undefined) {
-    audiences = [...new Set([audience, ...table.routes.flatMap((route) => route.audiences)])];
-    audiencesByTable.set(table, audiences);
-  }
-  return audiences;
-}
-
-/** The discovery documents and challenge parameter; none while the OAuth surface is off. */
-function oauthDiscovery(config: Config, routes: () => RouteTable): OAuthDiscovery | undefined {
-  const oauth = oauthSettingsOf(config);
-  if (!oauth.enabled) return undefined;
-  const issuers = [config.issuer, ...config.issuers.map((issuer) => issuer.issuer)];
-  return new OAuthDiscovery({
-    server: {
-      issuer: config.issuer,
-      baseUrl: oauth.publicBaseUrl,
-      tokenPath: oauth.tokenPath,
-      revocationPath: oauth.revocationPath,
-      introspectionPath: oauth.introspectionPath,
-      jwksPath: JWKS_PATH,
-      authMethods: oauth.authMethods,
-      assertionAlgorithms: oauth.assertionAlgorithms,
-    },
-    // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
-    authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
-    routes,
-  });
-}
-
 export async function createApp(options: AppOptions): Promise<App> {
-  const { config } = options;
+  const { config, worker } = options;
   const clock = options.clock ?? systemClock;
-  const destination =
-    options.logDestination ?? (config.log.pretty ? await prettyDestination() : undefined);
-  const { logger, access, droppedWrites } = createLoggers(config.log.level, destination);
-  const metrics = createMetrics({
-    maxClientLabels: config.metrics.maxClientLabels,
-    processMetricsPrefix: config.metrics.processMetricsPrefix,
-  });
-  metrics.setLogDropSource(options.worker?.logDrops ?? droppedWrites);
-  const worker = options.worker;
-  // Loaded only when on: with tracing off the OpenTelemetry SDK is not even imported.
-  let tracing: Tracing | null = null;
-  if (config.tracing.enabled) {
-    const { createTracing, tracingEnvironmentProblems } = await import(
-      '../observability/tracing.js'
-    );
-    const problems = tracingEnvironmentProblems();
-    if (problems.length > 0) throw new ConfigError(problems);
-    tracing = createTracing({
-      exportFailed: (error) => logger.warn({ error }, 'tracing: span export failed'),
-    });
-  }
-
-  const issuerSets = config.issuers.map((issuer, index) => ({
-    config: issuer,
-    keys: createIssuerKeySet(issuer, {
-      clock,
-      index,
-      hooks: {
-        fetch: (id, trigger, outcome) => metrics.keySetFetch(id, trigger, outcome),
-        ...(tracing === null
-          ? {}
-          : {
-              fetchStarted: (id, trigger) => tracing.keySetFetch(id, trigger, issuer.jwksUri ?? ''),
-            }),
-        // A withdrawn key must not keep verifying through the cache.
-        keysRemoved: () => cache.clear(),
-      },
-      log: (event, detail) => logger.info({ issuer: issuer.id, ...detail }, event),
-    }),
-  }));
-  const since = {
-    clients: sourceBaseline([config.clients.file]),
-    keys: sourceBaseline([config.keys.dir], isKeyDirectoryEntry),
-    issuerFiles: new Map(
-      config.issuers.flatMap((issuer) =>
-        issuer.keyFile ? [[issuer.id, sourceBaseline([issuer.keyFile])] as const] : [],
-      ),
-    ),
-  };
-  // Taken before the loads read: a change landing between the two must not become the
-  // baseline (then it would never be reloaded). A failed fingerprint reloads at once.
-  await Promise.allSettled([since.clients, since.keys, ...since.issuerFiles.values()]);
+  const { logger, access, metrics } = await openLogsAndMetrics(
+    config,
+    options.logDestination,
+    worker?.logDrops,
+  );
+  const tracing = await startTracing(config, logger);
+  const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);
+  metrics.setCacheSizeSource(() => cache.size);
+  const issuerSets = createIssuerSets(config, { clock, metrics, tracing, logger, cache });
+  const since = await takeReloadBaselines(config);
   // Everything start-up reads without side effects, together: every problem in one run.
   const [clients, initialRing, adminToken] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
@@ -232,17 +119,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { revocation, redis: redisRevocations } = worker
     ? mirroredRevocations(worker.revocation, metrics)
     : await openRevocationStore(config, clock, logger, metrics);
-  const state: LiveState = {
-    keyRing: initialRing,
-    authenticate: createClientAuthenticator(clients, clock),
-    clients,
-    clientCount: clients.size,
-    routes: compileRouteTable(config),
-    draining: false,
-    graceOver: false,
-  };
-  const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);
-  metrics.setCacheSizeSource(() => cache.size);
+  const state = initialLiveState(config, clock, clients, initialRing);
   metrics.setSigningKeySource(() => ({
     states: state.keyRing.states(),
     activeAgeSeconds: state.keyRing.activeKeyAgeSeconds(),
@@ -251,171 +128,61 @@ export async function createApp(options: AppOptions): Promise<App> {
   metrics.setIssuerSource(() => issuerSets.map((s) => ({ id: s.config.id, ...s.keys.state() })));
   for (const set of issuerSets) set.keys.start();
 
-  const tokens = new TokenService({
-    authenticate: () => state.authenticate,
-    signingKey: () => state.keyRing.signingKey,
-    issuer: config.issuer,
-    audience: config.audience,
-    defaultLifetimeSeconds: config.token.lifetimeSeconds,
-    responseFields: config.token.responseFields,
+  const verifier = createVerifier(config, {
     clock,
-    clientCutoff: (clientId) => revocation.clientCutoff(clientId),
-  });
-  const verifier = new TokenVerifier({
-    issuers: buildIssuerTable(
-      config,
-      () => state.keyRing,
-      issuerSets,
-      () => ownAudiences(config.audience, state.routes),
-    ),
-    clock,
+    state,
+    issuerSets,
     cache,
     revocation,
-    hooks: {
-      cacheLookup:
-        tracing === null
-          ? (hit) => metrics.cacheLookup(hit)
-          : (hit) => {
-              metrics.cacheLookup(hit);
-              tracing.cacheLookup(hit);
-            },
-      verified: (issuer, seconds, age) => metrics.tokenVerified(issuer, seconds, age),
-      verifyFailed: (issuer, reason, seconds) => metrics.tokenVerifyFailed(issuer, reason, seconds),
-    },
-  });
-
-  const trustedProxies = new TrustedProxies(config.server.trustedProxies);
-  const headerPolicy = createHeaderPolicy({
-    identityHeaders: config.identityHeaders,
-    forwardAuthorization: config.forwardAuthorization,
-    trustedProxies,
-    forwardCallerHeaders: config.forwardCallerHeaders,
-  });
-  const forwarder = createForwarder({
-    routesOrigins: state.routes.origins,
-    connections: config.upstream.connections,
-    headerPolicy,
-    hooks: {
-      upstreamResponse: (route, ms) => metrics.upstreamResponse(route, ms / 1000),
-      upstreamError: (route, kind) => metrics.upstreamError(route, kind),
-    },
+    metrics,
+    tracing,
   });
   const discovery = oauthDiscovery(config, () => state.routes);
-  const webSockets = createWebSocketProxy({
-    headerPolicy,
-    problemTypeBase: config.problemTypeBase,
-    hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
-    ...(discovery === undefined
-      ? {}
-      : {
-          challenge: (problem, route) => discovery.withResourceMetadata(problem, undefined, route),
-        }),
-  });
-  metrics.setWebSocketTunnelSource(() => webSockets.openTunnels());
-
-  // Created after every start-up load that can fail, so a failed start leaves no Redis
-  // connection reconnecting behind it.
-  const limiter =
-    worker?.limiter ??
-    (await createTokenLimiter({
-      config: config.tokenLimits,
-      redis: config.redis,
-      clock,
-      hooks: {
-        fallback: (check) => metrics.tokenLimitFallback(check),
-        stateChanged: (limitState, error) => {
-          if (limitState === 'down')
-            logger.warn({ error }, 'token limits: Redis unusable, each replica limits on its own');
-          else logger.info('token limits: Redis usable again, limits are shared');
-        },
-      },
-    }).catch(async (error: unknown) => {
-      await revocation.close();
-      for (const set of issuerSets) set.keys.close();
-      throw error;
-    }));
-  if (limiter instanceof RedisTokenLimiter) {
-    metrics.addRedisConnectionSource('limits', () => limiter.connected());
-  }
-
-  const freshness = redisRevocations ?? worker?.revocationFreshness ?? null;
-  const tokenRoute = {
-    tokens,
-    bodyLimitBytes: config.token.bodyLimitBytes,
-    onOutcome: (outcome: string) => metrics.tokenRequest(outcome),
-    onIssued: (clientId: string) => metrics.tokenIssuedTo(clientId),
-    limiter: limiter ?? NO_LIMITS,
-    attempts:
-      limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
-        ? new PairAttempts(
-            config.tokenLimits.maxTrackedKeys,
-            config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
-            clock,
-          )
-        : null,
-    trustedProxies,
-    onLimited: (reason: LimitReason) => metrics.tokenLimitRefusal(reason),
-  };
-  // The OAuth endpoints share the token operation's limiter, back-off and signer.
-  const oauth = await createOAuthEndpoints(
-    config,
+  const forwarding = createForwarding(config, { state, metrics, discovery });
+  // Opened after every start-up load that can fail, so a failed start leaves no Redis
+  // connection reconnecting behind it; a failure here closes what was opened before.
+  const limiter = await openTokenLimiter(config, {
     clock,
     logger,
-    {
-      ...tokenRoute,
-      registry: () => state.clients,
-      authenticate: () => state.authenticate,
-      onOutcome: (outcome) => metrics.oauthRequest('token', outcome),
-      onAuthFailure: (reason) => metrics.authFailure(reason),
-    },
-    {
-      verifier,
-      revocation,
-      onRevoked: (clientId, jti) => {
-        metrics.revoked('token');
-        logger.info({ clientId, jti }, 'token revoked by its client');
-      },
-      outcome: (endpoint) => (outcome) => metrics.oauthRequest(endpoint, outcome),
-    },
-  );
-  const gateway = new PublicGateway({
-    config,
+    metrics,
+    shared: worker?.limiter,
+  }).catch(async (error: unknown) => {
+    await revocation.close();
+    for (const set of issuerSets) set.keys.close();
+    throw error;
+  });
+  const tokenRoute = tokenRouteDeps(config, {
+    clock,
+    state,
+    revocation,
+    limiter,
+    trustedProxies: forwarding.trustedProxies,
+    metrics,
+  });
+  const oauth = await createOAuthEndpoints(config, {
+    clock,
+    logger,
+    metrics,
+    state,
+    tokenRoute,
+    verifier,
+    revocation,
+  });
+  const gateway = createGateway(config, {
+    state,
     tokenRoute,
     oauth: oauth.routes,
-    jwks: new StaticDocument(
-      () => state.keyRing.jwksJson(),
-      `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
-    ),
-    openapi: StaticDocument.of(
-      openApiDocumentFor(config.token.responseFields, config.oauth.enabled ? config.oauth : null),
-      'public, max-age=3600',
-    ),
-    ...(discovery === undefined ? {} : { discovery }),
+    discovery,
     verifier,
-    routes: () => state.routes,
-    forwarder,
-    webSockets,
+    forwarding,
     logger,
-    accessLogger: access,
+    access,
     metrics,
-    draining: () => state.draining,
-    graceOver: () => state.graceOver,
     tracing,
-    ...(freshness === null
-      ? {}
-      : {
-          revocationFreshness: {
-            isStale: () => freshness.isStale(),
-            refuse: {
-              safe: config.revocation.whenStale.safe === 'refuse',
-              unsafe: config.revocation.whenStale.unsafe === 'refuse',
-            },
-          },
-        }),
+    freshness: redisRevocations ?? worker?.revocationFreshness ?? null,
   });
 
   const publicListener = createPublicListener(config, gateway, logger);
-  const horizon = revocationHorizon(config);
   const readiness = createReadiness({
     state,
     issuerSets,
@@ -423,29 +190,21 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const adminServer = worker
     ? null
-    : createAdminListener(
-        config,
-        createAdminHandler({
-          metricsText: () => metrics.exposition(),
-          revocations: {
-            store: revocation,
-            adminToken,
-            ...horizon,
-            now: () => clock.now(),
-            onRevoked: (kind) => metrics.revoked(kind),
-            audit: (level, event, detail) => logger[level](detail, event),
-          },
-          problemTypeBase: config.problemTypeBase,
-          maxHeaderLines: config.server.maxHeaderLines,
-          ready: readiness,
-        }),
-      );
+    : createAdminServer(config, {
+        metricsText: () => metrics.exposition(),
+        ready: readiness,
+        store: revocation,
+        adminToken,
+        clock,
+        metrics,
+        logger,
+      });
   const sources = watchReloadSources({
     config,
     clock,
     state,
     cache,
-    forwarder,
+    forwarder: forwarding.forwarder,
     logger,
     metrics,
     issuerSets,
@@ -458,46 +217,24 @@ export async function createApp(options: AppOptions): Promise<App> {
     state,
     revocation,
     cache,
-    webSockets,
+    webSockets: forwarding.webSockets,
     metrics,
     access,
   });
+  const horizon = revocationHorizon(config);
   let shuttingDown: Promise<void> | undefined;
 
   return {
     config,
     logger,
-    async listen() {
-      await listenOn(publicListener.server, config.server.host, config.server.port, 'server');
-      try {
-        if (adminServer !== null) {
-          await listenOn(adminServer, config.admin.host, config.admin.port, 'admin');
-        }
-      } catch (error) {
-        publicListener.server.close();
-        throw error;
-      }
-      const publicUrl = urlOf(publicListener.server);
-      // A worker has none: the primary's admin listener serves the group.
-      const adminUrl = adminServer === null ? '' : urlOf(adminServer);
-      logger.info(
-        { publicUrl, adminUrl, kid: state.keyRing.signingKey.kid, clients: state.clientCount },
-        'listening',
-      );
-      if (config.routes.length === 0 && config.upstream.default === null) {
-        logger.warn(
-          { setting: 'routes' },
-          'no routes and no upstream.default: every request but the token operation gets 404 (add routes to the configuration)',
-        );
-      }
-      if (config.revocation.store === 'memory' && worker === undefined) {
-        logger.warn(
-          { setting: 'revocation.store' },
-          'revocations are kept in memory only: a restart forgets them and other replicas never see them (use local or redis outside tests)',
-        );
-      }
-      return { publicUrl, adminUrl };
-    },
+    listen: () =>
+      listenBoth(config, {
+        publicServer: publicListener.server,
+        adminServer,
+        state,
+        logger,
+        worker: worker !== undefined,
+      }),
     readiness: readiness,
     metricsSnapshot: () => metrics.snapshot(),
     async reload() {
@@ -524,8 +261,8 @@ export async function createApp(options: AppOptions): Promise<App> {
         access,
         publicListener,
         adminServer,
-        webSockets,
-        forwarder,
+        webSockets: forwarding.webSockets,
+        forwarder: forwarding.forwarder,
         housekeeping,
         watchers: [...sources, ...issuerSets.map((set) => set.keys)],
         revocation,
@@ -537,13 +274,4 @@ export async function createApp(options: AppOptions): Promise<App> {
       return shuttingDown;
     },
   };
-}
-
-/** A worker's revocation list (the primary's, mirrored), bound to its metrics. */
-function mirroredRevocations(
-  revocation: RevocationStore,
-  metrics: Metrics,
-): { revocation: RevocationStore; redis: RedisRevocationStore | null } {
-  metrics.setRevocationSizeSource(() => revocation.size());
-  return { revocation, redis: null };
 }

@@ -1,49 +1,89 @@
 /**
  * Builds the OAuth 2.0 endpoints' parts from the config and the token operation's own:
  * the client key sets, the assertion replay store (local, or Redis shared by every
- * replica), and the routes the public listener dispatches to. `close` releases the key
- * sets' timers and the Redis connection (after the drain).
+ * replica), the routes the public listener dispatches to, and the RFC 8414 / RFC 9728
+ * discovery documents. `close` releases the key sets' timers and the Redis connection
+ * (after the drain).
  */
 import { dirname } from 'node:path';
 import type { Config } from '../config/types.js';
+import { OAuthDiscovery } from '../http/oauthDiscovery.js';
 import { OAuthRoutes } from '../http/oauthRoutes.js';
 import type { OAuthTokenRouteDeps } from '../http/oauthTokenRoute.js';
+import { JWKS_PATH } from '../http/publicGateway.js';
+import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
+import { issuerUrl } from '../oauth/authorizationServerMetadata.js';
 import type { ClientAuthenticationDeps } from '../oauth/clientAuthentication.js';
 import { ClientKeys } from '../oauth/clientKeys.js';
 import { assertionAudiences } from '../oauth/endpointUrls.js';
 import { LocalReplayStore } from '../oauth/localReplayStore.js';
+import { oauthSettingsOf } from '../oauth/oauthSettings.js';
 import { RedisReplayStore } from '../oauth/redisReplayStore.js';
 import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { RouteTable } from '../proxy/routeTable.js';
 import { createRedisClient } from '../redis/redisClient.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import type { LiveState } from './liveState.js';
 
 export interface OAuthEndpoints {
   readonly routes: OAuthRoutes;
   close(): Promise<void>;
 }
 
-/** What the token endpoint shares with the contract's operation (and the metrics hooks). */
-export type SharedTokenDeps = Omit<OAuthTokenRouteDeps, 'assertions' | 'audience'>;
-
-/** What revocation and introspection add: the edge's verifier and revocation store. */
-export interface TokenStateDeps {
+export interface OAuthEndpointDeps {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** The live clients (replaced on reload). */
+  readonly state: Pick<LiveState, 'clients' | 'authenticate'>;
+  /** The contract's operation: the token endpoint shares its limiter, back-off and signer. */
+  readonly tokenRoute: TokenRouteDeps;
+  /** Revocation and introspection: the edge's verifier and revocation store. */
   readonly verifier: Pick<TokenVerifier, 'verify'>;
   readonly revocation: Pick<RevocationStore, 'revokeToken'>;
-  readonly onRevoked: (clientId: string, tokenId: string) => void;
-  /** `metrics.oauthRequest` for the given endpoint. */
-  readonly outcome: (endpoint: 'revoke' | 'introspect') => (outcome: string) => void;
+}
+
+/** The discovery documents and challenge parameter; none while the OAuth surface is off. */
+export function oauthDiscovery(
+  config: Config,
+  routes: () => RouteTable,
+): OAuthDiscovery | undefined {
+  const oauth = oauthSettingsOf(config);
+  if (!oauth.enabled) return undefined;
+  const issuers = [config.issuer, ...config.issuers.map((issuer) => issuer.issuer)];
+  return new OAuthDiscovery({
+    server: {
+      issuer: config.issuer,
+      baseUrl: oauth.publicBaseUrl,
+      tokenPath: oauth.tokenPath,
+      revocationPath: oauth.revocationPath,
+      introspectionPath: oauth.introspectionPath,
+      jwksPath: JWKS_PATH,
+      authMethods: oauth.authMethods,
+      assertionAlgorithms: oauth.assertionAlgorithms,
+    },
+    // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
+    authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
+    routes,
+  });
 }
 
 export async function createOAuthEndpoints(
   config: Config,
-  clock: Clock,
-  logger: Logger,
-  shared: SharedTokenDeps,
-  tokenState: TokenStateDeps,
+  deps: OAuthEndpointDeps,
 ): Promise<OAuthEndpoints> {
+  const { clock, logger, metrics, state } = deps;
+  const shared: Omit<OAuthTokenRouteDeps, 'assertions' | 'audience'> = {
+    ...deps.tokenRoute,
+    registry: () => state.clients,
+    authenticate: () => state.authenticate,
+    onOutcome: (outcome) => metrics.oauthRequest('token', outcome),
+    onAuthFailure: (reason) => metrics.authFailure(reason),
+  };
   const keys = new ClientKeys({
     clock,
     baseDir: dirname(config.clients.file),
@@ -72,17 +112,20 @@ export async function createOAuthEndpoints(
     revocation: {
       ...shared,
       ...clientAuthentication,
-      verifier: tokenState.verifier,
-      revocation: tokenState.revocation,
+      verifier: deps.verifier,
+      revocation: deps.revocation,
       clockSkewSeconds: config.clockSkewSeconds,
-      onRevoked: tokenState.onRevoked,
-      onOutcome: tokenState.outcome('revoke'),
+      onRevoked: (clientId, jti) => {
+        metrics.revoked('token');
+        logger.info({ clientId, jti }, 'token revoked by its client');
+      },
+      onOutcome: (outcome) => metrics.oauthRequest('revoke', outcome),
     },
     introspection: {
       ...shared,
       ...clientAuthentication,
-      verifier: tokenState.verifier,
-      onOutcome: tokenState.outcome('introspect'),
+      verifier: deps.verifier,
+      onOutcome: (outcome) => metrics.oauthRequest('introspect', outcome),
     },
   });
   return {

@@ -3,6 +3,7 @@
  * binds its state to the metrics. Opened only once every start-up read succeeded: a
  * store creates files or connections, and a configuration problem must leave neither
  * behind. The Redis store waits at most `redis.connectTimeoutMs` for its first full load.
+ * A worker of a group opens none: it binds its primary's list, mirrored.
  */
 import type { Config } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
@@ -61,4 +62,13 @@ export async function openRevocationStore(
     );
   }
   return { revocation, redis };
+}
+
+/** A worker's revocation list (the primary's, mirrored), bound to its metrics. */
+export function mirroredRevocations(
+  revocation: RevocationStore,
+  metrics: Metrics,
+): OpenedRevocationStore {
+  metrics.setRevocationSizeSource(() => revocation.size());
+  return { revocation, redis: null };
 }

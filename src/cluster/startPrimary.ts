@@ -13,12 +13,11 @@
  *                   SIGHUP and to drain on SIGTERM; the primary exits after the last one
  */
 import type { Worker } from 'node:cluster';
-import { revocationHorizon } from '../app/revocationHorizon.js';
+import { createAdminServer } from '../app/adminServer.js';
 import { openRevocationStore } from '../app/revocationStores.js';
-import { createAdminListener, listenOn, urlOf } from '../app/servers.js';
+import { listenOn, urlOf } from '../app/servers.js';
 import { allOrEveryProblem, checkRevocationFile, readAdminToken } from '../app/startupChecks.js';
 import type { Config } from '../config/types.js';
-import { createAdminHandler } from '../http/adminRoutes.js';
 import { systemClock } from '../lib/clock.js';
 import { aggregateExposition, createClusterMetrics } from '../observability/clusterMetrics.js';
 import {
@@ -129,39 +128,26 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
     }
   }
 
-  const horizon = revocationHorizon(config);
-  const adminServer = createAdminListener(
-    config,
-    createAdminHandler({
-      metricsText: async () => {
-        const asked = pool
-          .listeningWorkers()
-          .map((worker) =>
-            pool.ask(
-              worker,
-              (id) => ({ portaria: 'query', id, what: 'metrics' }),
-              METRICS_ANSWER_MS,
-            ),
-          );
-        const snapshots = [await metrics.snapshot(), await groupMetrics.snapshot()];
-        for (const snapshot of await Promise.all(asked)) {
-          if (Array.isArray(snapshot)) snapshots.push(snapshot as MetricsSnapshot);
-        }
-        return aggregateExposition(snapshots);
-      },
-      revocations: {
-        store: fanout,
-        adminToken,
-        ...horizon,
-        now: () => clock.now(),
-        onRevoked: (kind) => metrics.revoked(kind),
-        audit: (level, event, detail) => logger[level](detail, event),
-      },
-      problemTypeBase: config.problemTypeBase,
-      maxHeaderLines: config.server.maxHeaderLines,
-      ready: primaryReadiness(pool, () => draining, redis),
-    }),
-  );
+  const adminServer = createAdminServer(config, {
+    metricsText: async () => {
+      const asked = pool
+        .listeningWorkers()
+        .map((worker) =>
+          pool.ask(worker, (id) => ({ portaria: 'query', id, what: 'metrics' }), METRICS_ANSWER_MS),
+        );
+      const snapshots = [await metrics.snapshot(), await groupMetrics.snapshot()];
+      for (const snapshot of await Promise.all(asked)) {
+        if (Array.isArray(snapshot)) snapshots.push(snapshot as MetricsSnapshot);
+      }
+      return aggregateExposition(snapshots);
+    },
+    ready: primaryReadiness(pool, () => draining, redis),
+    store: fanout,
+    adminToken,
+    clock,
+    metrics,
+    logger,
+  });
   const closeStores = async () => {
     await revocation.close();
     await limiter?.close();

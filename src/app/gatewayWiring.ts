@@ -1,0 +1,73 @@
+/**
+ * The public listener's handler: the token operation, the OAuth endpoints and discovery,
+ * the JWKS and OpenAPI documents, and the protected-request path over the verifier, the
+ * live routes and the forwarders; with the Redis revocation store (or a worker's mirror
+ * of it), the `revocation.whenStale` policy.
+ */
+import type { Config } from '../config/types.js';
+import type { OAuthDiscovery } from '../http/oauthDiscovery.js';
+import type { OAuthRoutes } from '../http/oauthRoutes.js';
+import { openApiDocumentFor } from '../http/openApiDocument.js';
+import { PublicGateway } from '../http/publicGateway.js';
+import { StaticDocument } from '../http/staticDocument.js';
+import type { TokenRouteDeps } from '../http/tokenRoute.js';
+import type { AccessLog, Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
+import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import type { Forwarding } from './forwardingWiring.js';
+import type { LiveState } from './liveState.js';
+
+export interface GatewayWiringDeps {
+  readonly state: LiveState;
+  readonly tokenRoute: TokenRouteDeps;
+  readonly oauth: OAuthRoutes;
+  readonly discovery: OAuthDiscovery | undefined;
+  readonly verifier: TokenVerifier;
+  readonly forwarding: Forwarding;
+  readonly logger: Logger;
+  readonly access: AccessLog;
+  readonly metrics: Metrics;
+  readonly tracing: Tracing | null;
+  /** The Redis revocation list's staleness (a worker: its primary's); null with another store. */
+  readonly freshness: { isStale(): boolean } | null;
+}
+
+export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGateway {
+  const { state, discovery, freshness } = deps;
+  return new PublicGateway({
+    config,
+    tokenRoute: deps.tokenRoute,
+    oauth: deps.oauth,
+    jwks: new StaticDocument(
+      () => state.keyRing.jwksJson(),
+      `public, max-age=${config.keys.jwksMaxAgeSeconds}`,
+    ),
+    openapi: StaticDocument.of(
+      openApiDocumentFor(config.token.responseFields, config.oauth.enabled ? config.oauth : null),
+      'public, max-age=3600',
+    ),
+    ...(discovery === undefined ? {} : { discovery }),
+    verifier: deps.verifier,
+    routes: () => state.routes,
+    forwarder: deps.forwarding.forwarder,
+    webSockets: deps.forwarding.webSockets,
+    logger: deps.logger,
+    accessLogger: deps.access,
+    metrics: deps.metrics,
+    draining: () => state.draining,
+    graceOver: () => state.graceOver,
+    tracing: deps.tracing,
+    ...(freshness === null
+      ? {}
+      : {
+          revocationFreshness: {
+            isStale: () => freshness.isStale(),
+            refuse: {
+              safe: config.revocation.whenStale.safe === 'refuse',
+              unsafe: config.revocation.whenStale.unsafe === 'refuse',
+            },
+          },
+        }),
+  });
+}

@@ -1,0 +1,94 @@
+/**
+ * The contract's token operation as the public listener serves it: the token service
+ * (signing with the live key ring, authenticating the live clients), the token limits
+ * and the failed-secret back-off, counted by the metrics. The OAuth endpoints share it.
+ */
+import type { Config } from '../config/types.js';
+import type { TokenRouteDeps } from '../http/tokenRoute.js';
+import type { Clock } from '../lib/clock.js';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
+import type { Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { RevocationStore } from '../revocation/revocationStore.js';
+import { TokenService } from '../token/tokenService.js';
+import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
+import { NO_LIMITS } from '../tokenLimits/noLimits.js';
+import { PairAttempts } from '../tokenLimits/pairAttempts.js';
+import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
+import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import type { LiveState } from './liveState.js';
+
+export interface LimiterDeps {
+  readonly clock: Clock;
+  readonly logger: Logger;
+  readonly metrics: Metrics;
+  /** A worker's: its primary's limits (undefined: made here). */
+  readonly shared: TokenLimiter | undefined;
+}
+
+/** The token limits (null: every limit off), bound to the metrics and the logger. */
+export async function openTokenLimiter(
+  config: Config,
+  deps: LimiterDeps,
+): Promise<TokenLimiter | null> {
+  const { logger, metrics } = deps;
+  const limiter =
+    deps.shared ??
+    (await createTokenLimiter({
+      config: config.tokenLimits,
+      redis: config.redis,
+      clock: deps.clock,
+      hooks: {
+        fallback: (check) => metrics.tokenLimitFallback(check),
+        stateChanged: (limitState, error) => {
+          if (limitState === 'down')
+            logger.warn({ error }, 'token limits: Redis unusable, each replica limits on its own');
+          else logger.info('token limits: Redis usable again, limits are shared');
+        },
+      },
+    }));
+  if (limiter instanceof RedisTokenLimiter) {
+    metrics.addRedisConnectionSource('limits', () => limiter.connected());
+  }
+  return limiter;
+}
+
+export interface TokenRouteWiringDeps {
+  readonly clock: Clock;
+  readonly state: Pick<LiveState, 'authenticate' | 'keyRing'>;
+  readonly revocation: Pick<RevocationStore, 'clientCutoff'>;
+  readonly limiter: TokenLimiter | null;
+  readonly trustedProxies: TrustedProxies;
+  readonly metrics: Metrics;
+}
+
+export function tokenRouteDeps(config: Config, deps: TokenRouteWiringDeps): TokenRouteDeps {
+  const { clock, state, revocation, limiter, metrics } = deps;
+  const tokens = new TokenService({
+    authenticate: () => state.authenticate,
+    signingKey: () => state.keyRing.signingKey,
+    issuer: config.issuer,
+    audience: config.audience,
+    defaultLifetimeSeconds: config.token.lifetimeSeconds,
+    responseFields: config.token.responseFields,
+    clock,
+    clientCutoff: (clientId) => revocation.clientCutoff(clientId),
+  });
+  return {
+    tokens,
+    bodyLimitBytes: config.token.bodyLimitBytes,
+    onOutcome: (outcome: string) => metrics.tokenRequest(outcome),
+    onIssued: (clientId: string) => metrics.tokenIssuedTo(clientId),
+    limiter: limiter ?? NO_LIMITS,
+    attempts:
+      limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
+        ? new PairAttempts(
+            config.tokenLimits.maxTrackedKeys,
+            config.tokenLimits.failedSecretBackoff.forgetAfterSeconds,
+            clock,
+          )
+        : null,
+    trustedProxies: deps.trustedProxies,
+    onLimited: (reason: LimitReason) => metrics.tokenLimitRefusal(reason),
+  };
+}
