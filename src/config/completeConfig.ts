@@ -1,0 +1,67 @@
+/**
+ * What a valid configuration derives once checked: the defaults that depend on other
+ * settings (a route's timeout, an issuer's skew, the replay store), caller headers in
+ * their canonical spelling, and every file path made absolute against the base directory.
+ * Runs on the schema-checked input in place, before it is frozen.
+ */
+import { isAbsolute, resolve } from 'node:path';
+import { headerKey } from './callerHeaders.js';
+import type { Config } from './types.js';
+
+export interface CompleteOptions {
+  /** Directory that relative file paths in the config are resolved against. */
+  readonly baseDir: string;
+  readonly demo?: boolean;
+}
+
+type MutableIssuer = {
+  id: string;
+  issuer: string;
+  jwksUri?: string | null;
+  keyFile?: string | null;
+  clockSkewSeconds?: number;
+};
+
+type Mutable<T> = { -readonly [K in keyof T]: T[K] extends object ? Mutable<T[K]> : T[K] };
+type MutableConfig = Mutable<Config> & {
+  routes: (Mutable<Config['routes'][number]> & { timeoutMs?: number; audience?: string | null })[];
+};
+
+export function completeConfig(input: unknown, options: CompleteOptions): Config {
+  const config = input as MutableConfig;
+  config.forwardCallerHeaders = [...new Set(config.forwardCallerHeaders.map(headerKey))];
+  for (const route of config.routes) {
+    route.timeoutMs ??= config.upstream.timeoutMs;
+    route.audience ??= null;
+  }
+  const fallback = config.upstream.default as {
+    scopes?: string[];
+    timeoutMs?: number;
+  } | null;
+  if (fallback) {
+    fallback.scopes ??= [];
+    fallback.timeoutMs ??= config.upstream.timeoutMs;
+  }
+  for (const entry of config.issuers) {
+    const issuer = entry as unknown as MutableIssuer;
+    issuer.jwksUri ??= null;
+    issuer.keyFile = issuer.keyFile ? resolvePath(options.baseDir, issuer.keyFile) : null;
+    issuer.clockSkewSeconds ??= config.clockSkewSeconds;
+  }
+  const oauth = config.oauth as { replayStore?: 'local' | 'redis' };
+  oauth.replayStore ??= config.revocation.store === 'redis' ? 'redis' : 'local';
+  config.keys.dir = resolvePath(options.baseDir, config.keys.dir);
+  config.clients.file = resolvePath(options.baseDir, config.clients.file);
+  config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
+  config.revocation.queueFile = resolvePath(options.baseDir, config.revocation.queueFile);
+  if (config.redis.passwordFile)
+    config.redis.passwordFile = resolvePath(options.baseDir, config.redis.passwordFile);
+  if (config.admin.tokenFile)
+    config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
+  config.demo = options.demo === true;
+  return config as Config;
+}
+
+function resolvePath(baseDir: string, path: string): string {
+  return isAbsolute(path) ? path : resolve(baseDir, path);
+}
