@@ -39,7 +39,7 @@ export async function runOAuthTokenRequest(
 ): Promise<OAuthTokenResult> {
   const { client, form } = await readAuthenticatedForm(call, deps, checkGrantType);
   const grant = grantFor(client, form, deps.audience);
-  const issued = deps.tokens.issueTo(client, grant.scope, grant.audience);
+  const issued = deps.tokens.issueTo(client, grant.scope, grant.audience, call.steps);
   return {
     clientId: client.id,
     issued,
