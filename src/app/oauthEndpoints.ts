@@ -3,6 +3,10 @@
  * the client key sets, the assertion replay store (local, or Redis shared by every
  * replica), and the routes the public listener dispatches to. `close` releases the key
  * sets' timers and the Redis connection (after the drain).
+ *
+ * The replay store's Redis connection is reported like the revocation store's
+ * (`portaria_redis_connected{role="replay"}`, `/readyz` degraded while it is down):
+ * `replayConnected`, for the composition root to bind.
  */
 import { dirname } from 'node:path';
 import type { Config } from '../config/types.js';
@@ -22,6 +26,8 @@ import type { TokenVerifier } from '../verify/tokenVerifier.js';
 
 export interface OAuthEndpoints {
   readonly routes: OAuthRoutes;
+  /** Whether the replay store's Redis connection is up; null without one (`local`). */
+  readonly replayConnected: (() => boolean) | null;
   close(): Promise<void>;
 }
 
@@ -35,6 +41,11 @@ export interface TokenStateDeps {
   readonly onRevoked: (clientId: string, tokenId: string) => void;
   /** `metrics.oauthRequest` for the given endpoint. */
   readonly outcome: (endpoint: 'revoke' | 'introspect') => (outcome: string) => void;
+  /**
+   * The edge's revocation freshness (the Redis store, or a worker's mirror of it):
+   * introspection refuses while it is stale, as the edge does. Absent: another store.
+   */
+  readonly freshness?: { isStale(): boolean };
 }
 
 export async function createOAuthEndpoints(
@@ -51,6 +62,7 @@ export async function createOAuthEndpoints(
     log: (event, detail) => logger.info(detail, `client ${event}`),
   });
   const replay = config.oauth.enabled ? await openReplayStore(config, clock, logger) : null;
+  const revocationStale = staleRule(config, tokenState.freshness);
   // Client authentication as every OAuth endpoint uses it (`authenticateOAuthClient`).
   const clientAuthentication: ClientAuthenticationDeps = {
     registry: shared.registry,
@@ -82,16 +94,32 @@ export async function createOAuthEndpoints(
       ...shared,
       ...clientAuthentication,
       verifier: tokenState.verifier,
+      ...(revocationStale === null ? {} : { revocationStale }),
       onOutcome: tokenState.outcome('introspect'),
     },
   });
   return {
     routes,
+    replayConnected: replay instanceof RedisReplayStore ? () => replay.connected() : null,
     async close() {
       keys.close();
       await replay?.close();
     },
   };
+}
+
+/**
+ * When introspection refuses for a stale revocation list: when the edge refuses a method
+ * class then. The resource server's request is unknown to it, so the strictest class
+ * decides; with both classes admitted, nothing is refused (docs/oauth.md).
+ */
+function staleRule(
+  config: Config,
+  freshness: { isStale(): boolean } | undefined,
+): (() => boolean) | null {
+  const { safe, unsafe } = config.revocation.whenStale;
+  if (freshness === undefined || (safe === 'admit' && unsafe === 'admit')) return null;
+  return () => freshness.isStale();
 }
 
 async function openReplayStore(
