@@ -56,7 +56,7 @@ async function waitUntilStale(gw: Gateway, token: string): Promise<void> {
       await res.arrayBuffer();
       return res.status === 503 ? true : undefined;
     },
-    10_000,
+    20_000,
     50,
   );
 }
@@ -90,7 +90,7 @@ test('a stale revocation list: an active token gets 503 problem details as at th
   await waitFor(
     'the list current again',
     async () => ((await introspect(gw, good)).status === 200 ? true : undefined),
-    10_000,
+    20_000,
     50,
   );
   assert.equal(await activeOf(gw, good), true);
@@ -104,7 +104,7 @@ test('whenStale admitting both classes: introspection answers from the local cop
   await waitFor(
     'the revocation list stale',
     async () => (gw.app.readiness().degraded?.includes('stale') === true ? true : undefined),
-    10_000,
+    20_000,
     50,
   );
   assert.equal(await activeOf(gw, good), true);

@@ -67,7 +67,7 @@ test('only the replay store on Redis: its connection in portaria_redis_connected
   await waitFor(
     'the replay connection reported down',
     async () => ((await metric(gw.adminUrl, REPLAY)) === 0 ? true : undefined),
-    10_000,
+    20_000,
   );
   const down = await readyz(gw.adminUrl);
   assert.equal(down.status, 200, 'an outage of the replay store does not take the replica out');
@@ -81,7 +81,7 @@ test('only the replay store on Redis: its connection in portaria_redis_connected
   await waitFor(
     'the replay connection back',
     async () => ((await metric(gw.adminUrl, REPLAY)) === 1 ? true : undefined),
-    10_000,
+    20_000,
   );
   assert.deepEqual(await readyz(gw.adminUrl), { status: 200, body: { status: 'ready' } });
   assert.equal(await assertionStatus(gw), 200);
@@ -102,7 +102,7 @@ test('revocation and replay on one Redis: both reported, each under its role, bo
       const text = String(ready.body.degraded);
       return /revocation list stale/.test(text) && /replay store/.test(text) ? ready : undefined;
     },
-    10_000,
+    20_000,
   );
   assert.equal(degraded.status, 200);
   assert.equal(await metric(gw.adminUrl, REPLAY), 0);
