@@ -159,6 +159,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     trustedProxies: forwarding.trustedProxies,
     metrics,
   });
+  const freshness = redisRevocations ?? worker?.revocationFreshness ?? null;
   const oauth = await createOAuthEndpoints(config, {
     clock,
     logger,
@@ -167,6 +168,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     tokenRoute,
     verifier,
     revocation,
+    freshness,
   });
   const gateway = createGateway(config, {
     state,
@@ -179,7 +181,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     access,
     metrics,
     tracing,
-    freshness: redisRevocations ?? worker?.revocationFreshness ?? null,
+    freshness,
   });
 
   const publicListener = createPublicListener(config, gateway, logger);
@@ -187,6 +189,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     state,
     issuerSets,
     ...(redisRevocations === null ? {} : { redisState: () => redisRevocations.state() }),
+    ...(oauth.replayConnected === null ? {} : { replayConnected: oauth.replayConnected }),
   });
   const adminServer = worker
     ? null

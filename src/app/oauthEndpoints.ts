@@ -4,6 +4,10 @@
  * replica), the routes the public listener dispatches to, and the RFC 8414 / RFC 9728
  * discovery documents. `close` releases the key sets' timers and the Redis connection
  * (after the drain).
+ *
+ * The replay store's Redis connection is reported like the revocation store's
+ * (`portaria_redis_connected{role="replay"}`, registered here; `/readyz` degraded while
+ * it is down: `replayConnected`, for the readiness check).
  */
 import { dirname } from 'node:path';
 import type { Config } from '../config/types.js';
@@ -31,6 +35,8 @@ import type { LiveState } from './liveState.js';
 
 export interface OAuthEndpoints {
   readonly routes: OAuthRoutes;
+  /** Whether the replay store's Redis connection is up; null without one (`local`). */
+  readonly replayConnected: (() => boolean) | null;
   close(): Promise<void>;
 }
 
@@ -45,6 +51,11 @@ export interface OAuthEndpointDeps {
   /** Revocation and introspection: the edge's verifier and revocation store. */
   readonly verifier: Pick<TokenVerifier, 'verify'>;
   readonly revocation: Pick<RevocationStore, 'revokeToken'>;
+  /**
+   * The edge's revocation freshness (the Redis store, or a worker's mirror of it):
+   * introspection refuses while it is stale, as the edge does. Null: another store.
+   */
+  readonly freshness: { isStale(): boolean } | null;
 }
 
 /** The discovery documents and challenge parameter; none while the OAuth surface is off. */
@@ -91,6 +102,7 @@ export async function createOAuthEndpoints(
     log: (event, detail) => logger.info(detail, `client ${event}`),
   });
   const replay = config.oauth.enabled ? await openReplayStore(config, clock, logger) : null;
+  const revocationStale = staleRule(config, deps.freshness);
   // Client authentication as every OAuth endpoint uses it (`authenticateOAuthClient`).
   const clientAuthentication: ClientAuthenticationDeps = {
     registry: shared.registry,
@@ -125,16 +137,34 @@ export async function createOAuthEndpoints(
       ...shared,
       ...clientAuthentication,
       verifier: deps.verifier,
+      ...(revocationStale === null ? {} : { revocationStale }),
       onOutcome: (outcome) => metrics.oauthRequest('introspect', outcome),
     },
   });
+  const replayConnected = replay instanceof RedisReplayStore ? () => replay.connected() : null;
+  if (replayConnected !== null) metrics.addRedisConnectionSource('replay', replayConnected);
   return {
     routes,
+    replayConnected,
     async close() {
       keys.close();
       await replay?.close();
     },
   };
+}
+
+/**
+ * When introspection refuses for a stale revocation list: when the edge refuses a method
+ * class then. The resource server's request is unknown to it, so the strictest class
+ * decides; with both classes admitted, nothing is refused (docs/oauth.md).
+ */
+function staleRule(
+  config: Config,
+  freshness: { isStale(): boolean } | null,
+): (() => boolean) | null {
+  const { safe, unsafe } = config.revocation.whenStale;
+  if (freshness === null || (safe === 'admit' && unsafe === 'admit')) return null;
+  return () => freshness.isStale();
 }
 
 async function openReplayStore(

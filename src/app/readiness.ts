@@ -6,7 +6,9 @@
  * with 503 on that issuer's tokens (after its maxStalenessSeconds), and a Redis outage
  * keeps the last known list enforced with revocation.whenStale deciding; taking every
  * replica out of the load balancer would turn either into a full outage. A stale or
- * unsynchronised Redis list shows as `degraded`.
+ * unsynchronised Redis list shows as `degraded`, and so does the client-assertion replay
+ * store's Redis connection while it is down: only `private_key_jwt` clients are refused
+ * then (503, fail closed), everything else works, and every replica shares that Redis.
  */
 import type { IssuerKeySet } from '../issuers/issuerKeySet.js';
 import type { RedisRevocationState } from '../revocation/redisRevocationStore.js';
@@ -26,10 +28,12 @@ export interface ReadinessDeps {
   }[];
   /** The Redis revocation store's state; absent with another store. */
   readonly redisState?: () => RedisRevocationState;
+  /** The OAuth replay store's Redis connection; absent with the local store. */
+  readonly replayConnected?: () => boolean;
 }
 
 export function createReadiness(deps: ReadinessDeps): () => Readiness {
-  const { state, issuerSets, redisState } = deps;
+  const { state, issuerSets, redisState, replayConnected } = deps;
   const everUsable = new Set<string>();
   return () => {
     if (state.draining) return { ready: false, reason: 'shutting down' };
@@ -45,17 +49,23 @@ export function createReadiness(deps: ReadinessDeps): () => Readiness {
       }
       everUsable.add(set.config.id);
     }
+    let degraded: string | undefined;
     if (redisState !== undefined) {
       const redis = redisState();
       if (!redis.loaded) {
         return { ready: false, reason: 'the revocation list has not been loaded from Redis yet' };
       }
-      const degraded = revocationDegraded(redis);
-      if (degraded !== undefined) return { ready: true, degraded };
+      degraded = revocationDegraded(redis);
     }
-    return { ready: true };
+    if (replayConnected !== undefined && !replayConnected()) {
+      degraded = degraded === undefined ? REPLAY_DOWN : `${degraded}; ${REPLAY_DOWN}`;
+    }
+    return degraded === undefined ? { ready: true } : { ready: true, degraded };
   };
 }
+
+const REPLAY_DOWN =
+  'client assertion replay store: no Redis connection, private_key_jwt clients are refused';
 
 /** Why the Redis revocation list is not current, or undefined when it is. */
 export function revocationDegraded(state: RedisRevocationState): string | undefined {

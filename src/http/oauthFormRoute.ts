@@ -55,12 +55,13 @@ export async function handleOAuthFormRequest(
   }
 }
 
-/** What an OAuth endpoint's steps read of the request. */
+/** What an OAuth endpoint's steps read of the request (and its trace's step spans). */
 export function oauthFormCall(
   req: IncomingMessage,
   res: GatewayResponse,
   deps: OAuthFormRouteDeps,
 ): OAuthFormCall {
+  const trace = res.scope.trace;
   return {
     method: req.method,
     contentType: req.headers['content-type'],
@@ -69,6 +70,8 @@ export function oauthFormCall(
     clientAddress: deps.trustedProxies.clientAddress(req),
     // A pending `100 Continue` goes out once the declared length passed.
     readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
+    // Spans for client authentication and signing, as the contract's operation has.
+    ...(trace === null ? {} : { steps: (step: string) => trace.step(step) }),
   };
 }
 

@@ -1,19 +1,20 @@
 /**
- * The steps the revocation and introspection endpoints share before their own, in
- * order, as at the token endpoint:
+ * The steps every OAuth endpoint (token, revocation, introspection) takes before its own,
+ * in order:
  *
  *   method          POST only (405, problem details)
  *   media type      application/x-www-form-urlencoded (415)
  *   address limit   the caller's address bucket, before the body is read (429)
  *   form            read within the body limit (413); strict parsing (invalid_request)
+ *   —               the endpoint's own form checks (the token endpoint's grant type)
  *   authorization   one `Authorization` line at most (invalid_request)
  *   client          `authenticateOAuthClient`: one method, the token operation's pair
  *                   back-off, client bucket and secret check (invalid_client, 429)
  *
- * The endpoint then reads `token` (`tokenParameter`, invalid_request when absent).
- * `token_type_hint` is read by nobody: the gateway issues access tokens only, and looks
- * every presented token up as one (RFC 7009 §2.1 and RFC 7662 §2.1 let a server ignore
- * the hint).
+ * Revocation and introspection then read `token` (`tokenParameter`, invalid_request when
+ * absent). `token_type_hint` is read by nobody: the gateway issues access tokens only,
+ * and looks every presented token up as one (RFC 7009 §2.1 and RFC 7662 §2.1 let a
+ * server ignore the hint).
  */
 import { PortariaError } from '../errors.js';
 import { refuseIfWaiting } from '../token/tokenOperation.js';
@@ -37,9 +38,14 @@ export interface AuthenticatedForm extends AuthenticatedClient {
   readonly form: ReadonlyMap<string, string>;
 }
 
+/**
+ * The shared steps; `checkForm` runs the endpoint's own form checks between the form and
+ * the client (a malformed request is refused before any credential is looked at).
+ */
 export async function readAuthenticatedForm(
   call: OAuthFormCall,
   deps: ClientAuthenticationDeps,
+  checkForm?: (form: ReadonlyMap<string, string>) => void,
 ): Promise<AuthenticatedForm> {
   if (call.method !== 'POST') {
     throw new PortariaError('method-not-allowed', 'This endpoint accepts POST only.', {
@@ -54,6 +60,7 @@ export async function readAuthenticatedForm(
     deps,
   );
   const form = await readFormBody(call);
+  checkForm?.(form);
   if (call.authorizationLines > 1) {
     throw new OAuthError('invalid_request', 'Send one Authorization header.', {
       reason: 'multiple-authorization',

@@ -18,12 +18,15 @@
  * used (`authMethods`), checked after its credentials, so the answer says nothing more.
  *
  * The caller takes the address limit before reading the body (as the token operation).
+ * With tracing on, the whole step (method, limits, secret or assertion checks) is the
+ * `authenticate_client` span, ended with the private reason of a refusal.
  */
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
 import type { AuthMethod } from '../clients/oauthClientFields.js';
-import type { FailureReason } from '../errors.js';
+import { type FailureReason, isPortariaError } from '../errors.js';
 import { refuseIfWaiting } from '../token/tokenOperation.js';
+import type { ExchangeSteps } from '../token/tokenService.js';
 import { pairKey } from '../tokenLimits/limitKeys.js';
 import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
 import { sourceAddress } from '../tokenLimits/sourceAddress.js';
@@ -43,6 +46,8 @@ export interface ClientAuthenticationCall {
   readonly authorization: string | undefined;
   /** The caller's address, as `server.trustedProxies` decides it. */
   readonly clientAddress: string;
+  /** Observes client authentication and signing (tracing on). */
+  readonly steps?: ExchangeSteps;
 }
 
 export interface ClientAuthenticationDeps {
@@ -76,12 +81,22 @@ export async function authenticateOAuthClient(
   deps: ClientAuthenticationDeps,
 ): Promise<AuthenticatedClient> {
   const usedBasic = call.authorization !== undefined;
+  const authenticated = call.steps?.('authenticate_client');
   try {
-    return await authenticate(form, call, deps);
+    const result = await authenticate(form, call, deps);
+    authenticated?.();
+    return result;
   } catch (error) {
+    authenticated?.(refusalReason(error));
     if (usedBasic && error instanceof OAuthError) throw error.withBasic();
     throw error;
   }
+}
+
+/** The span's private reason: a bounded code, never a message (which could echo input). */
+function refusalReason(error: unknown): string {
+  if (error instanceof OAuthError || isPortariaError(error)) return error.reason;
+  return 'error';
 }
 
 async function authenticate(

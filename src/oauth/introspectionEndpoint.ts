@@ -7,10 +7,15 @@
  *   token           the `token` parameter (invalid_request when absent)
  *   verify          exactly as the edge verifies a bearer token (`TokenVerifier`): our
  *                   tokens and trusted external issuers' alike, revocation included
+ *   freshness       an active token while the Redis revocation list is stale: 503 problem
+ *                   details, as the edge refuses then (RFC 7662 §4: the server must
+ *                   determine that no revocation took place, and cannot; "inactive"
+ *                   would be a verdict it cannot give either)
  *   describe        active: the claims RFC 7662 §2.2 names; otherwise `{"active":false}`
  *                   and nothing else, whatever the reason (§2.2: no hint why)
  */
 import type { Principal } from '../domain/principal.js';
+import { PortariaError } from '../errors.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { type OAuthFormCall, readAuthenticatedForm, tokenParameter } from './authenticatedForm.js';
 import type { ClientAuthenticationDeps } from './clientAuthentication.js';
@@ -19,6 +24,11 @@ import { presentedToken } from './presentedToken.js';
 
 export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
   readonly verifier: Pick<TokenVerifier, 'verify'>;
+  /**
+   * True while the revocation list cannot be confirmed current and the edge refuses
+   * requests for it (`revocation.whenStale`); absent: never.
+   */
+  readonly revocationStale?: () => boolean;
 }
 
 export interface IntrospectionResult {
@@ -49,6 +59,14 @@ export async function runIntrospectionRequest(
   if (!client.permissions.includes('introspect')) throw new IntrospectionNotPermitted();
   const principal = await presentedToken(deps.verifier, tokenParameter(form));
   if (principal === null) return { clientId: client.id, body: INACTIVE, outcome: 'inactive' };
+  // After verification, as at the edge: a revocation already known is a verdict, stale or not.
+  if (deps.revocationStale?.() === true) {
+    throw new PortariaError(
+      'service-unavailable',
+      'The revocation list cannot be confirmed as current; retry later.',
+      { reason: 'revocation-stale' },
+    );
+  }
   return { clientId: client.id, body: JSON.stringify(describe(principal)), outcome: 'active' };
 }
 

@@ -4,26 +4,21 @@
  * the other, and of the same assertion sent to both at once exactly one is accepted.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
-import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { SignJWT } from 'jose';
-import { JWT_BEARER_ASSERTION } from '../../src/oauth/clientAssertion.js';
 import { type ClientSpec, type Gateway, startGateway } from '../helpers/fixture.js';
 import { ecKey } from '../helpers/jwksServer.js';
 import { redisConfig } from '../helpers/redisFixtures.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { accessLineOf } from '../helpers/wait.js';
+import {
+  assertionClient,
+  assertionForm,
+  signedAssertion,
+  writeClientKeys,
+} from './clientAssertions.js';
 
 const KEY = ecKey('replica-signer');
-const CLIENTS: ClientSpec[] = [
-  {
-    id: 'signer',
-    secret: '',
-    scopes: ['orders:read'],
-    extra: { authMethods: ['private_key_jwt'], jwksFile: 'signer.jwks.json' },
-  },
-];
+const CLIENTS: ClientSpec[] = [assertionClient('signer')];
 
 async function replica(t: TestContext, redis: RedisServer): Promise<Gateway> {
   const gw = await startGateway(t, {
@@ -31,26 +26,12 @@ async function replica(t: TestContext, redis: RedisServer): Promise<Gateway> {
     settings: () => ({ revocation: { store: 'redis' }, redis: redisConfig(redis) }),
   });
   assert.equal(gw.config.oauth.replayStore, 'redis');
-  await writeFile(join(gw.dir, 'signer.jwks.json'), JSON.stringify({ keys: [KEY.jwk] }));
+  await writeClientKeys(gw, 'signer', KEY);
   return gw;
 }
 
 async function assertionBody(): Promise<string> {
-  const now = Math.floor(Date.now() / 1000);
-  const jwt = await new SignJWT({
-    iss: 'signer',
-    sub: 'signer',
-    aud: 'https://portaria.test/oauth2/token',
-    jti: crypto.randomUUID(),
-    exp: now + 60,
-  })
-    .setProtectedHeader({ alg: 'ES256', kid: KEY.kid })
-    .sign(KEY.privateKey);
-  return new URLSearchParams({
-    grant_type: 'client_credentials',
-    client_assertion_type: JWT_BEARER_ASSERTION,
-    client_assertion: jwt,
-  }).toString();
+  return new URLSearchParams(assertionForm(await signedAssertion('signer', KEY))).toString();
 }
 
 async function send(gw: Gateway, body: string): Promise<number> {
