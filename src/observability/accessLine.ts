@@ -135,18 +135,27 @@ export function boundedText(text: string, maxBytes: number): string {
 
 /** The fields cut short in the line being written (reused: the hot path allocates no list). */
 const cutNames: string[] = [];
+/** False once a value of the line being written needed escaping or is not ASCII. */
+let lineAscii = true;
 
 /**
- * Appends one bounded string field to `line`, naming it in `cutNames` when the value was
- * cut short. `JSON.stringify` escapes exactly what `fittingLength` counted.
+ * One bounded string field, `,"name":` (`member`, made once) then the value as a JSON
+ * string, naming the field in `cutNames` when the value was cut short. `JSON.stringify`
+ * escapes exactly what `fittingLength` counted.
  */
-function stringField(line: string, name: string, text: string, maxBytes: number): string {
-  if (isPlain(text, maxBytes)) return `${line},"${name}":"${text}"`;
+function stringField(member: string, name: string, text: string, maxBytes: number): string {
+  if (isPlain(text, maxBytes)) return `${member}"${text}"`;
+  lineAscii = false;
   const n = fittingLength(text, maxBytes);
-  if (n === text.length) return `${line},"${name}":${JSON.stringify(text)}`;
+  if (n === text.length) return member + JSON.stringify(text);
   cutNames.push(name);
-  return `${line},"${name}":${JSON.stringify(text.slice(0, n))}`;
+  return member + JSON.stringify(text.slice(0, n));
 }
+
+/** `,"name":` of every field, made once. */
+const MEMBER = Object.fromEntries(
+  Object.entries(ACCESS_FIELDS).map(([key, name]) => [key, `,"${name}":`]),
+) as { readonly [K in keyof typeof ACCESS_FIELDS]: string };
 
 function finite(n: number): number | null {
   return Number.isFinite(n) ? n : null;
@@ -164,23 +173,36 @@ export function roundedMs(ms: number): number {
 export function accessFieldsJson(r: AccessRecord): string {
   const f = ACCESS_FIELDS;
   const b = ACCESS_BOUNDS;
+  const m = MEMBER;
   cutNames.length = 0;
-  let line = stringField('', f.requestId, r.id, REQUEST_ID_BYTES);
-  line = stringField(line, f.method, r.method, b.method);
-  line = stringField(line, f.route, r.routeId, ROUTE_BYTES);
-  line = stringField(line, f.urlPath, r.urlPath, b.urlPath);
-  line += `,"${f.status}":${r.status},"${f.durationMs}":${finite(r.durationMs)}`;
+  lineAscii = true;
+  let line =
+    stringField(m.requestId, f.requestId, r.id, REQUEST_ID_BYTES) +
+    stringField(m.method, f.method, r.method, b.method) +
+    stringField(m.route, f.route, r.routeId, ROUTE_BYTES) +
+    stringField(m.urlPath, f.urlPath, r.urlPath, b.urlPath) +
+    `${m.status}${r.status}${m.durationMs}${finite(r.durationMs)}`;
   if (r.peerAddress !== undefined)
-    line = stringField(line, f.peerAddress, r.peerAddress, b.address);
+    line += stringField(m.peerAddress, f.peerAddress, r.peerAddress, b.address);
   if (r.clientAddress !== undefined)
-    line = stringField(line, f.clientAddress, r.clientAddress, b.address);
-  if (r.userAgent !== undefined) line = stringField(line, f.userAgent, r.userAgent, b.userAgent);
-  line += `,"${f.requestBytes}":${r.requestBytes},"${f.responseBytes}":${r.responseBytes}`;
-  if (r.upstreamMs !== undefined) line += `,"${f.upstreamMs}":${finite(roundedMs(r.upstreamMs))}`;
-  if (r.clientId !== undefined) line = stringField(line, f.clientId, r.clientId, b.clientId);
-  if (r.reason !== undefined) line = stringField(line, f.reason, r.reason, REASON_BYTES);
-  if (cutNames.length > 0) line += `,"${f.truncated}":${JSON.stringify(cutNames)}`;
+    line += stringField(m.clientAddress, f.clientAddress, r.clientAddress, b.address);
+  if (r.userAgent !== undefined)
+    line += stringField(m.userAgent, f.userAgent, r.userAgent, b.userAgent);
+  line += `${m.requestBytes}${r.requestBytes}${m.responseBytes}${r.responseBytes}`;
+  if (r.upstreamMs !== undefined) line += `${m.upstreamMs}${finite(roundedMs(r.upstreamMs))}`;
+  if (r.clientId !== undefined) line += stringField(m.clientId, f.clientId, r.clientId, b.clientId);
+  if (r.reason !== undefined) line += stringField(m.reason, f.reason, r.reason, REASON_BYTES);
+  if (cutNames.length > 0) line += m.truncated + JSON.stringify(cutNames);
   return line;
+}
+
+/**
+ * True when the line `accessFieldsJson` made last is plain ASCII (no value needed
+ * escaping): its bytes are its UTF-16 units, so it can be written as Latin-1 without a
+ * UTF-8 encoding pass.
+ */
+export function lastFieldsAscii(): boolean {
+  return lineAscii;
 }
 
 /**

@@ -6,7 +6,7 @@ import { fstatSync } from 'node:fs';
 import { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { type DestinationStream, type Logger, pino } from 'pino';
-import { type AccessRecord, accessFieldsJson } from './accessLine.js';
+import { type AccessRecord, accessFieldsJson, lastFieldsAscii } from './accessLine.js';
 
 export type { DestinationStream, Logger };
 
@@ -221,20 +221,22 @@ export function createLoggers(level: string, destination?: DestinationStream): L
 /** The line prefix pino writes for the access logger (`level` label, then `time`). */
 const LINE_START = '{"level":"info","time":"';
 const LINE_BASE = '","service":"portaria","log":"access"';
+const LINE_END = ',"msg":"request"}\n';
 
 /**
- * `time` as every line writes it: ISO 8601 UTC with milliseconds, as pino's `isoTime`.
- * Made once per millisecond: a busy gateway writes many lines in the same one.
+ * The line up to the fields: `level`, `time` (ISO 8601 UTC with milliseconds, as pino's
+ * `isoTime`), `service`, `log`. Made once per millisecond: a busy gateway writes many
+ * lines in the same one.
  */
-let isoMs = -1;
-let isoText = '';
-function isoNow(): string {
+let headMs = -1;
+let headText = '';
+function lineHead(): string {
   const now = Date.now();
-  if (now !== isoMs) {
-    isoMs = now;
-    isoText = new Date(now).toISOString();
+  if (now !== headMs) {
+    headMs = now;
+    headText = `${LINE_START}${new Date(now).toISOString()}${LINE_BASE}`;
   }
-  return isoText;
+  return headText;
 }
 
 /** What every destination is besides a `DestinationStream` (typed for strings only). */
@@ -274,7 +276,8 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
     used = 0;
     output.write(full);
   };
-  const append = (line: string): void => {
+  /** `ascii`: every unit of `line` is below 0x80, so Latin-1 writes its UTF-8 bytes. */
+  const append = (line: string, ascii: boolean): void => {
     // UTF-8 needs at most 3 bytes per UTF-16 unit: make room before writing.
     if (used + line.length * 3 > BATCH_BYTES) {
       flush();
@@ -283,17 +286,21 @@ function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
         return;
       }
     }
-    used += batch.write(line, used);
+    used += ascii ? batch.write(line, used, 'latin1') : batch.write(line, used);
   };
   return {
     logger,
     request(record, trace) {
       if (!enabled) return;
-      let line = `${LINE_START}${isoNow()}${LINE_BASE}${accessFieldsJson(record)}`;
-      if (trace != null) {
-        line += `,"trace_id":"${trace.traceId}","span_id":"${trace.spanId}","trace_flags":"${trace.traceFlags}"`;
+      const fields = accessFieldsJson(record);
+      if (trace == null) {
+        append(`${lineHead()}${fields}${LINE_END}`, lastFieldsAscii());
+      } else {
+        append(
+          `${lineHead()}${fields},"trace_id":"${trace.traceId}","span_id":"${trace.spanId}","trace_flags":"${trace.traceFlags}"${LINE_END}`,
+          false,
+        );
       }
-      append(`${line},"msg":"request"}\n`);
       if (!batching) flush();
       else if (timer === null) {
         timer = setTimeout(flush, BATCH_MS);

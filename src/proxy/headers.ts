@@ -82,15 +82,35 @@ const ADDRESS_FIELDS = [XFF, REAL_IP, FORWARDED];
 const PROXY_FIELDS = [XFP, XFH, 'x-forwarded-port', 'x-original-url', 'x-rewrite-url'];
 /** Every field named so is proxy-set; from an untrusted peer none reaches the upstream. */
 const FORWARDED_PREFIX = 'x-forwarded';
+/** RFC 9110 §5.6.2 tchar, by character code (a loop: no regular expression per request). */
+const TCHAR: Uint8Array = (() => {
+  const table = new Uint8Array(128);
+  for (const c of "!#$%&'*+-.^_`|~0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz") {
+    table[c.charCodeAt(0)] = 1;
+  }
+  return table;
+})();
+
 /** An RFC 9110 §5.6.2 token: a `Forwarded` parameter value that needs no quotes. */
-const TOKEN = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
+function isToken(value: string): boolean {
+  if (value.length === 0) return false;
+  for (let i = 0; i < value.length; i++) {
+    const c = value.charCodeAt(i);
+    if (c >= 128 || TCHAR[c] !== 1) return false;
+  }
+  return true;
+}
+
 const HOP_BY_HOP: ReadonlySet<string> = new Set(HOP_BY_HOP_HEADERS);
 
 const normalizeName = headerKey;
 
 /** A `Forwarded` parameter value (RFC 7239 §4): a token, else a quoted-string. */
 function forwardedValue(value: string): string {
-  return TOKEN.test(value) ? value : `"${value.replace(/["\\]/g, '\\$&')}"`;
+  if (isToken(value)) return value;
+  return value.includes('"') || value.includes('\\')
+    ? `"${value.replace(/["\\]/g, '\\$&')}"`
+    : `"${value}"`;
 }
 
 /** `for=` of `Forwarded` (RFC 7239 §6): IPv6 in brackets, quoted; none known: `unknown`. */
@@ -141,8 +161,30 @@ function forwardedElement(
 ): string {
   let element = `for=${forwardedNode(client)}`;
   if (typeof host === 'string' && host !== '') element += `;host=${forwardedValue(host)}`;
-  if (typeof proto === 'string' && TOKEN.test(proto)) element += `;proto=${proto}`;
+  if (typeof proto === 'string' && isToken(proto)) element += `;proto=${proto}`;
   return element;
+}
+
+/**
+ * `forwardedElement`, remembering the last one made: a gateway's requests mostly come
+ * from the same few clients under the same host, and the element's token checks and
+ * quoting (regular expressions) cost more than comparing three short strings.
+ */
+function lastForwardedElement(): typeof forwardedElement {
+  let lastClient = '';
+  let lastHost: string | string[] | undefined;
+  let lastProto: string | string[] = '';
+  let last: string | null = null;
+  return (client, host, proto) => {
+    if (last !== null && client === lastClient && host === lastHost && proto === lastProto) {
+      return last;
+    }
+    last = forwardedElement(client, host, proto);
+    lastClient = client;
+    lastHost = host;
+    lastProto = proto;
+    return last;
+  };
 }
 
 function toObject(list: HeaderList): OutgoingHeaders {
@@ -190,6 +232,8 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     'authorization',
   ]);
 
+  const forwarded = lastForwardedElement();
+
   const upstreamList = (incoming: IncomingHttpHeaders, ctx: UpstreamRequestContext): HeaderList => {
     const out: HeaderList = [];
     const nominated = nominatedFields(incoming.connection);
@@ -228,7 +272,7 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     out.push(XFF, forwardedFor, REAL_IP, client);
     if (!hasProto) out.push(XFP, ctx.proto);
     if (!hasHost && ctx.host !== undefined) out.push(XFH, ctx.host);
-    out.push(FORWARDED, forwardedElement(client, host, proto), REQUEST_ID, ctx.requestId);
+    out.push(FORWARDED, forwarded(client, host, proto), REQUEST_ID, ctx.requestId);
 
     const principal = ctx.principal;
     for (let i = 0; i < claims.length; i++) {

@@ -128,6 +128,25 @@ test('multi-byte client ids across batch boundaries arrive whole', () => {
   assert.equal(lines[2000]?.['portaria.request_id'], 'last');
 });
 
+test('plain lines and lines with Latin-1 or wider characters alternate in a batch, all as UTF-8', () => {
+  const { writes, destination } = capture();
+  const { access } = createLoggers('info', destination);
+  // 'é' and 'ÿ' are one byte per character in V8's Latin-1 strings, two in UTF-8.
+  const values = ['plain', 'café', 'ÿ', 'plain-again', '€', 'done'];
+  for (const clientId of values)
+    access.request(accessRecord({ clientId, urlPath: `/${clientId}` }));
+  access.flush();
+  const text = Buffer.concat(writes.map((write) => Buffer.from(write, 'utf8'))).toString('utf8');
+  const lines = text
+    .split('\n')
+    .filter((line) => line !== '')
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+  assert.deepEqual(
+    lines.map((line) => [line['portaria.client_id'], line['url.path']]),
+    values.map((value) => [value, `/${value}`]),
+  );
+});
+
 test('client ids that need escaping stay valid JSON', () => {
   const { writes, destination } = capture();
   const { access } = createLoggers('info', destination);

@@ -228,6 +228,31 @@ describe('upstream request headers', () => {
     });
   });
 
+  test('consecutive requests each get the Forwarded element of their own client, host and scheme', () => {
+    const policy = policyOf();
+    const sequence: [UpstreamRequestContext, string][] = [
+      [ctx, 'for=203.0.113.7;host=api.example.com;proto=https'],
+      [ctx, 'for=203.0.113.7;host=api.example.com;proto=https'],
+      [
+        { ...ctx, host: 'other.example:8443' },
+        'for=203.0.113.7;host="other.example:8443";proto=https',
+      ],
+      [
+        { ...ctx, host: 'other.example:8443', proto: 'http' },
+        'for=203.0.113.7;host="other.example:8443";proto=http',
+      ],
+      [
+        { ...ctx, peerAddress: '192.0.2.9', proto: 'http' },
+        'for=192.0.2.9;host=api.example.com;proto=http',
+      ],
+      [{ ...ctx, host: undefined }, 'for=203.0.113.7;proto=https'],
+      [ctx, 'for=203.0.113.7;host=api.example.com;proto=https'],
+    ];
+    for (const [context, forwarded] of sequence) {
+      assert.equal(policy.upstreamRequestHeaders({}, context).forwarded, forwarded);
+    }
+  });
+
   /** [what, client address, Host, Forwarded]. */
   const forwardedCases: [string, string | undefined, string, string][] = [
     [
