@@ -5,7 +5,8 @@
  * for `dsaEncoding: 'ieee-p1363'`; done here, `crypto.verify` takes the bare KeyObject,
  * where an options object costs Node 24 two thrown and caught TypeErrors per call
  * (docs/performance.md). The conversion is one-to-one: each r‖s has one DER form, and
- * OpenSSL refuses any DER but the minimal one, so no second spelling verifies.
+ * OpenSSL refuses any DER but the minimal one, so no second spelling verifies. The
+ * reverse turns the DER `crypto.sign` writes back into r‖s.
  */
 
 /**
@@ -57,4 +58,30 @@ function writeInteger(
   if (pad === 1) der[at + 2] = 0;
   source.copy(der, at + 2 + pad, start, end);
   return at + 2 + pad + end - start;
+}
+
+/**
+ * r‖s (each `integerLength` octets, left-padded with zeros) of a DER `ECDSA-Sig-Value`
+ * as OpenSSL signs it; throws on anything else (our own signer's output, never input).
+ */
+export function ecdsaJwsSignature(der: Buffer, integerLength: number): Buffer {
+  let at = der[1] === 0x81 ? 3 : 2;
+  if (der[0] !== 0x30 || (at === 2 ? der[1] : der[2]) !== der.length - at) {
+    throw new Error('not a DER ECDSA signature');
+  }
+  const out = Buffer.alloc(2 * integerLength);
+  for (let half = 0; half < 2; half++) {
+    const length = der[at + 1] as number;
+    if (der[at] !== 0x02 || length < 1 || at + 2 + length > der.length) {
+      throw new Error('not a DER ECDSA signature');
+    }
+    const end = at + 2 + length;
+    let start = at + 2;
+    while (end - start > integerLength && der[start] === 0) start++;
+    if (end - start > integerLength) throw new Error('ECDSA integer longer than the curve');
+    der.copy(out, (half + 1) * integerLength - (end - start), start, end);
+    at = end;
+  }
+  if (at !== der.length) throw new Error('not a DER ECDSA signature');
+  return out;
 }

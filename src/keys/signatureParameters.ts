@@ -23,12 +23,12 @@ export interface SignatureParameters {
     readonly saltLength?: number;
   };
   /**
-   * What `crypto.verify` takes as the key: the bare KeyObject wherever no option is
-   * needed (ECDSA once the signature is DER, `ecdsaDer.ts`; RSASSA-PKCS1-v1_5, OpenSSL's
-   * default for RSA; EdDSA), else `key`. Node 24 throws and catches two TypeErrors per
-   * call to tell an options object from a KeyObject (docs/performance.md).
+   * What `crypto.sign`/`crypto.verify` take as the key: the bare KeyObject wherever no
+   * option is needed (ECDSA with DER signatures, `ecdsaDer.ts`; RSASSA-PKCS1-v1_5,
+   * OpenSSL's default for RSA; EdDSA), else `key`. Node 24 throws and catches two
+   * TypeErrors per call to tell an options object from a KeyObject (docs/performance.md).
    */
-  readonly verifyKey: KeyObject | SignatureParameters['key'];
+  readonly keyArgument: KeyObject | SignatureParameters['key'];
   /** ECDSA: octets of r and of s in the JWS signature (RFC 7518 §3.4); null otherwise. */
   readonly ecdsaIntegerLength: number | null;
 }
@@ -92,7 +92,7 @@ export function signatureParameters(alg: string, key: KeyObject): SignatureParam
     alg,
     digest: rule.digest,
     key: options,
-    verifyKey: rule.pss === true ? options : key,
+    keyArgument: rule.pss === true ? options : key,
     ecdsaIntegerLength: rule.integerLength ?? null,
   });
   byKey.set(key, parameters);

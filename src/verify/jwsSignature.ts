@@ -28,7 +28,7 @@ export function verifyJwsSignature(token: string, alg: string, key: KeyObject): 
   if (signature === null) return false;
   const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
   try {
-    return verify(parameters.digest, signingInput, parameters.verifyKey, signature);
+    return verify(parameters.digest, signingInput, parameters.keyArgument, signature);
   } catch {
     return false;
   }

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomBytes, sign, verify } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { ecdsaDerSignature } from '../../src/keys/ecdsaDer.js';
+import { ecdsaDerSignature, ecdsaJwsSignature } from '../../src/keys/ecdsaDer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 
 const CURVES = [
@@ -67,4 +67,53 @@ describe('ecdsaDerSignature', () => {
       }
     });
   }
+});
+
+describe('ecdsaJwsSignature', () => {
+  for (const { curve, digest, length } of CURVES) {
+    test(`${curve}: the DER OpenSSL signs is r‖s padded to the curve, and back again`, () => {
+      const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: curve });
+      for (let i = 0; i < 40; i++) {
+        const data = randomBytes(40);
+        const der = sign(digest, data, privateKey);
+        const jws = ecdsaJwsSignature(der, length);
+        assert.equal(jws.length, 2 * length);
+        assert.equal(
+          verify(digest, data, { key: publicKey, dsaEncoding: 'ieee-p1363' }, jws),
+          true,
+        );
+        assert.deepEqual(ecdsaDerSignature(jws, length), der);
+      }
+    });
+  }
+
+  test('short integers are left-padded with zeros', () => {
+    const der = Buffer.of(0x30, 7, 0x02, 0x01, 0x05, 0x02, 0x02, 0x00, 0x80);
+    const jws = ecdsaJwsSignature(der, 32);
+    assert.equal(jws[31], 5);
+    assert.equal(jws[63], 0x80);
+    assert.equal(
+      jws.subarray(0, 31).every((o) => o === 0),
+      true,
+    );
+    assert.equal(
+      jws.subarray(32, 63).every((o) => o === 0),
+      true,
+    );
+  });
+
+  test('anything but a SEQUENCE of two INTEGERs that fit the curve throws', () => {
+    const cases = [
+      Buffer.of(0x31, 6, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01),
+      Buffer.of(0x30, 7, 0x02, 0x01, 0x01, 0x02, 0x01, 0x01),
+      Buffer.of(0x30, 6, 0x04, 0x01, 0x01, 0x02, 0x01, 0x01),
+      Buffer.of(0x30, 3, 0x02, 0x01, 0x01),
+      Buffer.concat([
+        Buffer.of(0x30, 37, 0x02, 33, 0x01),
+        Buffer.alloc(32, 1),
+        Buffer.of(0x02, 0x01, 0x01),
+      ]),
+    ];
+    for (const der of cases) assert.throws(() => ecdsaJwsSignature(der, 32));
+  });
 });
