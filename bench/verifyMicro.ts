@@ -55,6 +55,7 @@ const { values, positionals } = parseArgs({
     ms: { type: 'string', default: '1500' },
     'cache-memory': { type: 'boolean', default: false },
     'cache-heap': { type: 'boolean', default: false },
+    'miss-path': { type: 'boolean', default: false },
     tokens: { type: 'string', default: '100000' },
     'gateway-child': { type: 'string' },
     profile: { type: 'string' },
@@ -378,10 +379,66 @@ async function cacheHeap(count: number): Promise<void> {
   );
 }
 
+/**
+ * The verifier's miss path in this process: `--tokens` distinct tokens (default 1,000
+ * here) cycled through a TokenVerifier with a one-entry cache, against the bare
+ * `crypto.verify` of the same tokens: the difference is the verifier's own cost.
+ */
+async function missPath(count: number, ms: number): Promise<void> {
+  const ring = new KeyRing(
+    [{ kid: '20261126T000000Z-0123abcd', alg: 'ES256', privateKey: keysFor('ES256').privateKey }],
+    new Map(),
+    'ES256',
+    systemClock,
+  );
+  const settings = { issuer: 'https://portaria.bench', audience: 'bench-api', clock: systemClock };
+  const verifier = new TokenVerifier({
+    issuers: buildIssuerTable({ ...settings, clockSkewSeconds: 60 }, () => ring, []),
+    clock: systemClock,
+    cache: new VerifiedTokenCache(1, systemClock),
+    revocation: new MemoryRevocationStore(systemClock),
+  });
+  const input = { clientId: 'bench', scope: 'orders:read', lifetimeSeconds: 3600 };
+  const tokens: string[] = [];
+  for (let i = 0; i < count; i++) {
+    tokens.push((await issueAccessToken(ring.signingKey, settings, input)).token);
+  }
+  const key = ring.verificationKey('20261126T000000Z-0123abcd')?.key as KeyObject;
+  const options = { key, dsaEncoding: 'ieee-p1363' as const };
+  const { ecdsaDerSignature } = await import('../src/keys/ecdsaDer.js');
+  let i = 0;
+  const next = () => {
+    i = (i + 1) % count;
+    // Header value strings as Node's parser hands them over: a new string per request.
+    return `Bearer ${tokens[i]}`.slice(7);
+  };
+  for (let round = 0; round < 3; round++) {
+    await time('crypto.verify, bare KeyObject, DER', ms, () => {
+      const token = next();
+      const dot = token.lastIndexOf('.');
+      const signature = Buffer.from(token.slice(dot + 1), 'base64url');
+      const der = ecdsaDerSignature(signature, 32) as Buffer;
+      const data = Buffer.from(token.slice(0, dot), 'latin1');
+      if (!verify('sha256', data, key, der)) throw new Error('bad signature');
+    });
+    await time('crypto.verify, options object, r‖s', ms, () => {
+      const token = next();
+      const dot = token.lastIndexOf('.');
+      const signature = Buffer.from(token.slice(dot + 1), 'base64url');
+      const data = Buffer.from(token.slice(0, dot), 'latin1');
+      if (!verify('sha256', data, options, signature)) throw new Error('bad signature');
+    });
+    await time('TokenVerifier.verify, cache of 1 (miss)', ms, () => verifier.verify(next()));
+    await time('TokenVerifier.verify, 64 in flight', ms, () => verifier.verify(next()), 64);
+  }
+}
+
 if (values['gateway-child'] !== undefined) {
   await gatewayChild(positionals[0] as string, Number(values['gateway-child']));
 } else if (values['cache-heap']) {
   await cacheHeap(Number(values.tokens));
+} else if (values['miss-path']) {
+  await missPath(values.tokens === '100000' ? 1000 : Number(values.tokens), Number(values.ms));
 } else if (values['cache-memory']) {
   await cacheMemory(Number(values.tokens));
 } else {

@@ -22,6 +22,15 @@ export interface SignatureParameters {
     readonly padding?: number;
     readonly saltLength?: number;
   };
+  /**
+   * What `crypto.sign`/`crypto.verify` take as the key: the bare KeyObject wherever no
+   * option is needed (ECDSA with DER signatures, `ecdsaDer.ts`; RSASSA-PKCS1-v1_5,
+   * OpenSSL's default for RSA; EdDSA), else `key`. Node 24 throws and catches two
+   * TypeErrors per call to tell an options object from a KeyObject (docs/performance.md).
+   */
+  readonly keyArgument: KeyObject | SignatureParameters['key'];
+  /** ECDSA: octets of r and of s in the JWS signature (RFC 7518 §3.4); null otherwise. */
+  readonly ecdsaIntegerLength: number | null;
 }
 
 const MIN_RSA_BITS = 2048;
@@ -31,13 +40,15 @@ interface Rule {
   /** Key types (`asymmetricKeyType`) the algorithm accepts. */
   readonly types: readonly string[];
   readonly curve?: string;
+  /** ECDSA: octets of each of r and s (the curve's order). */
+  readonly integerLength?: number;
   readonly pss?: true;
 }
 
 const RULES: Readonly<Record<string, Rule>> = {
-  ES256: { digest: 'sha256', types: ['ec'], curve: 'prime256v1' },
-  ES384: { digest: 'sha384', types: ['ec'], curve: 'secp384r1' },
-  ES512: { digest: 'sha512', types: ['ec'], curve: 'secp521r1' },
+  ES256: { digest: 'sha256', types: ['ec'], curve: 'prime256v1', integerLength: 32 },
+  ES384: { digest: 'sha384', types: ['ec'], curve: 'secp384r1', integerLength: 48 },
+  ES512: { digest: 'sha512', types: ['ec'], curve: 'secp521r1', integerLength: 66 },
   EdDSA: { digest: null, types: ['ed25519', 'ed448'] },
   RS256: { digest: 'sha256', types: ['rsa'] },
   RS384: { digest: 'sha384', types: ['rsa'] },
@@ -64,22 +75,25 @@ export function signatureParameters(alg: string, key: KeyObject): SignatureParam
   ) {
     throw new TypeError(`a ${describe(key)} key cannot be used with ${alg}`);
   }
+  const options = Object.freeze(
+    rule.curve !== undefined
+      ? { key, dsaEncoding: 'ieee-p1363' as const }
+      : rule.pss === true
+        ? {
+            key,
+            padding: constants.RSA_PKCS1_PSS_PADDING,
+            saltLength: constants.RSA_PSS_SALTLEN_DIGEST,
+          }
+        : rule.types[0] === 'rsa'
+          ? { key, padding: constants.RSA_PKCS1_PADDING }
+          : { key },
+  );
   const parameters: SignatureParameters = Object.freeze({
     alg,
     digest: rule.digest,
-    key: Object.freeze(
-      rule.curve !== undefined
-        ? { key, dsaEncoding: 'ieee-p1363' as const }
-        : rule.pss === true
-          ? {
-              key,
-              padding: constants.RSA_PKCS1_PSS_PADDING,
-              saltLength: constants.RSA_PSS_SALTLEN_DIGEST,
-            }
-          : rule.types[0] === 'rsa'
-            ? { key, padding: constants.RSA_PKCS1_PADDING }
-            : { key },
-    ),
+    key: options,
+    keyArgument: rule.pss === true ? options : key,
+    ecdsaIntegerLength: rule.integerLength ?? null,
   });
   byKey.set(key, parameters);
   return parameters;

@@ -8,9 +8,9 @@
  * CPU of an asynchronous WebCrypto signature (docs/performance.md). The protected header
  * is encoded once per key.
  */
-import { randomBytes, sign } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import type { SigningKey } from '../keys/keyRing.js';
-import { signatureParameters } from '../keys/signatureParameters.js';
+import { signJws } from '../keys/signJws.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 
 export interface IssuedToken {
@@ -60,8 +60,7 @@ export function issueAccessToken(
     jti: tokenId,
   });
   const signingInput = `${encodedHeader(key)}.${base64url(claims)}`;
-  const { digest, key: signer } = signatureParameters(key.alg, key.privateKey);
-  const signature = sign(digest, Buffer.from(signingInput, 'latin1'), signer);
+  const signature = signJws(key.alg, key.privateKey, Buffer.from(signingInput, 'latin1'));
   return {
     token: `${signingInput}.${signature.toString('base64url')}`,
     tokenId,

@@ -11,6 +11,7 @@
  * header and claims rules come before and after it, in the verifier's order.
  */
 import { type KeyObject, verify } from 'node:crypto';
+import { ecdsaDerSignature } from '../keys/ecdsaDer.js';
 import { signatureParameters } from '../keys/signatureParameters.js';
 
 /**
@@ -21,10 +22,13 @@ import { signatureParameters } from '../keys/signatureParameters.js';
 export function verifyJwsSignature(token: string, alg: string, key: KeyObject): boolean {
   const parameters = signatureParameters(alg, key);
   const dot = token.lastIndexOf('.');
-  const signature = Buffer.from(token.slice(dot + 1), 'base64url');
+  const octets = Buffer.from(token.slice(dot + 1), 'base64url');
+  const length = parameters.ecdsaIntegerLength;
+  const signature = length === null ? octets : ecdsaDerSignature(octets, length);
+  if (signature === null) return false;
   const signingInput = Buffer.from(token.slice(0, dot), 'latin1');
   try {
-    return verify(parameters.digest, signingInput, parameters.key, signature);
+    return verify(parameters.digest, signingInput, parameters.keyArgument, signature);
   } catch {
     return false;
   }

@@ -53,6 +53,19 @@ describe('signatureParameters', () => {
     assert.equal(signatureParameters('ES256', publicKey), signatureParameters('ES256', publicKey));
   });
 
+  test('the bare KeyObject is the key argument wherever no option is needed (Node 24 pays for an options object)', () => {
+    for (const [alg, key] of [
+      ['ES256', P256.publicKey],
+      ['ES512', P521.publicKey],
+      ['EdDSA', ED25519.publicKey],
+      ['RS256', RSA2048.publicKey],
+    ] as const) {
+      assert.equal(signatureParameters(alg, key).keyArgument, key, alg);
+    }
+    const pss = signatureParameters('PS256', RSA2048.publicKey);
+    assert.equal(pss.keyArgument, pss.key);
+  });
+
   const mismatches: [string, string, KeyObject][] = [
     ['ES256 with a P-384 key', 'ES256', P384.publicKey],
     ['ES384 with a P-256 key', 'ES384', P256.publicKey],
