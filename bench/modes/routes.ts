@@ -5,6 +5,11 @@
  * every other route is a longer prefix that shares 15 characters with the request path,
  * is no longer than it and never matches it, so each one is compared before it fails.
  * Verdict: flat within ±10 % of the 1-route gateway.
+ *
+ * The last row (`--control`, on by default) is a second gateway with the first count:
+ * nothing differs from the first row but the process, so its ratio is the spread two
+ * identical gateways show in this run — a count outside ±10 % by no more than the control
+ * is not evidence of a cost growing with the routes (docs/performance.md, "Routes").
  */
 import { intList, parseModeArgs, TIMING_OPTIONS, timingOf } from '../lib/modeArgs.js';
 import { runScale, type Variant } from '../lib/scale.js';
@@ -35,12 +40,22 @@ export async function run(argv: readonly string[]): Promise<number> {
   const values = parseModeArgs(argv, {
     ...TIMING_OPTIONS,
     counts: { type: 'string', default: '1,100,1000,10000' },
+    control: { type: 'string', default: 'on' },
   });
-  const variants: Variant[] = intList(values, 'counts').map((count) => ({
-    label: `${count} route${count === 1 ? '' : 's'}`,
+  if (values.control !== 'on' && values.control !== 'off') {
+    process.stderr.write('--control takes on or off\n');
+    return 2;
+  }
+  const variant = (count: number, suffix = ''): Variant => ({
+    label: `${count} route${count === 1 ? '' : 's'}${suffix}`,
     overrides: async (_dir, upstream) => ({
       routes: worstCaseRoutes(Math.max(1, count), upstream),
     }),
-  }));
+  });
+  const counts = intList(values, 'counts');
+  const variants = counts.map((count) => variant(count));
+  if (values.control === 'on') {
+    variants.push(variant(counts[0] as number, ', a second process (control)'));
+  }
   return runScale('routes', PATH, variants, timingOf(values));
 }

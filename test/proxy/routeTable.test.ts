@@ -153,6 +153,27 @@ describe('compileRouteTable', () => {
     const compiled = table.match('/v1/orders');
     assert.ok(compiled !== null && Object.isFrozen(compiled) && Object.isFrozen(compiled.scopes));
   });
+
+  test('routes with the same scopes share one frozen list, and so do routes with no audience', () => {
+    const shared = compileRouteTable({
+      routes: [
+        { ...route('a', '/a', 'http://127.0.0.1:3000'), scopes: ['read', 'write'] },
+        { ...route('b', '/b', 'http://127.0.0.1:3000'), scopes: ['read', 'write'] },
+        { ...route('c', '/c', 'http://127.0.0.1:3000'), scopes: ['write', 'read'] },
+        { ...route('d', '/d', 'http://127.0.0.1:3000'), audience: 'https://api.example' },
+      ],
+      upstream,
+    });
+    const [a, b, c, d] = shared.routes;
+    assert.ok(a !== undefined && b !== undefined && c !== undefined && d !== undefined);
+    assert.equal(a.scopes, b.scopes);
+    assert.notEqual(a.scopes, c.scopes);
+    assert.deepEqual(c.scopes, ['write', 'read']);
+    assert.ok(Object.isFrozen(a.scopes) && Object.isFrozen(a.audiences));
+    assert.equal(a.audiences, b.audiences);
+    assert.deepEqual(d.audiences, ['https://api.example']);
+    assert.deepEqual(a.audiences, []);
+  });
 });
 
 /**
