@@ -6,8 +6,9 @@
  * failure reason, issuer id, client id): never a token, a secret, a header value or a
  * query string.
  *
- * A request the sampler does not record costs its ids and nothing more: no child span is
- * made, and the upstream gets the caller's `traceparent`/`tracestate` untouched (the
+ * A request the sampler does not record costs its ids and nothing more: a new trace is
+ * decided before the SDK is called (`TraceRoot.rootDecision`), no child span is made, and
+ * the upstream gets the caller's `traceparent`/`tracestate` untouched (the
  * upstream's spans stay children of the caller's, since ours will never exist), or, when
  * the caller sent none, one carrying the gateway's decision (sampled flag off) so that a
  * parent-based sampler upstream follows it.

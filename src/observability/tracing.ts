@@ -12,6 +12,7 @@
  *
  * Spans and their attributes: docs/tracing.md. Per request: `requestTrace.ts`.
  */
+import { randomFillSync } from 'node:crypto';
 import {
   type Context,
   ROOT_CONTEXT,
@@ -197,12 +198,10 @@ export function rootSamplingBound(): number {
   return ratio === 1 ? 0x1_0000_0000 : Math.floor(ratio * 0xffffffff);
 }
 
-/** Room for a trace id and a span id (the SDK's generator also draws from `Math.random`). */
-const ID_BYTES = Buffer.alloc(24);
-
-function randomWord(): number {
-  return (Math.random() * 0x1_0000_0000) >>> 0;
-}
+/** A trace id and a span id: 16 + 8 random bytes. */
+const ID_BYTES = 24;
+/** Random bytes for this many new traces, drawn at once (one system call, not six `Math.random`s a request). */
+const POOL_TRACES = 128;
 
 /**
  * The ids of new traces, drawn and decided before the SDK is called (`decide`); the SDK's
@@ -212,6 +211,8 @@ function randomWord(): number {
 class RootIds implements IdGenerator {
   readonly #bound: number;
   readonly #random = new RandomIdGenerator();
+  readonly #pool = Buffer.alloc(ID_BYTES * POOL_TRACES);
+  #next = this.#pool.length;
   #traceId: string | null = null;
   #spanId: string | null = null;
 
@@ -221,21 +222,24 @@ class RootIds implements IdGenerator {
 
   /** The unrecorded trace's `traceparent`, or null: recorded, its ids kept for the SDK. */
   decide(): string | null {
-    let w0 = randomWord();
-    const w1 = randomWord();
-    const w2 = randomWord();
-    const w3 = randomWord();
-    // An all-zero id is invalid (W3C Trace Context §3.2.2.3); the SDK's generator sets the last bit too.
-    if ((w0 | w1 | w2 | w3) === 0) w0 = 1;
-    const s0 = randomWord();
-    const s1 = randomWord() || 1;
-    ID_BYTES.writeUInt32BE(w0, 0);
-    ID_BYTES.writeUInt32BE(w1, 4);
-    ID_BYTES.writeUInt32BE(w2, 8);
-    ID_BYTES.writeUInt32BE(w3, 12);
-    ID_BYTES.writeUInt32BE(s0, 16);
-    ID_BYTES.writeUInt32BE(s1, 20);
-    const hex = ID_BYTES.toString('hex');
+    const pool = this.#pool;
+    if (this.#next === pool.length) {
+      randomFillSync(pool);
+      this.#next = 0;
+    }
+    const at = this.#next;
+    this.#next = at + ID_BYTES;
+    const w0 = pool.readUInt32BE(at);
+    const w1 = pool.readUInt32BE(at + 4);
+    const w2 = pool.readUInt32BE(at + 8);
+    let w3 = pool.readUInt32BE(at + 12);
+    // All-zero ids are invalid (W3C Trace Context §3.2.2.3, §3.2.2.4).
+    if ((w0 | w1 | w2 | w3) === 0) {
+      pool[at + 15] = 1;
+      w3 = 1;
+    }
+    if ((pool.readUInt32BE(at + 16) | pool.readUInt32BE(at + 20)) === 0) pool[at + 23] = 1;
+    const hex = pool.toString('hex', at, at + ID_BYTES);
     if ((w0 ^ w1 ^ w2 ^ w3) >>> 0 < this.#bound) {
       this.#traceId = hex.slice(0, 32);
       this.#spanId = hex.slice(32);
