@@ -6,8 +6,9 @@
  * failure reason, issuer id, client id): never a token, a secret, a header value or a
  * query string.
  *
- * A request the sampler does not record costs its ids and nothing more: no child span is
- * made, and the upstream gets the caller's `traceparent`/`tracestate` untouched (the
+ * A request the sampler does not record costs its ids and nothing more: a new trace is
+ * decided before the SDK is called (`TraceRoot.rootDecision`), no child span is made, and
+ * the upstream gets the caller's `traceparent`/`tracestate` untouched (the
  * upstream's spans stay children of the caller's, since ours will never exist), or, when
  * the caller sent none, one carrying the gateway's decision (sampled flag off) so that a
  * parent-based sampler upstream follows it.
@@ -114,11 +115,23 @@ function originParts(origin: string): { address: string; port: number } {
   return parts;
 }
 
+/**
+ * What every request's trace shares: the SDK's tracer, the propagator, the slot, and the
+ * root sampling decision made before the SDK is touched (`rootDecision`).
+ */
+export interface TraceRoot {
+  readonly tracer: Tracer;
+  readonly propagator: W3CTraceContextPropagator;
+  readonly slot: TraceSlot;
+  /**
+   * Draws a new trace's ids and decides it as the configured sampler would decide a span
+   * with no parent: not recorded, the `traceparent` naming it (sampled flag off); recorded,
+   * null (the SDK's next root span then takes those ids).
+   */
+  rootDecision(): string | null;
+}
+
 export class RequestTrace {
-  /** For the access line: hex ids and the flags byte (`01` sampled). */
-  readonly traceId: string;
-  readonly spanId: string;
-  readonly traceFlags: string;
   /** The sampler records this request: its children are made and exported. */
   readonly recording: boolean;
   /**
@@ -126,40 +139,47 @@ export class RequestTrace {
    * line names it. An unrecorded trace the gateway started is known to nobody.
    */
   readonly logged: boolean;
-  readonly #span: Span;
+  /** The server span; null for an unrecorded trace started here (the SDK never saw it). */
+  readonly #span: Span | null;
+  /** Without a span: the `traceparent` of the trace (`00-<trace id>-<span id>-00`). */
+  readonly #traceparent: string;
   /** The server span as a parent (made for recorded requests only). */
   readonly #context: Context;
-  readonly #tracer: Tracer;
-  readonly #propagator: W3CTraceContextPropagator;
-  readonly #slot: TraceSlot;
+  readonly #root: TraceRoot;
   readonly #method: string;
   readonly #callerSentTraceparent: boolean;
   #issuerId: string | undefined = undefined;
 
   /** `describe` gives the request's attributes, called only when the request is recorded. */
   constructor(
-    tracer: Tracer,
-    propagator: W3CTraceContextPropagator,
-    slot: TraceSlot,
+    root: TraceRoot,
     requestMethod: string,
     headers: Readonly<Record<string, string | string[] | undefined>>,
     describe: () => RequestStart,
   ) {
-    this.#tracer = tracer;
-    this.#propagator = propagator;
-    this.#slot = slot;
+    this.#root = root;
     this.#callerSentTraceparent = headers.traceparent !== undefined;
-    const parent = this.#callerSentTraceparent
-      ? propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter)
-      : ROOT_CONTEXT;
     const method = KNOWN_METHODS.has(requestMethod) ? requestMethod : '_OTHER';
     this.#method = method;
-    const span = tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, SERVER, parent);
+    let parent = ROOT_CONTEXT;
+    if (this.#callerSentTraceparent) {
+      parent = root.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+    } else {
+      // Most requests start a trace that is not recorded: decided without the SDK, which
+      // would spend a span object, a sampler call and two hex conversions on each.
+      const unrecorded = root.rootDecision();
+      if (unrecorded !== null) {
+        this.#span = null;
+        this.#traceparent = unrecorded;
+        this.recording = false;
+        this.logged = false;
+        this.#context = ROOT_CONTEXT;
+        return;
+      }
+    }
+    const span = root.tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, SERVER, parent);
     this.#span = span;
-    const ids = span.spanContext();
-    this.traceId = ids.traceId;
-    this.spanId = ids.spanId;
-    this.traceFlags = (ids.traceFlags & TraceFlags.SAMPLED) === 0 ? '00' : '01';
+    this.#traceparent = '';
     this.recording = span.isRecording();
     this.logged = this.recording || this.#callerSentTraceparent;
     if (!this.recording) {
@@ -177,6 +197,22 @@ export class RequestTrace {
     if (start.serverPort !== undefined) span.setAttribute('server.port', start.serverPort);
   }
 
+  /** For the access line: the trace id (32 hex digits). */
+  get traceId(): string {
+    return this.#span === null ? this.#traceparent.slice(3, 35) : this.#span.spanContext().traceId;
+  }
+
+  /** For the access line: the server span's id (16 hex digits). */
+  get spanId(): string {
+    return this.#span === null ? this.#traceparent.slice(36, 52) : this.#span.spanContext().spanId;
+  }
+
+  /** For the access line: the flags byte, `01` sampled, `00` not. */
+  get traceFlags(): string {
+    if (this.#span === null) return '00';
+    return (this.#span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0 ? '00' : '01';
+  }
+
   /**
    * Runs the verification in its span, keeping its synchronous shape (a cached token is
    * answered without a promise). Hooks called inside it (the cache lookup, a key-set
@@ -184,8 +220,8 @@ export class RequestTrace {
    */
   verify<T extends TracedPrincipal>(run: () => T | Promise<T>): T | Promise<T> {
     if (!this.recording) return run();
-    const span = this.#tracer.startSpan('portaria.verify_token', undefined, this.#context);
-    const slot = this.#slot;
+    const span = this.#root.tracer.startSpan('portaria.verify_token', undefined, this.#context);
+    const slot = this.#root.slot;
     const previous = slot.verifying;
     slot.verifying = span;
     let result: T | Promise<T>;
@@ -222,7 +258,7 @@ export class RequestTrace {
   /** A span for a token-operation step (`authenticate_client`, `sign`). */
   step(name: string): StepEnd {
     if (!this.recording) return noStep;
-    const span = this.#tracer.startSpan(`portaria.token.${name}`, undefined, this.#context);
+    const span = this.#root.tracer.startSpan(`portaria.token.${name}`, undefined, this.#context);
     return (failure) => {
       if (failure !== undefined) {
         span.setAttribute(ATTR.reason, failure);
@@ -238,7 +274,7 @@ export class RequestTrace {
    */
   upstream(method: string, origin: string, path: string, routeId: string): UpstreamCall {
     if (!this.recording) return this.#untraced();
-    const span = this.#tracer.startSpan(
+    const span = this.#root.tracer.startSpan(
       KNOWN_METHODS.has(method) ? method : 'HTTP',
       CLIENT,
       this.#context,
@@ -250,7 +286,7 @@ export class RequestTrace {
     span.setAttribute('url.full', origin + path);
     span.setAttribute(ATTR.route, routeId);
     const carrier: Record<string, string> = {};
-    this.#propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
+    this.#root.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
     return {
       traceparent: carrier.traceparent ?? null,
       tracestate: carrier.tracestate,
@@ -270,7 +306,10 @@ export class RequestTrace {
   #untraced(): UpstreamCall {
     if (this.#callerSentTraceparent) return UNTOUCHED;
     // W3C Trace Context §3.2: version 00, the server span's ids, its flags (not sampled).
-    const traceparent = `00-${this.traceId}-${this.spanId}-${this.traceFlags}`;
+    const traceparent =
+      this.#span === null
+        ? this.#traceparent
+        : `00-${this.traceId}-${this.spanId}-${this.traceFlags}`;
     return { traceparent, tracestate: undefined, end: noEnd };
   }
 
@@ -282,7 +321,7 @@ export class RequestTrace {
     clientId: string | undefined,
   ): void {
     const span = this.#span;
-    if (!this.recording) return;
+    if (!this.recording || span === null) return;
     span.setAttribute('http.response.status_code', status);
     span.setAttribute(ATTR.route, routeId);
     if (routeId !== 'unmatched') {

@@ -12,6 +12,7 @@
  *
  * Spans and their attributes: docs/tracing.md. Per request: `requestTrace.ts`.
  */
+import { randomFillSync } from 'node:crypto';
 import {
   type Context,
   ROOT_CONTEXT,
@@ -20,7 +21,12 @@ import {
   SpanStatusCode,
   trace,
 } from '@opentelemetry/api';
-import { ExportResultCode, getStringFromEnv, W3CTraceContextPropagator } from '@opentelemetry/core';
+import {
+  ExportResultCode,
+  getNumberFromEnv,
+  getStringFromEnv,
+  W3CTraceContextPropagator,
+} from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import {
   defaultResource,
@@ -31,11 +37,19 @@ import {
 import {
   BasicTracerProvider,
   BatchSpanProcessor,
+  type IdGenerator,
+  RandomIdGenerator,
   type ReadableSpan,
   type SpanExporter,
 } from '@opentelemetry/sdk-trace-base';
 import { ATTR_SERVICE_NAME } from '@opentelemetry/semantic-conventions';
-import { ATTR, type RequestStart, RequestTrace, type TraceSlot } from './requestTrace.js';
+import {
+  ATTR,
+  type RequestStart,
+  RequestTrace,
+  type TraceRoot,
+  type TraceSlot,
+} from './requestTrace.js';
 
 export { type RequestStart, RequestTrace } from './requestTrace.js';
 
@@ -118,18 +132,25 @@ export function createTracing(options: TracingOptions = {}): Tracing {
     .merge(resourceFromAttributes({ [ATTR_SERVICE_NAME]: DEFAULT_SERVICE_NAME }))
     .merge(detectResources({ detectors: [envDetector] }));
   const exporter = reportingFailures(new OTLPTraceExporter(), options.exportFailed);
+  const ids = new RootIds(rootSamplingBound());
   const provider = new BasicTracerProvider({
     resource,
+    idGenerator: ids,
     spanProcessors: [new BatchSpanProcessor(exporter)],
   });
   const tracer = provider.getTracer('portaria');
-  const propagator = new W3CTraceContextPropagator();
   const slot: TraceSlot = { verifying: null };
+  const root: TraceRoot = {
+    tracer,
+    propagator: new W3CTraceContextPropagator(),
+    slot,
+    rootDecision: () => ids.decide(),
+  };
   let stopped: Promise<void> | undefined;
 
   return {
     startRequest(method, headers, describe) {
-      return new RequestTrace(tracer, propagator, slot, method, headers, describe);
+      return new RequestTrace(root, method, headers, describe);
     },
 
     keySetFetch(issuerId, trigger, uri) {
@@ -157,6 +178,89 @@ export function createTracing(options: TracingOptions = {}): Tracing {
       return stopped;
     },
   };
+}
+
+/**
+ * The bound under which the configured sampler records a span with no parent: the rule of
+ * the SDK's `TraceIdRatioBasedSampler` (the four 32-bit words of the trace id XORed, below
+ * `ratio × 0xffffffff`), `always_on` a ratio of 1 and `always_off` 0, read from the same
+ * variables with the same defaults as the SDK's own sampler (which still decides every
+ * span with a parent).
+ */
+export function rootSamplingBound(): number {
+  const sampler = getStringFromEnv('OTEL_TRACES_SAMPLER') ?? 'parentbased_always_on';
+  let ratio = 1;
+  if (sampler === 'always_off' || sampler === 'parentbased_always_off') ratio = 0;
+  else if (sampler === 'traceidratio' || sampler === 'parentbased_traceidratio') {
+    const value = getNumberFromEnv('OTEL_TRACES_SAMPLER_ARG');
+    ratio = value === undefined || value < 0 || value > 1 ? 1 : value;
+  }
+  return ratio === 1 ? 0x1_0000_0000 : Math.floor(ratio * 0xffffffff);
+}
+
+/** A trace id and a span id: 16 + 8 random bytes. */
+const ID_BYTES = 24;
+/** Random bytes for this many new traces, drawn at once (one system call, not six `Math.random`s a request). */
+const POOL_TRACES = 128;
+
+/**
+ * The ids of new traces, drawn and decided before the SDK is called (`decide`); the SDK's
+ * id generator, which hands a recorded trace's drawn ids to the root span started next
+ * (so that its sampler, seeing the same trace id, reaches the same decision).
+ */
+class RootIds implements IdGenerator {
+  readonly #bound: number;
+  readonly #random = new RandomIdGenerator();
+  readonly #pool = Buffer.alloc(ID_BYTES * POOL_TRACES);
+  #next = this.#pool.length;
+  #traceId: string | null = null;
+  #spanId: string | null = null;
+
+  constructor(bound: number) {
+    this.#bound = bound;
+  }
+
+  /** The unrecorded trace's `traceparent`, or null: recorded, its ids kept for the SDK. */
+  decide(): string | null {
+    const pool = this.#pool;
+    if (this.#next === pool.length) {
+      randomFillSync(pool);
+      this.#next = 0;
+    }
+    const at = this.#next;
+    this.#next = at + ID_BYTES;
+    const w0 = pool.readUInt32BE(at);
+    const w1 = pool.readUInt32BE(at + 4);
+    const w2 = pool.readUInt32BE(at + 8);
+    let w3 = pool.readUInt32BE(at + 12);
+    // All-zero ids are invalid (W3C Trace Context §3.2.2.3, §3.2.2.4).
+    if ((w0 | w1 | w2 | w3) === 0) {
+      pool[at + 15] = 1;
+      w3 = 1;
+    }
+    if ((pool.readUInt32BE(at + 16) | pool.readUInt32BE(at + 20)) === 0) pool[at + 23] = 1;
+    const hex = pool.toString('hex', at, at + ID_BYTES);
+    if ((w0 ^ w1 ^ w2 ^ w3) >>> 0 < this.#bound) {
+      this.#traceId = hex.slice(0, 32);
+      this.#spanId = hex.slice(32);
+      return null;
+    }
+    return `00-${hex.slice(0, 32)}-${hex.slice(32)}-00`;
+  }
+
+  generateTraceId(): string {
+    const id = this.#traceId;
+    if (id === null) return this.#random.generateTraceId();
+    this.#traceId = null;
+    return id;
+  }
+
+  generateSpanId(): string {
+    const id = this.#spanId;
+    if (id === null) return this.#random.generateSpanId();
+    this.#spanId = null;
+    return id;
+  }
 }
 
 function endFetch(span: Span, outcome: string): void {

@@ -458,6 +458,43 @@ describe('tracing', () => {
     assert.deepEqual(receiver.requests, []);
   });
 
+  test('a ratio sampler decides a new trace by its id (TraceIdRatioBased): recorded ones exported, the decision passed upstream', async (t) => {
+    const { gw, receiver } = await withEnv({ OTEL_TRACES_SAMPLER_ARG: '0.5' }, () =>
+      tracedGateway(t, { sampler: 'parentbased_traceidratio' }),
+    );
+    const token = await gw.token();
+    const requests = 40;
+    for (let i = 0; i < requests; i++) {
+      const res = await fetch(`${gw.url}/x`, { headers: { authorization: `Bearer ${token}` } });
+      assert.equal(res.status, 200);
+    }
+    await gw.app.shutdown(); // exports what is buffered
+    const servers = new Map(
+      receiver.spans.filter((s) => s.kind === KIND.server).map((s) => [s.traceId, s]),
+    );
+    let recorded = 0;
+    for (const request of gw.upstream.received.slice(-requests)) {
+      const [, traceId, parentId, flags] =
+        /^00-([0-9a-f]{32})-([0-9a-f]{16})-(0[01])$/.exec(request.headers.traceparent as string) ??
+        [];
+      assert.ok(traceId !== undefined && parentId !== undefined);
+      // The SDK's rule: the trace id's four 32-bit words XORed, under ratio × 0xffffffff.
+      let word = 0;
+      for (let i = 0; i < 32; i += 8)
+        word = (word ^ Number.parseInt(traceId.slice(i, i + 8), 16)) >>> 0;
+      const sampled = word < Math.floor(0.5 * 0xffffffff);
+      assert.equal(flags, sampled ? '01' : '00', `the flag of ${traceId}`);
+      assert.equal(servers.has(traceId), sampled, `a server span exported for ${traceId}`);
+      if (sampled) {
+        recorded++;
+        const client = receiver.spans.find((s) => s.traceId === traceId && s.kind === KIND.client);
+        assert.equal(parentId, client?.spanId, 'the upstream call span is the parent');
+      }
+    }
+    // 40 fair draws: all-or-nothing has a chance of 2 in 10^12.
+    assert.ok(recorded > 0 && recorded < requests, `recorded ${recorded} of ${requests}`);
+  });
+
   test('a parent-based ratio sampler follows an unsampled caller: nothing exported, the caller decision passed on', async (t) => {
     const { gw, receiver } = await withEnv({ OTEL_TRACES_SAMPLER_ARG: '1' }, () =>
       tracedGateway(t, { sampler: 'parentbased_traceidratio' }),
