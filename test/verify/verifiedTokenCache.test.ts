@@ -12,7 +12,7 @@ import { ManualClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import { TokenVerifier } from '../../src/verify/tokenVerifier.js';
 import { buildIssuerTable } from '../../src/verify/trustedIssuer.js';
-import { KEY_LENGTH, VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
+import { VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { signWith } from '../helpers/tokens.js';
 
@@ -72,10 +72,10 @@ describe('verified-token cache and key changes', () => {
     assert.equal(await outcome(verifier.verify(token)), 'refused unknown-kid');
   });
 
-  test('two tokens ending alike share a slot: only an exact match is served', () => {
+  test('two tokens ending alike are both held, each served only to itself', () => {
     const clock = new ManualClock(T0);
     const cache = new VerifiedTokenCache(100, clock);
-    const end = 'e'.repeat(KEY_LENGTH);
+    const end = 'e'.repeat(12);
     const first = `a.b.${end}`;
     const second = `x.y.${end}`;
     const principal = (subject: string) =>
@@ -85,11 +85,11 @@ describe('verified-token cache and key changes', () => {
     assert.equal(cache.get(second), undefined, 'the same end is not the same token');
     cache.set(second, principal('second'), cache.generation);
     assert.equal(cache.get(second)?.subject, 'second');
-    assert.equal(cache.get(first), undefined, 'the later verified token took the slot');
-    assert.equal(cache.size, 1);
+    assert.equal(cache.get(first)?.subject, 'first');
+    assert.equal(cache.size, 2);
     const short = 'short';
     cache.set(short, principal('short'), cache.generation);
-    assert.equal(cache.get(short)?.subject, 'short', 'a token shorter than the key is its own key');
+    assert.equal(cache.get(short)?.subject, 'short', 'a short token is its own entry');
     assert.equal(cache.get('shor'), undefined);
   });
 });
@@ -167,17 +167,97 @@ describe('verified-token cache: an entry stands for the whole token', () => {
   });
 });
 
-describe('verified-token cache: slots', () => {
-  test('ES256 signatures of 10 000 tokens take 10 000 slots', () => {
+describe('verified-token cache: entries and eviction', () => {
+  const principal = (subject: string, expiresAt = T0 / 1000 + 3600) =>
+    ({ subject, expiresAt }) as unknown as Principal;
+
+  test('10 000 distinct tokens take 10 000 entries', () => {
     const clock = new ManualClock(T0);
-    const cache = new VerifiedTokenCache(20_000, clock);
-    const principal = { subject: 'acme', expiresAt: T0 / 1000 + 3600 } as unknown as Principal;
+    const cache = new VerifiedTokenCache(10_000, clock);
     for (let i = 0; i < 10_000; i++) {
       // An ES256 signature segment: 64 random octets, 86 characters.
       const signature = randomBytes(64).toString('base64url');
-      cache.set(`a.b.${signature}`, principal, cache.generation);
+      cache.set(`a.b.${signature}`, principal(signature), cache.generation);
     }
-    // About 2^31 slots: even one shared slot among 10 000 tokens happens in ~2 % of runs.
-    assert.ok(cache.size >= 9_998, String(cache.size));
+    assert.equal(cache.size, 10_000);
+  });
+
+  test('a full cache evicts the least recently used token; a hit makes a token recent', () => {
+    const clock = new ManualClock(T0);
+    const cache = new VerifiedTokenCache(3, clock);
+    for (const t of ['t1', 't2', 't3']) cache.set(t, principal(t), cache.generation);
+    assert.equal(cache.get('t1')?.subject, 't1');
+    cache.set('t4', principal('t4'), cache.generation);
+    assert.equal(cache.get('t2'), undefined, 'the least recently used went');
+    assert.deepEqual(
+      ['t1', 't3', 't4'].map((t) => cache.get(t)?.subject),
+      ['t1', 't3', 't4'],
+    );
+    assert.equal(cache.size, 3);
+  });
+
+  test('an expired entry is dropped on its lookup and its room reused', () => {
+    const clock = new ManualClock(T0);
+    const cache = new VerifiedTokenCache(2, clock);
+    cache.set('short-lived', principal('s', T0 / 1000 + 10), cache.generation);
+    cache.set('long-lived', principal('l'), cache.generation);
+    clock.advance(10_000);
+    assert.equal(cache.get('short-lived'), undefined);
+    assert.equal(cache.size, 1);
+    cache.set('next', principal('n'), cache.generation);
+    assert.equal(cache.get('long-lived')?.subject, 'l', 'not evicted: the freed room was used');
+    assert.equal(cache.get('next')?.subject, 'n');
+  });
+
+  test('clear forgets every entry, and a verification begun before it is not stored', () => {
+    const clock = new ManualClock(T0);
+    const cache = new VerifiedTokenCache(4, clock);
+    const before = cache.generation;
+    cache.set('a', principal('a'), before);
+    cache.clear();
+    assert.equal(cache.get('a'), undefined);
+    assert.equal(cache.size, 0);
+    cache.set('b', principal('b'), before);
+    assert.equal(cache.get('b'), undefined, 'stale generation');
+    cache.set('b', principal('b'), cache.generation);
+    assert.equal(cache.get('b')?.subject, 'b');
+  });
+
+  test('under random sets, hits, expiries and evictions it answers as a reference LRU map', () => {
+    const clock = new ManualClock(T0);
+    const capacity = 64;
+    const cache = new VerifiedTokenCache(capacity, clock);
+    const reference = new Map<string, number>();
+    let seed = 7;
+    const random = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31;
+      return seed % n;
+    };
+    for (let step = 0; step < 50_000; step++) {
+      const token = `token-${random(200)}`;
+      const now = clock.now() / 1000;
+      if (random(3) === 0) {
+        const exp = now + 1 + random(50);
+        cache.set(token, principal(token, exp), cache.generation);
+        reference.delete(token);
+        reference.set(token, exp);
+        if (reference.size > capacity) reference.delete(reference.keys().next().value as string);
+      } else {
+        const exp = reference.get(token);
+        const expected = exp !== undefined && exp > now ? token : undefined;
+        reference.delete(token);
+        if (expected !== undefined) reference.set(token, exp as number);
+        assert.equal(cache.get(token)?.subject, expected, `step ${step}`);
+      }
+      if (random(20) === 0) clock.advance(1000);
+      assert.equal(cache.size, reference.size, `size at step ${step}`);
+    }
+  });
+
+  test('a cache of size 0 holds nothing', () => {
+    const cache = new VerifiedTokenCache(0, new ManualClock(T0));
+    cache.set('a', principal('a'), cache.generation);
+    assert.equal(cache.get('a'), undefined);
+    assert.equal(cache.size, 0);
   });
 });
