@@ -14,7 +14,7 @@ import type { Config } from '../config/types.js';
 import { OAuthDiscovery } from '../http/oauthDiscovery.js';
 import { OAuthRoutes } from '../http/oauthRoutes.js';
 import type { OAuthTokenRouteDeps } from '../http/oauthTokenRoute.js';
-import { JWKS_PATH } from '../http/publicGateway.js';
+import { JWKS_PATH } from '../http/openPaths.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';

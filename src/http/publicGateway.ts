@@ -42,8 +42,10 @@ import {
   reachesHeaderLines,
   tooManyHeaderLines,
 } from './framingChecks.js';
+import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
 import type { OAuthDiscovery } from './oauthDiscovery.js';
-import type { OAuthRoute, OAuthRoutes } from './oauthRoutes.js';
+import type { OAuthRoutes } from './oauthRoutes.js';
+import { JWKS_PATH, OPENAPI_PATH } from './openPaths.js';
 import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
@@ -51,9 +53,7 @@ import { continueBody, type GatewayResponse, RequestScope } from './requestScope
 import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js';
 import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
-
-export const JWKS_PATH = '/.well-known/jwks.json';
-export const OPENAPI_PATH = '/v1/openapi.json';
+import { refuseUpgradeOn, refuseUpgradeOnOpenPath, shuttingDown } from './upgradeRefusals.js';
 
 export interface PublicGatewayDeps {
   readonly config: Config;
@@ -346,94 +346,4 @@ export class PublicGateway {
   }
 }
 
-/** The open paths' route labels (an upgrade on one is refused). */
-const OPEN_ROUTES: ReadonlyMap<string, string> = new Map([
-  [TOKEN_PATH, 'token'],
-  [JWKS_PATH, 'jwks'],
-  [OPENAPI_PATH, 'openapi'],
-]);
-
-/**
- * An upgrade on an open path: 400 when the method is one the path takes (only the
- * upgrade is wrong, and a 405 naming that very method would contradict itself); another
- * method gets a 405 naming what the path does accept (RFC 9110 §15.5.6).
- */
-function refuseUpgradeOnOpenPath(
-  req: IncomingMessage,
-  path: string,
-  scope: RequestScope,
-  oauth: OAuthRoute | undefined,
-): void {
-  const openRoute = oauth?.routeId ?? OPEN_ROUTES.get(path);
-  if (openRoute === undefined) return;
-  refuseUpgradeOn(
-    req,
-    openRoute,
-    oauth?.allow ?? (path === TOKEN_PATH ? 'POST' : 'GET, HEAD'),
-    scope,
-  );
-}
-
-function refuseUpgradeOn(
-  req: IncomingMessage,
-  openRoute: string,
-  allow: string,
-  scope: RequestScope,
-): never {
-  scope.routeId = openRoute;
-  if (allow.split(', ').includes(req.method ?? '')) {
-    throw new PortariaError(
-      'invalid-request',
-      'This path does not accept upgrades; send the request without Upgrade.',
-      { reason: 'upgrade-on-open-path' },
-    );
-  }
-  throw new PortariaError('method-not-allowed', 'This path does not accept upgrades.', {
-    reason: 'upgrade-on-open-path',
-    headers: { allow },
-  });
-}
-
-function shuttingDown(): PortariaError {
-  return new PortariaError('service-unavailable', 'The gateway is shutting down.', {
-    reason: 'shutting-down',
-  });
-}
-
 function ignoreSocketError(): void {}
-
-/** The methods the gateway forwards (the `Allow` of its 405s for CONNECT and TRACE). */
-const FORWARDED_METHODS = 'GET, HEAD, POST, PUT, PATCH, DELETE, OPTIONS';
-
-function isForwardedMethod(method: string | undefined): boolean {
-  switch (method) {
-    case 'GET':
-    case 'POST':
-    case 'PUT':
-    case 'PATCH':
-    case 'DELETE':
-    case 'HEAD':
-    case 'OPTIONS':
-      return true;
-    default:
-      return false;
-  }
-}
-
-/**
- * Other methods are answered here, never forwarded. TRACE: the upstream would echo the
- * request it received — with the identity headers the gateway set — and no API needs it.
- * WebDAV (PROPFIND, MKCOL, LOCK…), PURGE and the rest of what Node's parser knows: an
- * API behind the gateway has no use for them, and a cache or file server that does must
- * not be reachable with them through it.
- */
-function methodRefused(method: string | undefined): PortariaError {
-  return new PortariaError(
-    'method-not-allowed',
-    method === 'TRACE' ? 'TRACE is not supported.' : 'This method is not supported.',
-    {
-      reason: method === 'TRACE' ? 'trace' : 'method',
-      headers: { allow: FORWARDED_METHODS },
-    },
-  );
-}
