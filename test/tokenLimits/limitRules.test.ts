@@ -290,6 +290,10 @@ describe('source address', () => {
   /** [what, the client's address, the limit key]. */
   const cases: [string, string | undefined, string][] = [
     ['an IPv4 address as is', '192.0.2.1', '192.0.2.1'],
+    ['the lowest IPv4 address as is', '0.0.0.0', '0.0.0.0'],
+    ['the highest IPv4 address as is', '255.255.255.255', '255.255.255.255'],
+    ['an IPv4 address with a leading zero as unknown', '192.0.2.01', 'unknown'],
+    ['an IPv4 address in three parts as unknown', '192.0.513', 'unknown'],
     ['an IPv4-mapped address as IPv4', '::ffff:192.0.2.1', '192.0.2.1'],
     ['an IPv6 address as its /64', '2001:DB8::1', '2001:db8::/64'],
     ['the same /64 however spelled', '2001:0db8:0:0:0:0:0:0ff', '2001:db8::/64'],
