@@ -275,6 +275,22 @@ describe('limit keys', () => {
     assert.equal(pairKey('acme', '192.0.2.1'), '192.0.2.1 acme');
   });
 
+  test('keys asked for in turn each come out their own (the last key is remembered, never another)', () => {
+    const hashedE = clientKey('é');
+    assert.ok(clientKey('').startsWith(' '), 'an empty id is hashed');
+    const steps: [() => string, string][] = [
+      [() => clientKey('acme'), 'acme'],
+      [() => clientKey('é'), hashedE],
+      [() => clientKey('acme'), 'acme'],
+      [() => pairKey('acme', '192.0.2.1'), '192.0.2.1 acme'],
+      [() => pairKey('acme', '192.0.2.2'), '192.0.2.2 acme'],
+      [() => pairKey('beta', '192.0.2.2'), '192.0.2.2 beta'],
+      [() => pairKey('é', '192.0.2.2'), `192.0.2.2 ${hashedE}`],
+      [() => pairKey('acme', '192.0.2.1'), '192.0.2.1 acme'],
+    ];
+    for (const [key, expected] of steps) assert.equal(key(), expected);
+  });
+
   test('a back-off entry key has at most 44 characters and never collides with another id', () => {
     assert.equal(backoffEntryKey('acme'), 'acme');
     assert.equal(backoffEntryKey('a'.repeat(44)), 'a'.repeat(44));
