@@ -69,7 +69,7 @@ export async function runTokenOperation(
   const request = parseTokenRequest(await call.readBody());
   const { clientId } = request;
   const check = limiter.checkPair(clientId, address);
-  const { waitMs, known } = check instanceof Promise ? await check : check;
+  const { waitMs, known } = 'then' in check ? await check : check;
   refuseIfWaiting(waitMs, 'backoff', deps);
   const pair = pairKey(clientId, address);
   if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
