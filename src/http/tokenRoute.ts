@@ -37,7 +37,7 @@ export async function handleTokenRequest(
         clientAddress: scope.clientAddress ?? '',
         // A pending `100 Continue` goes out once the declared length passed.
         readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
-        ...(trace === null ? {} : { steps: (step: string) => trace.step(step) }),
+        steps: trace === null ? undefined : (step: string) => trace.step(step),
       },
       deps,
     );
