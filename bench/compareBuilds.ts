@@ -12,11 +12,14 @@
  *   npx tsc -p tsconfig.json --outDir .out-perf
  *   node .out-perf/bench/compareBuilds.js /tmp/old/out .out-perf [--rounds 8] [--duration 5]
  *
+ * `--operation token` loads the token operation instead (`POST /v1/authentication/accesstoken`
+ * with the bench client's JSON body, limits on as `--mode token` runs them).
+ *
  * A build directory is a `tsc` output of this repository (it holds `bench/gateway.js`); it
  * resolves its own `node_modules` from where it lies. Needs wrk, taskset and 2 CPUs.
  */
 import { spawnSync } from 'node:child_process';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
@@ -25,6 +28,7 @@ import { processCpuUs } from './lib/processCpu.js';
 import { type Child, spawnChild } from './lib/spawnChild.js';
 import { median } from './lib/stats.js';
 import { runWrk, type WrkResult } from './lib/wrk.js';
+import { writeWrkScripts } from './lib/wrkScripts.js';
 
 interface GatewayInfo {
   url: string;
@@ -36,6 +40,7 @@ const { values, positionals } = parseArgs({
     rounds: { type: 'string', default: '8' },
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
+    operation: { type: 'string', default: 'forwarding' },
   },
   allowPositionals: true,
   strict: true,
@@ -50,6 +55,11 @@ if (buildA === undefined || buildB === undefined || positionals.length !== 2) {
 }
 if (![rounds, durationS, connections].every((n) => Number.isInteger(n) && n > 0)) {
   process.stderr.write('--rounds, --duration and --connections take positive integers\n');
+  process.exit(2);
+}
+const operation = values.operation;
+if (operation !== 'forwarding' && operation !== 'token') {
+  process.stderr.write('--operation takes forwarding or token\n');
   process.exit(2);
 }
 if (availableParallelism() < 2 || spawnSync('taskset', ['-V']).status !== 0) {
@@ -70,7 +80,24 @@ function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
 process.stdout.write(`node ${process.version} (${process.execPath}), both builds\n`);
 const work = await mkdtemp(join(tmpdir(), 'portaria-compare-'));
 const children: Child<unknown>[] = [];
+const TOKEN_PATH = '/v1/authentication/accesstoken';
+const TOKEN_BODY = JSON.stringify({
+  clientId: 'bench',
+  clientSecret: 'bench-secret-0123456789abcdefghijklmnopqrst',
+});
+/** As `--mode token`: every limit on, far above what one wrk reaches. */
+const LIMITS_ON_NOT_REFUSING = {
+  tokenLimits: {
+    store: 'local',
+    perAddress: { enabled: true, ratePerSecond: 100_000, burst: 1_000_000 },
+    perClient: { enabled: true, ratePerSecond: 100_000, burst: 1_000_000 },
+    failedSecretBackoff: { enabled: true },
+  },
+};
 try {
+  const postScript = (await writeWrkScripts(work)).post;
+  const overrides = join(work, 'overrides.json');
+  await writeFile(overrides, JSON.stringify(operation === 'token' ? LIMITS_ON_NOT_REFUSING : {}));
   const upstream = await spawnChild<{ url: string }>('upstream', script(buildB, 'upstream'), []);
   children.push(upstream);
   const start = async (build: string, name: string) => {
@@ -85,6 +112,8 @@ try {
       join(work, name),
       '--log-to',
       fifo,
+      '--overrides',
+      overrides,
     ]);
     children.push(gateway);
     return { sink, gateway };
@@ -96,13 +125,25 @@ try {
   pinTo(String(last), a.gateway.pid, b.gateway.pid);
 
   const load = (g: Child<GatewayInfo>, seconds: number): Promise<WrkResult> =>
-    runWrk({
-      url: `${g.info.url}/v1/orders/42`,
-      headers: [`Authorization: Bearer ${g.info.token}`],
-      connections,
-      threads: 1,
-      durationS: seconds,
-    });
+    runWrk(
+      operation === 'token'
+        ? {
+            url: `${g.info.url}${TOKEN_PATH}`,
+            headers: [],
+            script: postScript,
+            scriptArgs: [TOKEN_BODY],
+            connections,
+            threads: 1,
+            durationS: seconds,
+          }
+        : {
+            url: `${g.info.url}/v1/orders/42`,
+            headers: [`Authorization: Bearer ${g.info.token}`],
+            connections,
+            threads: 1,
+            durationS: seconds,
+          },
+    );
   await Promise.all([load(a.gateway, 3), load(b.gateway, 3)]); // warm-up
   const ratios: number[] = [];
   for (let round = 1; round <= rounds; round++) {

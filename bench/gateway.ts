@@ -12,17 +12,22 @@
  *
  *   node dist-test/bench/gateway.js http://127.0.0.1:<port> [--dir D] [--log-level info]
  *                                   [--log-to FIFO] [--keys-dir K] [--overrides F.json]
- *                                   [--tracing on|off]
+ *                                   [--tracing on|off] [--profile FILE]
  *
  * `--keys-dir` loads a key the bench made (so peers verify the same tokens); `--overrides`
  * is a JSON object merged over the settings below (the modes' cache sizes, routes,
  * limits, revocation file). `--tracing`: `tracing.enabled` set on or off, the `OTEL_*`
  * variables read from the environment; absent, no `tracing` section at all.
  *
+ * `--profile FILE`: a V8 CPU profile from SIGUSR2 to the stop (start-up left out), written
+ * to FILE — the differential profiles of docs/performance.md (load with wrk, SIGUSR2,
+ * then SIGTERM).
+ *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
  */
 import { open as openFd } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
@@ -45,6 +50,7 @@ const { values, positionals } = parseArgs({
     'keys-dir': { type: 'string' },
     overrides: { type: 'string' },
     tracing: { type: 'string' },
+    profile: { type: 'string' },
   },
   allowPositionals: true,
   strict: true,
@@ -124,8 +130,23 @@ if (res.status !== 200 || typeof token !== 'string') {
   process.exit(1);
 }
 
+const profileFile = values.profile;
+const session = profileFile === undefined ? null : new Session();
+let profiling = false;
+// Listening before the announcement: a SIGUSR2 sent as soon as it is read must not kill.
+if (session !== null) {
+  session.connect();
+  process.once('SIGUSR2', () => {
+    profiling = true;
+    void session.post('Profiler.enable').then(() => session.post('Profiler.start'));
+  });
+}
 announce({ url: publicUrl, adminUrl, token, logFile });
 onStop(async () => {
+  if (session !== null && profileFile !== undefined && profiling) {
+    const { profile } = await session.post('Profiler.stop');
+    await writeFile(profileFile, JSON.stringify(profile));
+  }
   await app.shutdown();
   if (givenDir === undefined) await rm(dir, { recursive: true, force: true });
   return undefined;

@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';
 import type { ClientRecord, ClientRegistry } from './clientRegistry.js';
-import { type ParsedHash, SCRYPT_DEFAULTS, verifySecret } from './secretHash.js';
+import { checkSecret, type ParsedHash, SCRYPT_DEFAULTS } from './secretHash.js';
 
 export type AuthenticationFailure =
   | 'unknown-client'
@@ -27,8 +27,8 @@ export type ClientAuthenticator = (
 ) => Promise<AuthenticationResult>;
 
 export interface ClientAuthenticatorOptions {
-  /** Replaces `verifySecret` (tests count the work done per call). */
-  readonly verifySecret?: (secret: string, hash: ParsedHash) => Promise<boolean>;
+  /** Replaces `checkSecret` (tests count the work done per call). */
+  readonly verifySecret?: (secret: string, hash: ParsedHash) => boolean | Promise<boolean>;
 }
 
 interface Slot {
@@ -42,7 +42,7 @@ export function createClientAuthenticator(
   clock: Clock,
   options: ClientAuthenticatorOptions = {},
 ): ClientAuthenticator {
-  const verify = options.verifySecret ?? verifySecret;
+  const verify = options.verifySecret ?? checkSecret;
   const clients = registry.ids().map((id) => registry.get(id) as ClientRecord);
   const scryptSlots = Math.max(0, ...clients.map((c) => count(c, 'scrypt')));
   const sha256Slots = Math.max(2 - scryptSlots, ...clients.map((c) => count(c, 'sha256')));
@@ -57,16 +57,26 @@ export function createClientAuthenticator(
   return async (clientId, secret) => {
     const client = registry.get(clientId);
     const slots = (client && slotsById.get(clientId)) ?? unknownSlots;
-    const matches = await Promise.all(slots.map((slot) => verify(secret, slot.hash)));
+    // Every slot is checked, started together; sha256 slots answer at once, and only
+    // scrypt slots make this wait.
+    const checks: (boolean | Promise<boolean>)[] = [];
+    let pending = false;
+    for (const slot of slots) {
+      const check = verify(secret, slot.hash);
+      if (typeof check !== 'boolean') pending = true;
+      checks.push(check);
+    }
+    const matches = pending ? await Promise.all(checks) : (checks as boolean[]);
     const now = clock.now();
     let matched = false;
     let matchedExpired = false;
-    slots.forEach((slot, i) => {
-      if (!matches[i] || slot.real === null) return;
-      const expired = slot.real.expiresAtMs !== null && slot.real.expiresAtMs <= now;
+    for (let i = 0; i < slots.length; i++) {
+      const real = (slots[i] as Slot).real;
+      if (!matches[i] || real === null) continue;
+      const expired = real.expiresAtMs !== null && real.expiresAtMs <= now;
       if (expired) matchedExpired = true;
       else matched = true;
-    });
+    }
     if (client === undefined) return { ok: false, reason: 'unknown-client' };
     if (!matched) return { ok: false, reason: matchedExpired ? 'secret-expired' : 'bad-secret' };
     if (client.disabled) return { ok: false, reason: 'disabled-client' };

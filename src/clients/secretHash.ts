@@ -10,7 +10,12 @@
  * a start-up error, never a hash that silently matches nothing or costs unbounded work.
  * Comparison is `timingSafeEqual` over digests of equal, fixed length.
  */
-import { createHash, randomBytes, scrypt as scryptCallback, timingSafeEqual } from 'node:crypto';
+import {
+  hash as digestOf,
+  randomBytes,
+  scrypt as scryptCallback,
+  timingSafeEqual,
+} from 'node:crypto';
 
 export type ParsedHash =
   | { readonly scheme: 'sha256'; readonly digest: Buffer }
@@ -84,16 +89,25 @@ export function parseSecretHash(text: string): ParsedHash | null {
 
 /** True when `secret` hashes to `hash`. Work depends on the hash's scheme, not on the secret. */
 export async function verifySecret(secret: string, hash: ParsedHash): Promise<boolean> {
-  const computed =
-    hash.scheme === 'sha256'
-      ? sha256(secret)
-      : await scrypt(secret, hash.salt, hash.digest.length, hash.N, hash.r, hash.p);
-  // Both sides have the hash's digest length by construction.
-  return timingSafeEqual(computed, hash.digest);
+  return checkSecret(secret, hash);
 }
 
+/**
+ * `verifySecret`, answered at once for a `sha256` hash (a synchronous digest) and as a
+ * promise for `scrypt` (the thread pool's work): the token operation's path takes no
+ * promise for a sha256 client.
+ */
+export function checkSecret(secret: string, hash: ParsedHash): boolean | Promise<boolean> {
+  // Both sides have the hash's digest length by construction.
+  if (hash.scheme === 'sha256') return timingSafeEqual(sha256(secret), hash.digest);
+  return scrypt(secret, hash.salt, hash.digest.length, hash.N, hash.r, hash.p).then((computed) =>
+    timingSafeEqual(computed, hash.digest),
+  );
+}
+
+/** One-shot digest: no Hash object per call. */
 function sha256(secret: string): Buffer {
-  return createHash('sha256').update(secret, 'utf8').digest();
+  return digestOf('sha256', secret, 'buffer');
 }
 
 function scryptMemory(N: number, r: number): number {

@@ -176,7 +176,8 @@ export class PublicGateway {
     }
     switch (target.path) {
       case TOKEN_PATH:
-        this.#servedHere(res, 'token');
+        // X-Request-Id goes in the token answer's one writeHead, or in #fail's refusal.
+        res.scope.routeId = 'token';
         return handleTokenRequest(req, res, this.#deps.tokenRoute);
       case JWKS_PATH:
         return this.#document(req, res, 'jwks', this.#deps.jwks);

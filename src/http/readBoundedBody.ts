@@ -22,8 +22,12 @@ export class BodyTooLarge extends PortariaError {
 /**
  * `beforeRead` runs once the declared length and encoding passed, just before the body is
  * read (the public listener sends a pending `100 Continue` there).
+ *
+ * Read with `data`/`end` listeners: a stream's async iterator costs several promises and
+ * listeners per request on the token operation's path. Over the limit, the rest of the
+ * body is read and dropped while the 413 goes out with `Connection: close`.
  */
-export async function readBoundedBody(
+export function readBoundedBody(
   req: IncomingMessage,
   limit: number,
   beforeRead?: () => void,
@@ -41,19 +45,86 @@ export async function readBoundedBody(
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limit) throw new BodyTooLarge(limit);
   beforeRead?.();
+  return new Promise((resolve, reject) => new BodyReader(req, limit, resolve, reject));
+}
 
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > limit) throw new BodyTooLarge(limit);
-    chunks.push(chunk as Buffer);
+/** One body being read; its listeners are removed once it settles. */
+class BodyReader {
+  readonly #req: IncomingMessage;
+  readonly #limit: number;
+  readonly #resolve: (text: string) => void;
+  readonly #reject: (error: unknown) => void;
+  readonly #chunks: Buffer[] = [];
+  #size = 0;
+
+  constructor(
+    req: IncomingMessage,
+    limit: number,
+    resolve: (text: string) => void,
+    reject: (error: unknown) => void,
+  ) {
+    this.#req = req;
+    this.#limit = limit;
+    this.#resolve = resolve;
+    this.#reject = reject;
+    if (req.destroyed) {
+      reject(prematureClose());
+      return;
+    }
+    req.on('data', this.#onData);
+    req.on('end', this.#onEnd);
+    req.on('error', this.#onError);
+    req.on('close', this.#onClose);
   }
-  try {
-    return utf8.decode(Buffer.concat(chunks, size));
-  } catch {
-    throw new PortariaError('invalid-request', 'The request body is not valid UTF-8.', {
-      reason: 'body-not-utf8',
-    });
+
+  readonly #onData = (chunk: Buffer): void => {
+    this.#size += chunk.length;
+    if (this.#size > this.#limit) {
+      this.#settle();
+      // Still flowing with no reader: what else arrives is dropped.
+      this.#reject(new BodyTooLarge(this.#limit));
+      return;
+    }
+    this.#chunks.push(chunk);
+  };
+
+  readonly #onEnd = (): void => {
+    this.#settle();
+    const chunks = this.#chunks;
+    const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#size);
+    try {
+      this.#resolve(utf8.decode(bytes));
+    } catch {
+      this.#reject(
+        new PortariaError('invalid-request', 'The request body is not valid UTF-8.', {
+          reason: 'body-not-utf8',
+        }),
+      );
+    }
+  };
+
+  readonly #onError = (error: unknown): void => {
+    this.#settle();
+    this.#reject(error);
+  };
+
+  /** Closed before its end: the client left (an error, if any, came first). */
+  readonly #onClose = (): void => {
+    this.#settle();
+    this.#reject(prematureClose());
+  };
+
+  #settle(): void {
+    const req = this.#req;
+    req.off('data', this.#onData);
+    req.off('end', this.#onEnd);
+    req.off('error', this.#onError);
+    req.off('close', this.#onClose);
   }
+}
+
+function prematureClose(): Error {
+  return Object.assign(new Error('The request closed before its body ended.'), {
+    code: 'ERR_STREAM_PREMATURE_CLOSE',
+  });
 }

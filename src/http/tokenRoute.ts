@@ -9,10 +9,7 @@ import { PortariaError } from '../errors.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
 import { runTokenOperation, type TokenOperationDeps } from '../token/tokenOperation.js';
 import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
-import { sendJson } from './replies.js';
 import { continueBody, type GatewayResponse } from './requestScope.js';
-
-const NO_STORE = { 'cache-control': 'no-store', pragma: 'no-cache' } as const;
 
 export interface TokenRouteDeps extends TokenOperationDeps {
   readonly bodyLimitBytes: number;
@@ -29,21 +26,38 @@ export async function handleTokenRequest(
   res: GatewayResponse,
   deps: TokenRouteDeps,
 ): Promise<void> {
-  const trace = res.scope.trace;
+  const scope = res.scope;
+  const trace = scope.trace;
   try {
     const exchange = await runTokenOperation(
       {
         method: req.method,
         contentType: req.headers['content-type'],
-        clientAddress: deps.trustedProxies.clientAddress(req),
+        // As the request's accounting read it behind `server.trustedProxies`.
+        clientAddress: scope.clientAddress ?? '',
         // A pending `100 Continue` goes out once the declared length passed.
         readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
-        ...(trace === null ? {} : { steps: (step: string) => trace.step(step) }),
+        steps: trace === null ? undefined : (step: string) => trace.step(step),
       },
       deps,
     );
-    res.scope.clientId = exchange.clientId;
-    sendJson(res, 200, JSON.stringify(exchange.body), NO_STORE);
+    scope.clientId = exchange.clientId;
+    const json = JSON.stringify(exchange.body);
+    // One head, its fields in a flat list: Node writes it without building a header map
+    // (the public listener leaves X-Request-Id to this answer, and to its refusals).
+    res.writeHead(200, [
+      'x-request-id',
+      scope.id,
+      'content-type',
+      'application/json',
+      'content-length',
+      String(Buffer.byteLength(json)),
+      'cache-control',
+      'no-store',
+      'pragma',
+      'no-cache',
+    ]);
+    res.end(json);
     deps.onOutcome('issued');
     deps.onIssued?.(exchange.clientId);
   } catch (error) {

@@ -58,16 +58,25 @@ export async function runTokenOperation(
   requirePost(call.method);
   requireJson(call.contentType);
   const address = sourceAddress(call.clientAddress);
-  refuseIfWaiting(await limiter.takeAddress(address), 'address', deps);
+  // The local limiter answers at once: a value is used as is, only a promise (Redis) is
+  // awaited, so a request takes no extra turn of the event loop per limit.
+  const addressWait = limiter.takeAddress(address);
+  refuseIfWaiting(
+    typeof addressWait === 'number' ? addressWait : await addressWait,
+    'address',
+    deps,
+  );
   const request = parseTokenRequest(await call.readBody());
   const { clientId } = request;
-  const { waitMs, known } = await limiter.checkPair(clientId, address);
+  const check = limiter.checkPair(clientId, address);
+  const { waitMs, known } = 'then' in check ? await check : check;
   refuseIfWaiting(waitMs, 'backoff', deps);
   const pair = pairKey(clientId, address);
   if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
   let outcome: AttemptOutcome = 'unchecked';
   try {
-    refuseIfWaiting(await limiter.takeClient(clientId, known), 'client', deps);
+    const clientWait = limiter.takeClient(clientId, known);
+    refuseIfWaiting(typeof clientWait === 'number' ? clientWait : await clientWait, 'client', deps);
     let exchange: TokenExchange;
     try {
       exchange = await deps.tokens.exchange(request, call.steps);
@@ -79,7 +88,8 @@ export async function runTokenOperation(
       throw error;
     }
     outcome = 'succeeded';
-    await limiter.recordSuccess(clientId, address);
+    const recorded = limiter.recordSuccess(clientId, address);
+    if (recorded !== undefined) await recorded;
     return exchange;
   } finally {
     // After the outcome is recorded: the next check of the pair sees its new wait.
@@ -130,7 +140,8 @@ function requirePost(method: string | undefined): void {
 }
 
 function requireJson(contentType: string | undefined): void {
-  if (!isJsonMediaType(contentType)) {
+  // The common spelling first, without parsing parameters.
+  if (contentType !== 'application/json' && !isJsonMediaType(contentType)) {
     throw new PortariaError('unsupported-media-type', 'Content-Type must be application/json.', {
       reason: 'content-type',
     });

@@ -7,7 +7,7 @@
  * answer (401 invalid-client, same detail); the private reason goes to the log and
  * metrics only. The client authenticator does the same work in each case.
  */
-import type { ClientAuthenticator } from '../clients/authenticateClient.js';
+import type { AuthenticationResult, ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord } from '../clients/clientRegistry.js';
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
@@ -51,12 +51,13 @@ export class TokenService {
   /** Authenticates a parsed token request (`parseTokenRequest`) and issues its token. */
   async exchange(request: TokenRequest, steps?: ExchangeSteps): Promise<TokenExchange> {
     const authenticated = steps?.('authenticate_client');
-    const result = await this.#options
-      .authenticate()(request.clientId, request.clientSecret)
-      .catch((error: unknown) => {
-        authenticated?.('error');
-        throw error;
-      });
+    let result: AuthenticationResult;
+    try {
+      result = await this.#options.authenticate()(request.clientId, request.clientSecret);
+    } catch (error) {
+      authenticated?.('error');
+      throw error;
+    }
     authenticated?.(result.ok ? undefined : result.reason);
     if (!result.ok) {
       throw new PortariaError('invalid-client', 'The client credentials were not accepted.', {

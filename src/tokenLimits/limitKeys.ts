@@ -13,8 +13,23 @@ import { createHash } from 'node:crypto';
 
 const PLAIN_CLIENT_ID = /^[\x21-\x7e]{1,128}$/;
 
+/**
+ * The last id and pair asked for, with their keys: one token request asks for the same
+ * keys several times (the checks, the back-off, the outcome), and a key string used
+ * again keeps the hash a Map computed for it.
+ */
+let lastClientId = '';
+let lastClientKey = '';
+let lastPairClientId = '';
+let lastPairAddress = '';
+let lastPairKey = '';
+
 export function clientKey(clientId: string): string {
-  return PLAIN_CLIENT_ID.test(clientId) ? clientId : hashed(clientId);
+  if (clientId !== lastClientId || lastClientKey === '') {
+    lastClientKey = PLAIN_CLIENT_ID.test(clientId) ? clientId : hashed(clientId);
+    lastClientId = clientId;
+  }
+  return lastClientKey;
 }
 
 /**
@@ -33,5 +48,10 @@ function hashed(clientId: string): string {
 }
 
 export function pairKey(clientId: string, address: string): string {
-  return `${address} ${clientKey(clientId)}`;
+  if (clientId !== lastPairClientId || address !== lastPairAddress || lastPairKey === '') {
+    lastPairKey = `${address} ${clientKey(clientId)}`;
+    lastPairClientId = clientId;
+    lastPairAddress = address;
+  }
+  return lastPairKey;
 }

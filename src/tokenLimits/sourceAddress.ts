@@ -16,7 +16,12 @@ import ipaddr from 'ipaddr.js';
 const UNKNOWN = 'unknown';
 
 export function sourceAddress(client: string | undefined): string {
-  return client === undefined || isIP(client) === 0 ? UNKNOWN : limitKeyOf(client);
+  if (client === undefined) return UNKNOWN;
+  const version = isIP(client);
+  // isIP takes IPv4 only as four decimal octets without leading zeros: already the
+  // form ipaddr.js would write back.
+  if (version === 4) return client;
+  return version === 0 ? UNKNOWN : limitKeyOf(client);
 }
 
 /** `address` is a valid IP address (isIP ≠ 0); parsed by ipaddr.js, as proxy-addr does. */

@@ -118,4 +118,30 @@ describe('issueAccessToken', () => {
     assert.notEqual(a.tokenId, b.tokenId);
     assert.notEqual(a.token, b.token);
   });
+
+  test('a thousand tokens carry a thousand distinct 128-bit token ids, in and across random batches', () => {
+    const clock = new ManualClock(T0);
+    const ring = new KeyRing(
+      [{ kid: 'k-1', alg: 'EdDSA', privateKey: newKeyPair('ed25519').privateKey }],
+      new Map(),
+      'EdDSA',
+      clock,
+    );
+    const settings = { issuer: ISSUER, audience: AUDIENCE, clock };
+    const input = { clientId: 'acme', scope: '', lifetimeSeconds: 60 };
+    const ids = new Set<string>();
+    const bytes = new Set<string>();
+    for (let i = 0; i < 1000; i++) {
+      const { tokenId } = issueAccessToken(ring.signingKey, settings, input);
+      assert.equal(Buffer.from(tokenId, 'base64url').length, 16);
+      assert.equal(Buffer.from(tokenId, 'base64url').toString('base64url'), tokenId);
+      ids.add(tokenId);
+      // No id shares its first or last 8 bytes with another: no byte run used twice.
+      const raw = Buffer.from(tokenId, 'base64url');
+      bytes.add(raw.subarray(0, 8).toString('hex'));
+      bytes.add(raw.subarray(8).toString('hex'));
+    }
+    assert.equal(ids.size, 1000);
+    assert.equal(bytes.size, 2000);
+  });
 });

@@ -275,6 +275,22 @@ describe('limit keys', () => {
     assert.equal(pairKey('acme', '192.0.2.1'), '192.0.2.1 acme');
   });
 
+  test('keys asked for in turn each come out their own (the last key is remembered, never another)', () => {
+    const hashedE = clientKey('é');
+    assert.ok(clientKey('').startsWith(' '), 'an empty id is hashed');
+    const steps: [() => string, string][] = [
+      [() => clientKey('acme'), 'acme'],
+      [() => clientKey('é'), hashedE],
+      [() => clientKey('acme'), 'acme'],
+      [() => pairKey('acme', '192.0.2.1'), '192.0.2.1 acme'],
+      [() => pairKey('acme', '192.0.2.2'), '192.0.2.2 acme'],
+      [() => pairKey('beta', '192.0.2.2'), '192.0.2.2 beta'],
+      [() => pairKey('é', '192.0.2.2'), `192.0.2.2 ${hashedE}`],
+      [() => pairKey('acme', '192.0.2.1'), '192.0.2.1 acme'],
+    ];
+    for (const [key, expected] of steps) assert.equal(key(), expected);
+  });
+
   test('a back-off entry key has at most 44 characters and never collides with another id', () => {
     assert.equal(backoffEntryKey('acme'), 'acme');
     assert.equal(backoffEntryKey('a'.repeat(44)), 'a'.repeat(44));
@@ -290,6 +306,10 @@ describe('source address', () => {
   /** [what, the client's address, the limit key]. */
   const cases: [string, string | undefined, string][] = [
     ['an IPv4 address as is', '192.0.2.1', '192.0.2.1'],
+    ['the lowest IPv4 address as is', '0.0.0.0', '0.0.0.0'],
+    ['the highest IPv4 address as is', '255.255.255.255', '255.255.255.255'],
+    ['an IPv4 address with a leading zero as unknown', '192.0.2.01', 'unknown'],
+    ['an IPv4 address in three parts as unknown', '192.0.513', 'unknown'],
     ['an IPv4-mapped address as IPv4', '::ffff:192.0.2.1', '192.0.2.1'],
     ['an IPv6 address as its /64', '2001:DB8::1', '2001:db8::/64'],
     ['the same /64 however spelled', '2001:0db8:0:0:0:0:0:0ff', '2001:db8::/64'],
