@@ -8,15 +8,16 @@
  *   node dist-test/bench/bareTokenServer.js <private key PEM file> <kid> [--signer node|jose]
  *
  * `--signer node` (default) signs with `crypto.sign` on a cached `KeyObject` (one
- * synchronous OpenSSL call, `dsaEncoding: 'ieee-p1363'` as JWS wants, RFC 7518 §3.4);
+ * synchronous OpenSSL call, the gateway's `keys/signJws.ts`: r‖s as JWS wants, RFC 7518 §3.4);
  * `--signer jose` with jose's `SignJWT` (WebCrypto). Announces `{ url, clientId,
  * clientSecret }`.
  */
-import { createHash, createPrivateKey, randomBytes, sign, timingSafeEqual } from 'node:crypto';
+import { createHash, createPrivateKey, randomBytes, timingSafeEqual } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { SignJWT } from 'jose';
+import { signJws } from '../src/keys/signJws.js';
 import { BENCH_AUDIENCE, BENCH_CLIENT_ID, BENCH_ISSUER, BENCH_SCOPE } from './lib/benchClaims.js';
 import { announce, closeServer, listenLoopback, onStop } from './lib/childProtocol.js';
 
@@ -65,10 +66,9 @@ async function issue(clientId: string, now: number): Promise<string> {
       .sign(privateKey);
   }
   const input = `${headerSegment}.${base64url(JSON.stringify(claims))}`;
-  const signature = sign('sha256', Buffer.from(input), {
-    key: privateKey,
-    dsaEncoding: 'ieee-p1363',
-  });
+  // The gateway's own signing call (bare KeyObject, DER → r‖s): with an options object
+  // Node 24 throws and catches two TypeErrors per call, which would slow the reference.
+  const signature = signJws('ES256', privateKey, Buffer.from(input));
   return `${input}.${signature.toString('base64url')}`;
 }
 

@@ -7,8 +7,8 @@
  * eviction happens only on insert. A Map iterates in insertion order, so "move to the
  * end" is delete + set and the oldest entry is the first key.
  *
- * lru-cache has one home (`verify/`); this is the few lines the limits need, with no
- * clock of its own, so the injected Clock stays the only time source.
+ * The few lines the limits need, with no clock of its own, so the injected Clock stays
+ * the only time source.
  */
 export class BoundedMap<V> {
   readonly #entries = new Map<string, V>();

@@ -86,7 +86,6 @@ const HOMES: Record<string, readonly string[]> = {
   undici: ['proxy'],
   'http-proxy': ['proxy'],
   jose: ['keys', 'issuers', 'verify', 'token', 'oauth'],
-  'lru-cache': ['verify'],
   'prom-client': ['observability'],
   pino: ['observability'],
   'pino-pretty': ['observability'],
