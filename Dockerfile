@@ -51,5 +51,8 @@ EXPOSE 8080 9091
 # SIGTERM starts the drain: readiness 503, in-flight requests finish, exit 0.
 STOPSIGNAL SIGTERM
 # Exec form: node is PID 1 and receives SIGTERM itself (no shell in between).
-ENTRYPOINT ["node", "dist/main.js"]
+# --max-semi-space-size=8: V8's young generation stays at 2 × 8 MiB instead of growing to
+# 2 × 16 MiB under load (-21 MB of RSS with 100,000 cached tokens, no measurable CPU
+# cost: docs/performance.md). Workers inherit it.
+ENTRYPOINT ["node", "--max-semi-space-size=8", "dist/main.js"]
 CMD ["--config", "/etc/portaria/portaria.yaml"]

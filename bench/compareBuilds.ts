@@ -12,6 +12,9 @@
  *   npx tsc -p tsconfig.json --outDir .out-perf
  *   node .out-perf/bench/compareBuilds.js /tmp/old/out .out-perf [--rounds 8] [--duration 5]
  *
+ * `--node-flags-a`/`--node-flags-b` start a side's gateway with Node flags (one build in
+ * both positions then compares the flags, e.g. `--node-flags-b=--max-semi-space-size=8`).
+ *
  * `--operation token` loads the token operation instead (`POST /v1/authentication/accesstoken`
  * with the bench client's JSON body, limits on as `--mode token` runs them).
  *
@@ -41,6 +44,8 @@ const { values, positionals } = parseArgs({
     duration: { type: 'string', default: '5' },
     connections: { type: 'string', default: '50' },
     operation: { type: 'string', default: 'forwarding' },
+    'node-flags-a': { type: 'string', default: '' },
+    'node-flags-b': { type: 'string', default: '' },
   },
   allowPositionals: true,
   strict: true,
@@ -57,6 +62,10 @@ if (![rounds, durationS, connections].every((n) => Number.isInteger(n) && n > 0)
   process.stderr.write('--rounds, --duration and --connections take positive integers\n');
   process.exit(2);
 }
+const nodeFlags = {
+  A: values['node-flags-a'].split(' ').filter((flag) => flag !== ''),
+  B: values['node-flags-b'].split(' ').filter((flag) => flag !== ''),
+};
 const operation = values.operation;
 if (operation !== 'forwarding' && operation !== 'token') {
   process.stderr.write('--operation takes forwarding or token\n');
@@ -100,21 +109,18 @@ try {
   await writeFile(overrides, JSON.stringify(operation === 'token' ? LIMITS_ON_NOT_REFUSING : {}));
   const upstream = await spawnChild<{ url: string }>('upstream', script(buildB, 'upstream'), []);
   children.push(upstream);
-  const start = async (build: string, name: string) => {
+  const start = async (build: string, name: 'A' | 'B') => {
     const fifo = join(work, `${name}.fifo`);
     const made = spawnSync('mkfifo', ['-m', '600', fifo], { encoding: 'utf8' });
     if (made.status !== 0) throw new Error(`mkfifo failed: ${made.stderr}`);
     const sink = await spawnChild(`${name} log sink`, script(build, 'logSink'), [fifo]);
     children.push(sink);
-    const gateway = await spawnChild<GatewayInfo>(name, script(build, 'gateway'), [
-      upstream.info.url,
-      '--dir',
-      join(work, name),
-      '--log-to',
-      fifo,
-      '--overrides',
-      overrides,
-    ]);
+    const gateway = await spawnChild<GatewayInfo>(
+      name,
+      script(build, 'gateway'),
+      [upstream.info.url, '--dir', join(work, name), '--log-to', fifo, '--overrides', overrides],
+      nodeFlags[name],
+    );
     children.push(gateway);
     return { sink, gateway };
   };

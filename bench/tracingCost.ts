@@ -16,7 +16,10 @@
  * on / today.
  *
  *   npx tsc -p tsconfig.json && node dist-test/bench/tracingCost.js [--rounds 6] [--duration 5]
- *     [--warmup 8] [--baseline DIR]
+ *     [--warmup 8] [--baseline DIR] [--ratio 0.01]
+ *
+ * `--ratio` changes the sampler's ratio of the "on" gateway (0: tracing on, nothing
+ * recorded or exported — what the unrecorded path alone costs).
  *
  * The warm-up outlasts the batch processor's first export (5 s after the first recorded
  * span): the on-1% gateway has more code to optimize (the SDK's, the export path), on the
@@ -49,6 +52,7 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '50' },
     warmup: { type: 'string', default: '8' },
     baseline: { type: 'string' },
+    ratio: { type: 'string', default: '0.01' },
   },
   strict: true,
 });
@@ -94,7 +98,7 @@ const receiverUrl = `http://127.0.0.1:${(receiver.address() as { port: number })
 const TRACING_ENV = {
   OTEL_EXPORTER_OTLP_ENDPOINT: receiverUrl,
   OTEL_TRACES_SAMPLER: 'parentbased_traceidratio',
-  OTEL_TRACES_SAMPLER_ARG: '0.01',
+  OTEL_TRACES_SAMPLER_ARG: values.ratio,
 };
 
 const work = await mkdtemp(join(tmpdir(), 'portaria-tracing-cost-'));
@@ -151,11 +155,15 @@ try {
   await Promise.all(all.map((g) => load(g.gateway, warmupS)));
   const offRatios: number[] = [];
   const onRatios: number[] = [];
+  // today's CPU µs per request / the other's: 1 = same cost, below 1 = costlier.
+  const offCpuRatios: number[] = [];
+  const onCpuRatios: number[] = [];
   for (let round = 0; round < rounds; round++) {
     // All three start together; the order wrk processes are started in rotates.
     const order = all.map((_, i) => all[(i + round) % all.length] as (typeof all)[number]);
     const cpu = all.map((g) => processCpuUs(g.gateway.pid));
     const results = await Promise.all(order.map((g) => load(g.gateway, durationS)));
+    const cpuAfter = all.map((g) => processCpuUs(g.gateway.pid));
     const byName = new Map(order.map((g, i) => [g.name, results[i] as WrkResult]));
     const [rToday, rOff, rOn] = all.map((g) => byName.get(g.name) as WrkResult) as [
       WrkResult,
@@ -164,11 +172,12 @@ try {
     ];
     const us = all.map(
       (g, i) =>
-        (processCpuUs(g.gateway.pid) - (cpu[i] as number)) /
-        (byName.get(g.name) as WrkResult).requests,
+        ((cpuAfter[i] as number) - (cpu[i] as number)) / (byName.get(g.name) as WrkResult).requests,
     );
     offRatios.push(rOff.requestsPerSec / rToday.requestsPerSec);
     onRatios.push(rOn.requestsPerSec / rToday.requestsPerSec);
+    offCpuRatios.push((us[0] as number) / (us[1] as number));
+    onCpuRatios.push((us[0] as number) / (us[2] as number));
     const errors = [rToday, rOff, rOn].some((r) => r.non2xx + r.socketErrors > 0);
     process.stdout.write(
       `round ${round + 1}: today ${rToday.requestsPerSec.toFixed(0)}/s ${us[0]?.toFixed(1)} µs CPU/request, ` +
@@ -181,6 +190,7 @@ try {
   process.stdout.write(
     `\noff / today = ${median(offRatios).toFixed(3)}, on 1 % / today = ${median(onRatios).toFixed(3)}` +
       ` (medians of ${rounds} rounds; 1 = same throughput)\n` +
+      `CPU per request, today / off = ${median(offCpuRatios).toFixed(3)}, today / on 1 % = ${median(onCpuRatios).toFixed(3)}\n` +
       `spans received from the on-1% gateway: ${exportedSpans}\n` +
       `today: ${baselineBuild}${values.baseline === undefined ? ' (no tracing section)' : ''}\n`,
   );

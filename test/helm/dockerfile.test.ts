@@ -113,7 +113,11 @@ describe('Dockerfile', () => {
     assert.doesNotMatch(user, /^(root|0)(:|$)/);
     assert.match(user, /^[1-9]\d*(:[1-9]\d*)?$/, 'a numeric uid, so runAsNonRoot can check it');
     assert.equal(one('STOPSIGNAL').args, 'SIGTERM');
-    assert.deepEqual(execForm(one('ENTRYPOINT')), ['node', 'dist/main.js']);
+    assert.deepEqual(execForm(one('ENTRYPOINT')), [
+      'node',
+      '--max-semi-space-size=8',
+      'dist/main.js',
+    ]);
     assert.deepEqual(execForm(one('CMD')), ['--config', '/etc/portaria/portaria.yaml']);
     const ports = one('EXPOSE').args.split(/\s+/).map(Number);
     const { server, admin } = configSchema.properties;
