@@ -118,7 +118,15 @@ try {
     const gateway = await spawnChild<GatewayInfo>(
       name,
       script(build, 'gateway'),
-      [upstream.info.url, '--dir', join(work, name), '--log-to', fifo, '--overrides', overrides],
+      [
+        upstream.info.url,
+        '--dir',
+        join(work, name),
+        '--log-to',
+        fifo,
+        // Only when needed: a build older than `--overrides` can still be compared.
+        ...(operation === 'token' ? ['--overrides', overrides] : []),
+      ],
       nodeFlags[name],
     );
     children.push(gateway);

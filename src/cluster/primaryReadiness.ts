@@ -4,7 +4,8 @@
  * while fewer workers than configured listen (starting, or one being replaced), or while
  * a worker is not ready by its own policy (app/readiness.ts: no active signing key, an
  * issuer without a usable key set yet) or does not answer within a second. `degraded`
- * (ready, with something to report) is the Redis list's, else the first worker's.
+ * (ready, with something to report) names every distinct reason: the Redis list's and
+ * each worker's (e.g. a worker's client-assertion replay store without its Redis).
  */
 import type { Worker } from 'node:cluster';
 import type { Readiness } from '../app/readiness.js';
@@ -13,6 +14,7 @@ import type { RedisRevocationStore } from '../revocation/redisRevocationStore.js
 import type { WorkerPool } from './workerPool.js';
 
 const WORKER_ANSWER_MS = 1000;
+const DEGRADED_SEPARATOR = '; ';
 
 export function primaryReadiness(
   pool: WorkerPool,
@@ -39,12 +41,17 @@ export function primaryReadiness(
           ),
         ),
     );
-    let degraded = redisState === undefined ? undefined : revocationDegraded(redisState);
+    const reasons = new Set<string>();
+    const listDegraded = redisState === undefined ? undefined : revocationDegraded(redisState);
+    if (listDegraded !== undefined) reasons.add(listDegraded);
     for (const answer of answers as (Readiness | undefined)[]) {
       if (answer === undefined) return { ready: false, reason: 'a worker did not answer' };
       if (!answer.ready) return answer;
-      degraded ??= answer.degraded;
+      // A worker joins its own reasons with `; ` (app/readiness.ts); each is named once.
+      for (const reason of answer.degraded?.split(DEGRADED_SEPARATOR) ?? []) reasons.add(reason);
     }
-    return degraded === undefined ? { ready: true } : { ready: true, degraded };
+    return reasons.size === 0
+      ? { ready: true }
+      : { ready: true, degraded: [...reasons].join(DEGRADED_SEPARATOR) };
   };
 }

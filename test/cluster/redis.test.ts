@@ -86,4 +86,35 @@ describe('a group of workers with Redis', () => {
     b.child.kill('SIGTERM');
     assert.equal((await b.exited).code, 0);
   });
+
+  test("/readyz names every degraded reason: the primary's stale revocation list and the workers' replay store", async (t) => {
+    const redis = await startRedis(t);
+    const upstream = await startUpstream(t);
+    const group = await startGroup(t, WORKERS, {
+      upstream: { default: { upstream: upstream.url } },
+      revocation: { store: 'redis', queueFile: 'queue.log', maxSyncLagSeconds: 1 },
+      oauth: { replayStore: 'redis' },
+      redis: { url: redis.url },
+    });
+    const readyz = async () => {
+      const res = await fetch(`${group.files.adminUrl}/readyz`);
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> };
+    };
+    assert.deepEqual(await readyz(), { status: 200, body: { status: 'ready' } });
+
+    await redis.stop();
+    // Before: the list's reason hid the workers' (only the first reason was kept).
+    const degraded = await waitFor(
+      'both reasons in /readyz',
+      async () => {
+        const ready = await readyz();
+        const text = String(ready.body.degraded);
+        return /revocation list stale/.test(text) && /replay store/.test(text) ? ready : undefined;
+      },
+      20_000,
+    );
+    assert.equal(degraded.status, 200);
+    const reasons = String(degraded.body.degraded).split('; ');
+    assert.equal(new Set(reasons).size, reasons.length, 'each reason once, not once per worker');
+  });
 });
