@@ -442,7 +442,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   new Gauge({
     name: 'portaria_redis_connected',
     aggregator: 'min',
-    help: 'Whether each Redis connection is up (1) or not (0), by role (a fixed name per connection: revocation, revocation-subscriber).',
+    help: 'Whether each Redis connection is up (1) or not (0), by role (a fixed name per connection: revocation, revocation-subscriber, limits, replay); with workers, 0 if any is down.',
     labelNames: ['role'] as const,
     registers,
     collect() {
