@@ -18,11 +18,16 @@ import { createServer } from 'node:http';
 import { parseArgs } from 'node:util';
 import { SignJWT } from 'jose';
 import { signJws } from '../src/keys/signJws.js';
-import { BENCH_AUDIENCE, BENCH_CLIENT_ID, BENCH_ISSUER, BENCH_SCOPE } from './lib/benchClaims.js';
+import {
+  BENCH_AUDIENCE,
+  BENCH_CLIENT_ID,
+  BENCH_CLIENT_SECRET,
+  BENCH_ISSUER,
+  BENCH_SCOPE,
+  TOKEN_PATH,
+} from './lib/benchClaims.js';
 import { announce, closeServer, listenLoopback, onStop } from './lib/childProtocol.js';
 
-const CLIENT_SECRET = 'bench-secret-0123456789abcdefghijklmnopqrst';
-const TOKEN_PATH = '/v1/authentication/accesstoken';
 const BODY_LIMIT = 16_384;
 const LIFETIME_S = 3600;
 
@@ -37,7 +42,7 @@ if (keyFile === undefined || kid === undefined || !['node', 'jose'].includes(val
   process.exit(2);
 }
 const privateKey = createPrivateKey(readFileSync(keyFile, 'utf8'));
-const digests = new Map([[BENCH_CLIENT_ID, sha256(CLIENT_SECRET)]]);
+const digests = new Map([[BENCH_CLIENT_ID, sha256(BENCH_CLIENT_SECRET)]]);
 const headerSegment = base64url(JSON.stringify({ alg: 'ES256', kid, typ: 'at+jwt' }));
 
 function sha256(text: string): Buffer {
@@ -130,7 +135,7 @@ const server = createServer({ keepAliveTimeout: 60_000 }, (req, res) => {
 });
 
 const url = await listenLoopback(server);
-announce({ url, clientId: BENCH_CLIENT_ID, clientSecret: CLIENT_SECRET });
+announce({ url, clientId: BENCH_CLIENT_ID, clientSecret: BENCH_CLIENT_SECRET });
 onStop(async () => {
   await closeServer(server);
   return undefined;

@@ -27,6 +27,12 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import {
+  BENCH_CLIENT_ID,
+  BENCH_CLIENT_SECRET,
+  LIMITS_ON_NOT_REFUSING,
+  TOKEN_PATH,
+} from './lib/benchClaims.js';
 import { processCpuUs } from './lib/processCpu.js';
 import { type Child, spawnChild } from './lib/spawnChild.js';
 import { median } from './lib/stats.js';
@@ -89,20 +95,7 @@ function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
 process.stdout.write(`node ${process.version} (${process.execPath}), both builds\n`);
 const work = await mkdtemp(join(tmpdir(), 'portaria-compare-'));
 const children: Child<unknown>[] = [];
-const TOKEN_PATH = '/v1/authentication/accesstoken';
-const TOKEN_BODY = JSON.stringify({
-  clientId: 'bench',
-  clientSecret: 'bench-secret-0123456789abcdefghijklmnopqrst',
-});
-/** As `--mode token`: every limit on, far above what one wrk reaches. */
-const LIMITS_ON_NOT_REFUSING = {
-  tokenLimits: {
-    store: 'local',
-    perAddress: { enabled: true, ratePerSecond: 100_000, burst: 1_000_000 },
-    perClient: { enabled: true, ratePerSecond: 100_000, burst: 1_000_000 },
-    failedSecretBackoff: { enabled: true },
-  },
-};
+const TOKEN_BODY = JSON.stringify({ clientId: BENCH_CLIENT_ID, clientSecret: BENCH_CLIENT_SECRET });
 try {
   const postScript = (await writeWrkScripts(work)).post;
   const overrides = join(work, 'overrides.json');

@@ -36,11 +36,8 @@ import { hashGeneratedSecret } from '../src/clients/secretHash.js';
 import { validateConfig } from '../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../src/keys/generateKey.js';
 import { outputDestination } from '../src/observability/logger.js';
+import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, TOKEN_PATH } from './lib/benchClaims.js';
 import { announce, onStop } from './lib/childProtocol.js';
-
-const CLIENT_ID = 'bench';
-const CLIENT_SECRET = 'bench-secret-0123456789abcdefghijklmnopqrst';
-const TOKEN_PATH = '/v1/authentication/accesstoken';
 
 const { values, positionals } = parseArgs({
   options: {
@@ -75,8 +72,8 @@ await writeFile(
   JSON.stringify({
     clients: [
       {
-        id: CLIENT_ID,
-        secrets: [{ hash: hashGeneratedSecret(CLIENT_SECRET) }],
+        id: BENCH_CLIENT_ID,
+        secrets: [{ hash: hashGeneratedSecret(BENCH_CLIENT_SECRET) }],
         scopes: ['orders:read'],
       },
     ],
@@ -119,7 +116,7 @@ const { publicUrl, adminUrl } = await app.listen();
 const res = await fetch(publicUrl + TOKEN_PATH, {
   method: 'POST',
   headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+  body: JSON.stringify({ clientId: BENCH_CLIENT_ID, clientSecret: BENCH_CLIENT_SECRET }),
 });
 const body = (await res.json()) as Record<string, unknown>;
 const token = body.token_de_acesso ?? body.accesstoken;

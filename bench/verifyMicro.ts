@@ -47,6 +47,7 @@ import { TokenVerifier } from '../src/verify/tokenVerifier.js';
 import { buildIssuerTable } from '../src/verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../src/verify/verifiedTokenCache.js';
 import { newKeyPair } from '../test/helpers/keyPairs.js';
+import { BENCH_CLIENT_SECRET } from './lib/benchClaims.js';
 import { announce, onStop } from './lib/childProtocol.js';
 import { spawnChild } from './lib/spawnChild.js';
 
@@ -196,7 +197,7 @@ async function gatewayChild(upstream: string, cacheSize: number): Promise<void> 
       clients: [
         {
           id: 'bench',
-          secrets: [{ hash: hashGeneratedSecret('bench-secret-0123456789abcdefghijklmnopqrst') }],
+          secrets: [{ hash: hashGeneratedSecret(BENCH_CLIENT_SECRET) }],
           scopes: ['orders:read'],
         },
       ],

@@ -9,6 +9,7 @@
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { LIMITS_ON_NOT_REFUSING, TOKEN_PATH } from '../lib/benchClaims.js';
 import { createBenchKey } from '../lib/benchKey.js';
 import { type CompareTarget, resultTable, runInterleaved, verdict } from '../lib/comparison.js';
 import {
@@ -22,23 +23,12 @@ import { header, parseModeArgs, requireWrk, TIMING_OPTIONS, timingOf } from '../
 import { spawnChild } from '../lib/spawnChild.js';
 import { writeWrkScripts } from '../lib/wrkScripts.js';
 
-const TOKEN_PATH = '/v1/authentication/accesstoken';
 const log = (text: string) => process.stdout.write(`${text}\n`);
 
 interface BareInfo extends ServerInfo {
   readonly clientId: string;
   readonly clientSecret: string;
 }
-
-/** Limits on, each far above what one load generator reaches, so none refuses. */
-const LIMITS_ON_NOT_REFUSING = {
-  tokenLimits: {
-    store: 'local',
-    perAddress: { enabled: true, ratePerSecond: 100_000, burst: 1_000_000 },
-    perClient: { enabled: true, ratePerSecond: 100_000, burst: 1_000_000 },
-    failedSecretBackoff: { enabled: true },
-  },
-};
 
 export async function run(argv: readonly string[]): Promise<number> {
   const values = parseModeArgs(argv, TIMING_OPTIONS);

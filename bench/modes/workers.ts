@@ -16,7 +16,13 @@ import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { configSchema } from '../../src/config/schema.js';
-import { BENCH_AUDIENCE, BENCH_CLIENT_ID, BENCH_ISSUER, BENCH_SCOPE } from '../lib/benchClaims.js';
+import {
+  BENCH_AUDIENCE,
+  BENCH_CLIENT_ID,
+  BENCH_CLIENT_SECRET,
+  BENCH_ISSUER,
+  BENCH_SCOPE,
+} from '../lib/benchClaims.js';
 import { type BenchKey, createBenchKey, mintToken } from '../lib/benchKey.js';
 import { type CompareTarget, resultTable, runInterleaved, verdict } from '../lib/comparison.js';
 import { freePort } from '../lib/freePort.js';
@@ -125,7 +131,7 @@ async function startMain(
       clients: [
         {
           id: BENCH_CLIENT_ID,
-          secrets: [{ hash: hashGeneratedSecret('bench-secret-0123456789abcdefghijklmnopqrst') }],
+          secrets: [{ hash: hashGeneratedSecret(BENCH_CLIENT_SECRET) }],
           scopes: [BENCH_SCOPE],
         },
       ],

@@ -8,6 +8,7 @@
  * manual clock.
  */
 import { loadClientRegistry } from '../clients/clientRegistry.js';
+import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { loadKeyRing } from '../keys/loadKeyRing.js';
@@ -34,7 +35,7 @@ import { revocationHorizon } from './revocationHorizon.js';
 import { mirroredRevocations, openRevocationStore } from './revocationStores.js';
 import { createPublicListener } from './servers.js';
 import { drain } from './shutdown.js';
-import { allOrEveryProblem, checkRevocationFile, readAdminToken } from './startupChecks.js';
+import { allOrEveryProblem, checkRevocationFile } from './startupChecks.js';
 import { openTokenLimiter, tokenRouteDeps } from './tokenRouteWiring.js';
 import { startTracing } from './tracingWiring.js';
 import { createVerifier } from './verifierWiring.js';

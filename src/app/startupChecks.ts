@@ -1,33 +1,11 @@
 /**
  * What start-up reads without side effects, checked together so that one run reports
- * every problem (as config validation does): the admin token file, the file the
- * revocation store will write, and the loads `createApp` awaits at once.
+ * every problem (as config validation does): the file the revocation store will write,
+ * and the loads `createApp` awaits at once (the admin token file: config/adminTokenFile.ts).
  */
-import { readFile } from 'node:fs/promises';
 import { ConfigError } from '../config/configError.js';
 import type { Config } from '../config/types.js';
 import { unwritableFileReason } from '../lib/writableFile.js';
-
-/** Shortest admin token accepted: it guards revocations, so it must not be guessable. */
-const MIN_ADMIN_TOKEN_LENGTH = 16;
-
-/** The admin API token from `admin.tokenFile`; null (API off) when none is configured. */
-export async function readAdminToken(file: string | null): Promise<string | null> {
-  if (file === null) return null;
-  let token: string;
-  try {
-    token = (await readFile(file, 'utf8')).trim();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError([`admin.tokenFile: cannot read ${file} (${code})`]);
-  }
-  if (token.length < MIN_ADMIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new ConfigError([
-      `admin.tokenFile: ${file} must hold at least ${MIN_ADMIN_TOKEN_LENGTH} visible ASCII characters`,
-    ]);
-  }
-  return token;
-}
 
 /**
  * The file the revocation store will write (the local log, or Redis's durable queue when

@@ -16,6 +16,7 @@ import {
   PERMISSIONS,
 } from '../clients/oauthClientFields.js';
 import { ConfigError } from '../config/configError.js';
+import { clientKeySetConfig } from '../issuers/clientKeySetConfig.js';
 import { StaticKeySet } from '../issuers/staticKeySet.js';
 import { type CliContext, type OptionsConfig, type ParsedCommand, UsageError } from './args.js';
 
@@ -90,22 +91,15 @@ export async function authFieldsOf(
 
 /** Reads the key file as the gateway will; a `UsageError` naming its problems otherwise. */
 async function checkKeyFile(cmd: string, path: string, alg: string): Promise<void> {
-  const keys = new StaticKeySet({
-    id: 'client',
-    issuer: 'client',
-    jwksUri: null,
-    allowPlainHttp: false,
-    keyFile: path,
-    audiences: [],
-    algorithms: [alg as 'ES256'],
-    clockSkewSeconds: 0,
-    requireTyp: false,
-    maxLifetimeSeconds: 3600,
-    cacheMaxAgeSeconds: 600,
-    cooldownSeconds: 30,
-    maxStalenessSeconds: 3600,
-    fetchTimeoutMs: 5000,
-  });
+  const keys = new StaticKeySet(
+    clientKeySetConfig({
+      issuer: 'client',
+      jwksUri: null,
+      keyFile: path,
+      algorithm: alg as 'ES256',
+      clockSkewSeconds: 0,
+    }),
+  );
   try {
     await keys.load();
   } catch (error) {

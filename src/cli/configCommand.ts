@@ -6,8 +6,8 @@
  * is written, no remote JWKS is fetched. Every problem is listed, not just the first.
  * Exit 0 with a short summary, or 1 with the problems.
  */
-import { readFile } from 'node:fs/promises';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
+import { readAdminToken } from '../config/adminTokenFile.js';
 import { ConfigError } from '../config/configError.js';
 import { loadConfig } from '../config/loadConfig.js';
 import type { Config } from '../config/types.js';
@@ -75,9 +75,6 @@ interface CheckSummary {
   readonly revocationStore: string;
 }
 
-/** Shortest admin token the gateway accepts (it guards revocations). */
-const MIN_ADMIN_TOKEN_LENGTH = 16;
-
 export async function runConfigCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   const [command, ...rest] = args;
   if (command === undefined) throw new UsageError('config', 'missing command');
@@ -125,7 +122,7 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
   const [ring, clients] = await Promise.all([
     settle(loadKeyRing(config.keys.dir, config.token.algorithm)),
     settle(loadClientRegistry(config.clients.file)),
-    settle(checkAdminToken(config.admin.tokenFile)),
+    settle(readAdminToken(config.admin.tokenFile)),
     ...config.issuers.flatMap((issuer, index) =>
       issuer.keyFile === null ? [] : [settle(new StaticKeySet(issuer, { index }).load())],
     ),
@@ -163,23 +160,6 @@ function safeSigningKid(ring: { readonly signingKey: { readonly kid: string } })
     return ring.signingKey.kid;
   } catch {
     return null;
-  }
-}
-
-/** The rule the gateway applies at start: readable, at least 16 visible ASCII characters. */
-async function checkAdminToken(file: string | null): Promise<void> {
-  if (file === null) return;
-  let token: string;
-  try {
-    token = (await readFile(file, 'utf8')).trim();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError([`admin.tokenFile: cannot read ${file} (${code})`]);
-  }
-  if (token.length < MIN_ADMIN_TOKEN_LENGTH || !/^[\x21-\x7e]+$/.test(token)) {
-    throw new ConfigError([
-      `admin.tokenFile: ${file} must hold at least ${MIN_ADMIN_TOKEN_LENGTH} visible ASCII characters`,
-    ]);
   }
 }
 

@@ -85,6 +85,17 @@ const clientAuthFields = {
   client_assertion: { type: 'string', description: 'A JWT signed with one of the client keys.' },
 } as const;
 
+/** The form of a revocation or introspection request (the token and the client's authentication). */
+const tokenForm = {
+  type: 'object',
+  required: ['token'],
+  properties: {
+    token: { type: 'string' },
+    token_type_hint: { type: 'string' },
+    ...clientAuthFields,
+  },
+};
+
 const metadataResponse = (schema: string, description: string) => ({
   '200': {
     description,
@@ -247,24 +258,9 @@ export const oauthSchemas = {
       scope: { type: 'string' },
     },
   },
-  OAuthRevocationRequest: {
-    type: 'object',
-    required: ['token'],
-    properties: {
-      token: { type: 'string' },
-      token_type_hint: { type: 'string' },
-      ...clientAuthFields,
-    },
-  },
-  OAuthIntrospectionRequest: {
-    type: 'object',
-    required: ['token'],
-    properties: {
-      token: { type: 'string' },
-      token_type_hint: { type: 'string' },
-      ...clientAuthFields,
-    },
-  },
+  // RFC 7009 §2.1 and RFC 7662 §2.1 ask for the same form: the token, an optional hint.
+  OAuthRevocationRequest: tokenForm,
+  OAuthIntrospectionRequest: tokenForm,
   OAuthIntrospectionResponse: {
     type: 'object',
     required: ['active'],

@@ -13,6 +13,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
 import type { IssuerConfig } from '../config/types.js';
+import { clientKeySetConfig } from '../issuers/clientKeySetConfig.js';
 import { createIssuerKeySet, type IssuerKey, type IssuerKeySet } from '../issuers/issuerKeySet.js';
 import type { KeySetLog } from '../issuers/remoteKeySet.js';
 import type { Clock } from '../lib/clock.js';
@@ -106,23 +107,14 @@ export class ClientKeys {
   /** The key-set settings of a client: those of a trusted issuer, with the client's key source. */
   #issuerConfig(client: ClientRecord): IssuerConfig {
     const file = client.jwksFile;
-    return {
-      id: 'client',
+    return clientKeySetConfig({
       issuer: client.id,
       jwksUri: client.jwksUri,
-      allowPlainHttp: false,
       keyFile:
         file === null ? null : isAbsolute(file) ? file : resolve(this.#options.baseDir, file),
-      audiences: [],
-      algorithms: [client.assertionAlg],
+      algorithm: client.assertionAlg,
       clockSkewSeconds: this.#options.clockSkewSeconds,
-      requireTyp: false,
-      maxLifetimeSeconds: 3600,
-      cacheMaxAgeSeconds: 600,
-      cooldownSeconds: 30,
-      maxStalenessSeconds: 3600,
-      fetchTimeoutMs: 5000,
-    };
+    });
   }
 }
 
