@@ -6,27 +6,18 @@
  * failure reason, issuer id, client id): never a token, a secret, a header value or a
  * query string.
  *
- * A request the sampler does not record costs its ids and nothing more: a new trace is
- * decided before the SDK is called (`TraceRoot.rootDecision`), no child span is made, and
- * the upstream gets the caller's `traceparent`/`tracestate` untouched (the
- * upstream's spans stay children of the caller's, since ours will never exist), or, when
- * the caller sent none, one carrying the gateway's decision (sampled flag off) so that a
- * parent-based sampler upstream follows it.
+ * No SDK code runs here. A recorded span is a plain `SpanRecord` (its ids drawn here, so
+ * the upstream gets its context at once) handed on when it ends; the SDK makes and
+ * exports it in the export thread (`spanHandoff.ts`). A request the sampler does not
+ * record costs its ids and nothing more: no record, no child; the upstream gets the
+ * caller's `traceparent`/`tracestate` untouched (the upstream's spans stay children of
+ * the caller's, since ours will never exist), or, when the caller sent none, one carrying
+ * the gateway's decision (sampled flag off) so that a parent-based sampler upstream
+ * follows it.
  */
-import {
-  type Context,
-  defaultTextMapGetter,
-  defaultTextMapSetter,
-  ROOT_CONTEXT,
-  type Span,
-  SpanKind,
-  SpanStatusCode,
-  TraceFlags,
-  type Tracer,
-  trace,
-} from '@opentelemetry/api';
-import type { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { isPortariaError } from '../errors.js';
+import { epochMs, SPAN_KIND, type SpanRecord } from './spanRecord.js';
+import { sampledTrace, type TraceIds } from './traceIds.js';
 
 /** Our attribute names (the `portaria.` namespace, for what the conventions do not name). */
 export const ATTR = {
@@ -41,7 +32,7 @@ export const ATTR = {
 
 /** The verification running now (set synchronously around it), for hooks called inside it. */
 export interface TraceSlot {
-  verifying: Span | null;
+  verifying: SpanRecord | null;
 }
 
 /** What the server span records of its request (read only for a recorded request). */
@@ -73,6 +64,25 @@ export interface TracedPrincipal {
   readonly issuerId: string;
 }
 
+/** The caller's span context, from a valid `traceparent`, and the sampler's decision on it. */
+export interface CallerTrace {
+  readonly traceId: string;
+  readonly spanId: string;
+  readonly recorded: boolean;
+  /** The caller's `tracestate`, as the W3C propagator re-serialises it. */
+  readonly traceState: string | undefined;
+}
+
+/** What every request's trace shares (built once by `createTracing`). */
+export interface TraceRoot {
+  readonly ids: TraceIds;
+  readonly slot: TraceSlot;
+  /** The caller's trace when `traceparent` is valid, decided by the configured sampler; else null. */
+  caller(headers: Readonly<Record<string, string | string[] | undefined>>): CallerTrace | null;
+  /** A recorded span has ended: on to the export. */
+  finish(record: SpanRecord): void;
+}
+
 /** Methods RFC 9110 defines and PATCH; any other is `_OTHER` (HTTP semantic conventions). */
 const KNOWN_METHODS: ReadonlySet<string> = new Set([
   'GET',
@@ -86,14 +96,10 @@ const KNOWN_METHODS: ReadonlySet<string> = new Set([
   'PATCH',
 ]);
 
-/** Span options, made once (the SDK only reads them). */
-const SERVER = Object.freeze({ kind: SpanKind.SERVER });
-const CLIENT = Object.freeze({ kind: SpanKind.CLIENT });
-
 function noStep(): void {}
 function noEnd(): void {}
 
-/** The upstream call of an unrecorded request whose caller sent a `traceparent`. */
+/** The upstream call of an unrecorded request whose caller sent a valid `traceparent`. */
 const UNTOUCHED: UpstreamCall = Object.freeze({
   traceparent: null,
   tracestate: undefined,
@@ -115,40 +121,47 @@ function originParts(origin: string): { address: string; port: number } {
   return parts;
 }
 
-/**
- * What every request's trace shares: the SDK's tracer, the propagator, the slot, and the
- * root sampling decision made before the SDK is touched (`rootDecision`).
- */
-export interface TraceRoot {
-  readonly tracer: Tracer;
-  readonly propagator: W3CTraceContextPropagator;
-  readonly slot: TraceSlot;
-  /**
-   * Draws a new trace's ids and decides it as the configured sampler would decide a span
-   * with no parent: not recorded, the `traceparent` naming it (sampled flag off); recorded,
-   * null (the SDK's next root span then takes those ids).
-   */
-  rootDecision(): string | null;
+/** A span record of this thread, started now. */
+export function startRecord(
+  name: string,
+  kind: number,
+  traceId: string,
+  spanId: string,
+  parentSpanId: string | undefined,
+  parentRemote: boolean,
+  traceState: string | undefined,
+): SpanRecord {
+  return {
+    name,
+    kind,
+    traceId,
+    spanId,
+    parentSpanId,
+    parentRemote,
+    traceState,
+    start: epochMs(),
+    end: 0,
+    attributes: {},
+    error: false,
+  };
 }
 
 export class RequestTrace {
-  /** The sampler records this request: its children are made and exported. */
+  /** The sampler records this request: its spans are made and exported. */
   readonly recording: boolean;
   /**
    * The trace exists beyond this process — recorded here, or the caller's — so the access
    * line names it. An unrecorded trace the gateway started is known to nobody.
    */
   readonly logged: boolean;
-  /** The server span; null for an unrecorded trace started here (the SDK never saw it). */
-  readonly #span: Span | null;
-  /** Without a span: the `traceparent` of the trace (`00-<trace id>-<span id>-00`). */
+  /** The server span's context as a `traceparent`: `00-<trace id>-<span id>-<flags>`. */
   readonly #traceparent: string;
-  /** The server span as a parent (made for recorded requests only). */
-  readonly #context: Context;
+  /** The caller's trace goes on unrecorded: its fields reach the upstream untouched. */
+  readonly #passCallerOn: boolean;
+  /** The server span (recorded requests only). */
+  readonly #server: SpanRecord | null;
   readonly #root: TraceRoot;
   readonly #method: string;
-  readonly #callerSentTraceparent: boolean;
-  #issuerId: string | undefined = undefined;
 
   /** `describe` gives the request's attributes, called only when the request is recorded. */
   constructor(
@@ -158,59 +171,63 @@ export class RequestTrace {
     describe: () => RequestStart,
   ) {
     this.#root = root;
-    this.#callerSentTraceparent = headers.traceparent !== undefined;
     const method = KNOWN_METHODS.has(requestMethod) ? requestMethod : '_OTHER';
     this.#method = method;
-    let parent = ROOT_CONTEXT;
-    if (this.#callerSentTraceparent) {
-      parent = root.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
+    // An invalid `traceparent` starts a new trace (W3C Trace Context §4.3).
+    const caller = headers.traceparent === undefined ? null : root.caller(headers);
+    let parentSpanId: string | undefined;
+    if (caller === null) {
+      // Most requests start a trace that is not recorded: ids and decision, nothing else.
+      this.#traceparent = root.ids.newTrace();
+      this.recording = sampledTrace(this.#traceparent);
+      this.logged = this.recording;
+      this.#passCallerOn = false;
     } else {
-      // Most requests start a trace that is not recorded: decided without the SDK, which
-      // would spend a span object, a sampler call and two hex conversions on each.
-      const unrecorded = root.rootDecision();
-      if (unrecorded !== null) {
-        this.#span = null;
-        this.#traceparent = unrecorded;
-        this.recording = false;
-        this.logged = false;
-        this.#context = ROOT_CONTEXT;
-        return;
-      }
+      const flags = caller.recorded ? '01' : '00';
+      this.#traceparent = `00-${caller.traceId}-${root.ids.spanId()}-${flags}`;
+      this.recording = caller.recorded;
+      this.logged = true;
+      this.#passCallerOn = !caller.recorded;
+      parentSpanId = caller.spanId;
     }
-    const span = root.tracer.startSpan(method === '_OTHER' ? 'HTTP' : method, SERVER, parent);
-    this.#span = span;
-    this.#traceparent = '';
-    this.recording = span.isRecording();
-    this.logged = this.recording || this.#callerSentTraceparent;
     if (!this.recording) {
-      this.#context = ROOT_CONTEXT;
+      this.#server = null;
       return;
     }
-    this.#context = trace.setSpan(ROOT_CONTEXT, span);
+    const server = startRecord(
+      method === '_OTHER' ? 'HTTP' : method,
+      SPAN_KIND.server,
+      this.traceId,
+      this.spanId,
+      parentSpanId,
+      parentSpanId !== undefined,
+      caller?.traceState,
+    );
+    this.#server = server;
     const start = describe();
-    span.setAttribute('http.request.method', method);
-    if (method === '_OTHER') span.setAttribute('http.request.method_original', requestMethod);
-    span.setAttribute('url.path', start.path);
-    span.setAttribute('network.protocol.version', start.protocolVersion);
-    if (start.clientAddress !== undefined) span.setAttribute('client.address', start.clientAddress);
-    if (start.serverAddress !== undefined) span.setAttribute('server.address', start.serverAddress);
-    if (start.serverPort !== undefined) span.setAttribute('server.port', start.serverPort);
+    const attributes = server.attributes;
+    attributes['http.request.method'] = method;
+    if (method === '_OTHER') attributes['http.request.method_original'] = requestMethod;
+    attributes['url.path'] = start.path;
+    attributes['network.protocol.version'] = start.protocolVersion;
+    if (start.clientAddress !== undefined) attributes['client.address'] = start.clientAddress;
+    if (start.serverAddress !== undefined) attributes['server.address'] = start.serverAddress;
+    if (start.serverPort !== undefined) attributes['server.port'] = start.serverPort;
   }
 
   /** For the access line: the trace id (32 hex digits). */
   get traceId(): string {
-    return this.#span === null ? this.#traceparent.slice(3, 35) : this.#span.spanContext().traceId;
+    return this.#traceparent.slice(3, 35);
   }
 
   /** For the access line: the server span's id (16 hex digits). */
   get spanId(): string {
-    return this.#span === null ? this.#traceparent.slice(36, 52) : this.#span.spanContext().spanId;
+    return this.#traceparent.slice(36, 52);
   }
 
   /** For the access line: the flags byte, `01` sampled, `00` not. */
   get traceFlags(): string {
-    if (this.#span === null) return '00';
-    return (this.#span.spanContext().traceFlags & TraceFlags.SAMPLED) === 0 ? '00' : '01';
+    return this.#traceparent.slice(53, 55);
   }
 
   /**
@@ -219,8 +236,9 @@ export class RequestTrace {
    * download) find the span in the slot.
    */
   verify<T extends TracedPrincipal>(run: () => T | Promise<T>): T | Promise<T> {
-    if (!this.recording) return run();
-    const span = this.#root.tracer.startSpan('portaria.verify_token', undefined, this.#context);
+    const server = this.#server;
+    if (server === null) return run();
+    const span = this.#child(server, 'portaria.verify_token', SPAN_KIND.internal);
     const slot = this.#root.slot;
     const previous = slot.verifying;
     slot.verifying = span;
@@ -229,7 +247,7 @@ export class RequestTrace {
       result = run();
     } catch (error) {
       slot.verifying = previous;
-      endFailed(span, error);
+      this.#failed(span, error);
       throw error;
     }
     slot.verifying = previous;
@@ -243,28 +261,23 @@ export class RequestTrace {
         return principal;
       },
       (error: unknown) => {
-        endFailed(span, error);
+        this.#failed(span, error);
         throw error;
       },
     );
   }
 
-  #verified(span: Span, principal: TracedPrincipal): void {
-    this.#issuerId = principal.issuerId;
-    span.setAttribute(ATTR.issuer, principal.issuerId);
-    span.end();
-  }
-
   /** A span for a token-operation step (`authenticate_client`, `sign`). */
   step(name: string): StepEnd {
-    if (!this.recording) return noStep;
-    const span = this.#root.tracer.startSpan(`portaria.token.${name}`, undefined, this.#context);
+    const server = this.#server;
+    if (server === null) return noStep;
+    const span = this.#child(server, `portaria.token.${name}`, SPAN_KIND.internal);
     return (failure) => {
       if (failure !== undefined) {
-        span.setAttribute(ATTR.reason, failure);
-        span.setStatus({ code: SpanStatusCode.ERROR });
+        span.attributes[ATTR.reason] = failure;
+        span.error = true;
       }
-      span.end();
+      this.#finish(span);
     };
   }
 
@@ -273,44 +286,38 @@ export class RequestTrace {
    * query (`url.full` never carries one here).
    */
   upstream(method: string, origin: string, path: string, routeId: string): UpstreamCall {
-    if (!this.recording) return this.#untraced();
-    const span = this.#root.tracer.startSpan(
-      KNOWN_METHODS.has(method) ? method : 'HTTP',
-      CLIENT,
-      this.#context,
-    );
+    const server = this.#server;
+    if (server === null) return this.#untraced();
+    const known = KNOWN_METHODS.has(method);
+    const span = this.#child(server, known ? method : 'HTTP', SPAN_KIND.client);
     const { address, port } = originParts(origin);
-    span.setAttribute('http.request.method', KNOWN_METHODS.has(method) ? method : '_OTHER');
-    span.setAttribute('server.address', address);
-    span.setAttribute('server.port', port);
-    span.setAttribute('url.full', origin + path);
-    span.setAttribute(ATTR.route, routeId);
-    const carrier: Record<string, string> = {};
-    this.#root.propagator.inject(trace.setSpan(ROOT_CONTEXT, span), carrier, defaultTextMapSetter);
+    const attributes = span.attributes;
+    attributes['http.request.method'] = known ? method : '_OTHER';
+    attributes['server.address'] = address;
+    attributes['server.port'] = port;
+    attributes['url.full'] = origin + path;
+    attributes[ATTR.route] = routeId;
+    const finish = (record: SpanRecord) => this.#finish(record);
     return {
-      traceparent: carrier.traceparent ?? null,
-      tracestate: carrier.tracestate,
+      // W3C Trace Context §3.2: the CLIENT span is the upstream's parent, sampled.
+      traceparent: `00-${span.traceId}-${span.spanId}-01`,
+      tracestate: span.traceState,
       end(statusCode, errorType) {
-        if (statusCode !== 0) span.setAttribute('http.response.status_code', statusCode);
+        if (statusCode !== 0) attributes['http.response.status_code'] = statusCode;
         const error = errorType ?? (statusCode >= 400 ? String(statusCode) : undefined);
         if (error !== undefined) {
-          span.setAttribute('error.type', error);
-          span.setStatus({ code: SpanStatusCode.ERROR });
+          attributes['error.type'] = error;
+          span.error = true;
         }
-        span.end();
+        finish(span);
       },
     };
   }
 
   /** The upstream call of a request not recorded (see the header comment). */
   #untraced(): UpstreamCall {
-    if (this.#callerSentTraceparent) return UNTOUCHED;
-    // W3C Trace Context §3.2: version 00, the server span's ids, its flags (not sampled).
-    const traceparent =
-      this.#span === null
-        ? this.#traceparent
-        : `00-${this.traceId}-${this.spanId}-${this.traceFlags}`;
-    return { traceparent, tracestate: undefined, end: noEnd };
+    if (this.#passCallerOn) return UNTOUCHED;
+    return { traceparent: this.#traceparent, tracestate: undefined, end: noEnd };
   }
 
   /** Ends the server span with the response's status and the request's bounded labels. */
@@ -320,30 +327,54 @@ export class RequestTrace {
     reason: string | undefined,
     clientId: string | undefined,
   ): void {
-    const span = this.#span;
-    if (!this.recording || span === null) return;
-    span.setAttribute('http.response.status_code', status);
-    span.setAttribute(ATTR.route, routeId);
+    const server = this.#server;
+    if (server === null) return;
+    const attributes = server.attributes;
+    attributes['http.response.status_code'] = status;
+    attributes[ATTR.route] = routeId;
     if (routeId !== 'unmatched') {
-      span.setAttribute('http.route', routeId);
-      span.updateName(`${this.#method === '_OTHER' ? 'HTTP' : this.#method} ${routeId}`);
+      attributes['http.route'] = routeId;
+      server.name = `${this.#method === '_OTHER' ? 'HTTP' : this.#method} ${routeId}`;
     }
-    if (reason !== undefined) span.setAttribute(ATTR.reason, reason);
-    if (clientId !== undefined) span.setAttribute(ATTR.client, clientId);
-    if (this.#issuerId !== undefined) span.setAttribute(ATTR.issuer, this.#issuerId);
+    if (reason !== undefined) attributes[ATTR.reason] = reason;
+    if (clientId !== undefined) attributes[ATTR.client] = clientId;
     // A server span is an error for 5xx only: a 4xx is the caller's (HTTP conventions).
     if (status >= 500) {
-      span.setAttribute('error.type', reason ?? String(status));
-      span.setStatus({ code: SpanStatusCode.ERROR });
+      attributes['error.type'] = reason ?? String(status);
+      server.error = true;
     }
-    span.end();
+    this.#finish(server);
   }
-}
 
-function endFailed(span: Span, error: unknown): void {
-  const reason = isPortariaError(error) ? error.reason : 'error';
-  span.setAttribute(ATTR.reason, reason);
-  span.setAttribute('error.type', reason);
-  span.setStatus({ code: SpanStatusCode.ERROR });
-  span.end();
+  #child(server: SpanRecord, name: string, kind: number): SpanRecord {
+    return startRecord(
+      name,
+      kind,
+      server.traceId,
+      this.#root.ids.spanId(),
+      server.spanId,
+      false,
+      server.traceState,
+    );
+  }
+
+  #verified(span: SpanRecord, principal: TracedPrincipal): void {
+    span.attributes[ATTR.issuer] = principal.issuerId;
+    // The server span names the issuer too (read when it ends).
+    (this.#server as SpanRecord).attributes[ATTR.issuer] = principal.issuerId;
+    this.#finish(span);
+  }
+
+  #failed(span: SpanRecord, error: unknown): void {
+    const reason = isPortariaError(error) ? error.reason : 'error';
+    span.attributes[ATTR.reason] = reason;
+    span.attributes['error.type'] = reason;
+    span.error = true;
+    this.#finish(span);
+  }
+
+  #finish(record: SpanRecord): void {
+    record.end = epochMs();
+    this.#root.finish(record);
+  }
 }

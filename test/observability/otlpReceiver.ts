@@ -22,6 +22,9 @@ export interface ReceivedSpan {
   readonly kind: number;
   readonly attributes: Readonly<Record<string, string | number | boolean>>;
   readonly statusCode: number;
+  /** Start and end, nanoseconds since the epoch. */
+  readonly startNs: bigint;
+  readonly endNs: bigint;
   readonly resource: Readonly<Record<string, string | number | boolean>>;
 }
 
@@ -59,6 +62,8 @@ interface ExportRequest {
         kind: number;
         attributes?: KeyValue[];
         status?: { code?: number };
+        startTimeUnixNano: string | number;
+        endTimeUnixNano: string | number;
       }[];
     }[];
   }[];
@@ -102,6 +107,8 @@ export async function startOtlpReceiver(t: TestContext): Promise<OtlpReceiver> {
               kind: s.kind,
               attributes: attributesOf(s.attributes),
               statusCode: s.status?.code ?? 0,
+              startNs: BigInt(s.startTimeUnixNano),
+              endNs: BigInt(s.endTimeUnixNano),
               resource,
             });
           }

@@ -200,6 +200,79 @@ describe('tracing', () => {
     assert.deepEqual([traceId, parentId], [server.traceId, client.spanId]);
   });
 
+  test("an invalid traceparent starts a new trace (W3C Trace Context §4.3): the caller's fields do not reach the upstream", async (t) => {
+    const { gw, receiver } = await tracedGateway(t, { settings: ROUTES });
+    const token = await gw.token();
+    const invalid = [
+      `00-${'0'.repeat(32)}-${CALLER_SPAN}-01`, // all-zero trace id
+      `00-${CALLER_TRACE}-${'0'.repeat(16)}-01`, // all-zero span id
+      `00-${CALLER_TRACE.toUpperCase()}-${CALLER_SPAN}-01`, // upper-case hex
+      `ff-${CALLER_TRACE}-${CALLER_SPAN}-01`, // version ff is forbidden
+      `00-${CALLER_TRACE}-${CALLER_SPAN}`, // no flags
+      'garbage',
+    ];
+    for (const [index, traceparent] of invalid.entries()) {
+      const id = `invalid-${index}`;
+      const res = await fetch(`${gw.url}/v1/orders/${index}`, {
+        headers: {
+          authorization: `Bearer ${token}`,
+          traceparent,
+          tracestate: 'vendor=abc',
+          'x-request-id': id,
+        },
+      });
+      assert.equal(res.status, 200, traceparent);
+      const server = await serverSpan(
+        receiver,
+        'orders',
+        (s) => s.attributes['url.path'] === `/v1/orders/${index}`,
+      );
+      assert.equal(server.parentSpanId, '', `${traceparent}: a root span`);
+      assert.notEqual(server.traceId, CALLER_TRACE);
+      const client = await receiver.span(
+        `the client span of ${traceparent}`,
+        (s) => s.parentSpanId === server.spanId && s.kind === KIND.client,
+      );
+      const sent = gw.upstream.received.find((r) => r.headers['x-request-id'] === id);
+      assert.equal(sent?.headers.traceparent, `00-${server.traceId}-${client.spanId}-01`);
+      assert.equal(sent?.headers.tracestate, undefined, `${traceparent}: tracestate dropped`);
+      const line = await accessLineOf(gw.logs, id);
+      assert.equal(line.trace_id, server.traceId);
+    }
+  });
+
+  test("span times are the request's: the server span within the exchange as the client saw it, the verification within the server span", async (t) => {
+    const { gw, receiver } = await tracedGateway(t, { settings: ROUTES });
+    const token = await gw.token();
+    const before = BigInt(Date.now()) * 1_000_000n;
+    const res = await fetch(`${gw.url}/v1/orders/7`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    await res.arrayBuffer();
+    const after = BigInt(Date.now()) * 1_000_000n;
+    assert.equal(res.status, 200);
+    const server = await serverSpan(receiver, 'orders');
+    // Date.now() and the monotonic clock may part by a few ms over a long test run.
+    const slack = 50_000_000n;
+    assert.ok(
+      server.startNs >= before - slack,
+      'the server span starts after the request was sent',
+    );
+    assert.ok(server.endNs <= after + slack, 'and ends before the answer was read');
+    assert.ok(server.endNs > server.startNs, 'it lasts');
+    const verify = await receiver.span(
+      'the verification',
+      (s) => s.parentSpanId === server.spanId && s.name === 'portaria.verify_token',
+    );
+    assert.ok(verify.startNs >= server.startNs && verify.endNs <= server.endNs);
+    const client = await receiver.span(
+      'the client span',
+      (s) => s.parentSpanId === server.spanId && s.kind === KIND.client,
+    );
+    assert.ok(client.startNs >= verify.endNs, 'the upstream is called after the verification');
+    assert.ok(client.endNs > client.startNs);
+  });
+
   test('a refused request: 401 with its reason on the server span, the failed verification as its child', async (t) => {
     const { gw, receiver } = await tracedGateway(t, { settings: ROUTES });
     const none = await fetch(`${gw.url}/v1/orders/1`, {
