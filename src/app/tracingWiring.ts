@@ -9,6 +9,7 @@ import type { KeySetHooks } from '../issuers/issuerKeySet.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { RevocationStore } from '../revocation/revocationStore.js';
 
 /** Tracing when on (its environment checked as configuration), else null. */
 export async function startTracing(config: Config, logger: Logger): Promise<Tracing | null> {
@@ -39,4 +40,14 @@ export function cacheLookupHook(metrics: Metrics, tracing: Tracing | null): (hit
     metrics.cacheLookup(hit);
     tracing.cacheLookup(hit);
   };
+}
+
+/** The verifier's revocation check: the store's, in a span of its own while tracing is on. */
+export function tracedRevocationCheck(
+  store: RevocationStore,
+  tracing: Tracing | null,
+): Pick<RevocationStore, 'isRevoked'> {
+  if (tracing === null) return store;
+  const isRevoked: RevocationStore['isRevoked'] = (token) => store.isRevoked(token);
+  return { isRevoked: (token) => tracing.revocationCheck(isRevoked, token) };
 }

@@ -14,7 +14,7 @@ import { buildIssuerTable } from '../verify/trustedIssuer.js';
 import type { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import type { IssuerSet } from './issuerKeySets.js';
 import type { LiveState } from './liveState.js';
-import { cacheLookupHook } from './tracingWiring.js';
+import { cacheLookupHook, tracedRevocationCheck } from './tracingWiring.js';
 
 export interface VerifierDeps {
   readonly clock: Clock;
@@ -37,7 +37,7 @@ export function createVerifier(config: Config, deps: VerifierDeps): TokenVerifie
     ),
     clock: deps.clock,
     cache: deps.cache,
-    revocation: deps.revocation,
+    revocation: tracedRevocationCheck(deps.revocation, deps.tracing),
     hooks: {
       cacheLookup: cacheLookupHook(metrics, deps.tracing),
       verified: (issuer, seconds, age) => metrics.tokenVerified(issuer, seconds, age),

@@ -26,6 +26,7 @@ export const ATTR = {
   issuer: 'portaria.issuer.id',
   client: 'portaria.client.id',
   cacheHit: 'portaria.token.cache_hit',
+  revoked: 'portaria.token.revoked',
   fetchTrigger: 'portaria.jwks.trigger',
   fetchOutcome: 'portaria.jwks.outcome',
 } as const;

@@ -72,6 +72,11 @@ export interface Tracing {
   keySetFetch(issuerId: string, trigger: string, uri: string): (outcome: string) => void;
   /** The verified-token cache answered the verification running now. */
   cacheLookup(hit: boolean): void;
+  /**
+   * Runs the revocation check of the verification running now: in a span of its own,
+   * its child, when that verification is recorded.
+   */
+  revocationCheck<T>(isRevoked: (token: T) => boolean, token: T): boolean;
   /** Exports what is buffered and stops; waits at most `timeoutMs`. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -192,6 +197,32 @@ export function createTracing(options: TracingOptions = {}): Tracing {
     cacheLookup(hit) {
       const verifying = slot.verifying;
       if (verifying !== null) verifying.attributes[ATTR.cacheHit] = hit;
+    },
+
+    revocationCheck(isRevoked, token) {
+      const parent = slot.verifying;
+      if (parent === null) return isRevoked(token);
+      const span = startRecord(
+        'portaria.revocation.check',
+        SPAN_KIND.internal,
+        parent.traceId,
+        ids.spanId(),
+        parent.spanId,
+        false,
+        parent.traceState,
+      );
+      try {
+        const revoked = isRevoked(token);
+        span.attributes[ATTR.revoked] = revoked;
+        return revoked;
+      } catch (error) {
+        span.attributes['error.type'] = 'error';
+        span.error = true;
+        throw error;
+      } finally {
+        span.end = epochMs();
+        handoff.finish(span);
+      }
     },
 
     shutdown(timeoutMs) {

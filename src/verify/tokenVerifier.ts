@@ -81,7 +81,8 @@ export interface TokenVerifierOptions {
   readonly issuers: ReadonlyMap<string, TrustedIssuer>;
   readonly clock: Clock;
   readonly cache: VerifiedTokenCache;
-  readonly revocation: RevocationStore;
+  /** The revocation check (a store's, or the store's in a traced span). */
+  readonly revocation: Pick<RevocationStore, 'isRevoked'>;
   readonly hooks?: VerifierHooks;
 }
 

@@ -10,7 +10,7 @@ import { createServer, type IncomingHttpHeaders, type IncomingMessage } from 'no
 import type { Socket } from 'node:net';
 import { describe, type TestContext, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { SignJWT } from 'jose';
+import { decodeJwt, SignJWT } from 'jose';
 import { WebSocket, WebSocketServer } from 'ws';
 import { ManualClock } from '../../src/lib/clock.js';
 import {
@@ -154,6 +154,15 @@ describe('tracing', () => {
       assert.equal(verify.kind, KIND.internal);
       assert.equal(verify.attributes['portaria.token.cache_hit'], index === 1);
       assert.equal(verify.attributes['portaria.issuer.id'], 'self');
+      const [check] = await waitFor('the revocation check', () => {
+        const found = childrenOf(receiver, verify);
+        return found.length === 1 ? found : undefined;
+      });
+      assert.equal(check?.name, 'portaria.revocation.check', 'cached token or not');
+      assert.equal(check?.attributes['portaria.token.revoked'], false);
+      assert.ok(
+        check !== undefined && check.startNs >= verify.startNs && check.endNs <= verify.endNs,
+      );
       assert.equal(client.name, 'GET');
       assert.equal(client.attributes['http.request.method'], 'GET');
       assert.equal(client.attributes['http.response.status_code'], 200);
@@ -310,6 +319,34 @@ describe('tracing', () => {
     assert.equal(verify.attributes['portaria.outcome.reason'], 'bad-signature');
     assert.equal(verify.statusCode, STATUS_ERROR);
     assert.equal(childrenOf(receiver, server).length, 1, 'nothing was forwarded');
+  });
+
+  test('a revoked token: the revocation check says so, the verification fails with reason revoked', async (t) => {
+    const { gw, receiver } = await tracedGateway(t, { settings: ROUTES });
+    const token = await gw.token();
+    await gw.app.revoke(decodeJwt(token).jti as string);
+    const res = await fetch(`${gw.url}/v1/orders/9`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(res.status, 401);
+    const server = await serverSpan(
+      receiver,
+      'unmatched',
+      (s) => s.attributes['portaria.outcome.reason'] === 'revoked',
+    );
+    const verify = await receiver.span(
+      'the failed verification',
+      (s) => s.parentSpanId === server.spanId && s.name === 'portaria.verify_token',
+    );
+    assert.equal(verify.attributes['portaria.outcome.reason'], 'revoked');
+    assert.equal(verify.statusCode, STATUS_ERROR);
+    const check = await receiver.span(
+      'the revocation check',
+      (s) => s.parentSpanId === verify.spanId,
+    );
+    assert.equal(check.name, 'portaria.revocation.check');
+    assert.equal(check.attributes['portaria.token.revoked'], true);
+    assert.equal(check.statusCode, 0, 'the check itself worked');
   });
 
   test('the token operation: client authentication and signing as children of its server span', async (t) => {
