@@ -31,6 +31,8 @@ const FLUSH_DELAY_MS = 200;
 const FLUSH_AT = 256;
 /** Records here or posted and not yet taken, at most (twice the SDK's default queue). */
 const MAX_WAITING = 4096;
+/** The export thread's old-generation heap, at most: several times what a full queue holds. */
+const MAX_THREAD_HEAP_MB = 64;
 
 export interface SpanHandoff {
   /** A recorded span has ended. */
@@ -50,6 +52,11 @@ export function startSpanHandoff(
   const worker = new Worker(new URL('./traceExportWorker.js', import.meta.url), {
     // The variables as they are now: the SDK in the thread reads them when it starts.
     env: { ...process.env },
+    // None of the process's Node options (a `--import` hook has no business there).
+    execArgv: [],
+    // A runaway export (a collector that never answers, retries piling up) ends the
+    // thread, reported below, instead of growing the gateway's memory.
+    resourceLimits: { maxOldGenerationSizeMb: MAX_THREAD_HEAP_MB },
   });
   worker.unref();
   let pending: SpanRecord[] = [];
