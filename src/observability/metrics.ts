@@ -87,7 +87,7 @@ export interface Metrics {
   setRevocationSyncSource(read: () => RevocationSyncSnapshot): void;
   /** A full synchronisation of the revocation list with Redis ended. */
   revocationSync(outcome: 'ok' | 'error'): void;
-  /** A protected request refused (503) because the revocation list was stale. */
+  /** A protected request or an introspection refused (503) because the revocation list was stale. */
   revocationStaleRefusal(method: MethodClass): void;
   /** Binds one Redis connection's state (`role`: a fixed name per connection), read at scrape time. */
   addRedisConnectionSource(role: string, connected: () => boolean): void;
@@ -434,7 +434,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   const staleRefusals = new Counter({
     name: 'portaria_revocation_stale_refusals_total',
-    help: 'Protected requests refused with 503 because the revocation list was older than revocation.maxSyncLagSeconds, by method class.',
+    help: 'Protected requests and introspections refused with 503 because the revocation list was older than revocation.maxSyncLagSeconds, by method class (an introspection is a POST: unsafe).',
     labelNames: ['method'] as const,
     registers,
   });
