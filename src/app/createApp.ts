@@ -74,6 +74,8 @@ export interface WorkerParts {
   readonly limiter?: TokenLimiter;
   /** Log writes dropped (the log output is the primary's). */
   readonly logDrops: () => number;
+  /** Its node:cluster id, written as `worker` in each of its log lines. */
+  readonly workerId: number;
 }
 
 export interface App {
@@ -102,7 +104,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   const { logger, access, metrics } = await openLogsAndMetrics(
     config,
     options.logDestination,
-    worker?.logDrops,
+    worker,
   );
   const tracing = await startTracing(config, logger);
   const cache = new VerifiedTokenCache(config.verify.cacheSize, clock);

@@ -137,7 +137,14 @@ export async function createOAuthEndpoints(
       ...shared,
       ...clientAuthentication,
       verifier: deps.verifier,
-      ...(revocationStale === null ? {} : { revocationStale }),
+      ...(revocationStale === null
+        ? {}
+        : {
+            revocationStale,
+            // An introspection is a POST (RFC 7662 §2.1): its method class is `unsafe`,
+            // as in portaria_http_requests_total, whichever class's policy refused.
+            onStaleRefusal: () => metrics.revocationStaleRefusal('unsafe'),
+          }),
       onOutcome: (outcome) => metrics.oauthRequest('introspect', outcome),
     },
   });

@@ -5,6 +5,7 @@
  * the log output sent to the primary. `serve` then answers the primary's questions and
  * commands with the app.
  */
+import cluster from 'node:cluster';
 import type { Config } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import type { DestinationStream } from '../observability/logger.js';
@@ -22,6 +23,8 @@ export interface ClusterWorkerParts {
   readonly limiter?: TokenLimiter;
   readonly logDestination: DestinationStream;
   readonly logDrops: () => number;
+  /** node:cluster's id of this worker (1, 2, …; a replacement gets the next one). */
+  readonly workerId: number;
 }
 
 /** What a worker's app offers the primary. */
@@ -43,6 +46,8 @@ export async function joinCluster(
   config: Config,
   clock: Clock = systemClock,
 ): Promise<JoinedCluster> {
+  const id = cluster.worker?.id;
+  if (id === undefined) throw new Error('joinCluster runs in a worker of a group only');
   const channel = new WorkerChannel();
   const revocation = await RevocationMirror.open(
     clock,
@@ -61,6 +66,7 @@ export async function joinCluster(
       : {}),
     logDestination: log as unknown as DestinationStream,
     logDrops: () => log.dropped,
+    workerId: id,
   };
   return {
     parts,

@@ -8,9 +8,9 @@
  *   verify          exactly as the edge verifies a bearer token (`TokenVerifier`): our
  *                   tokens and trusted external issuers' alike, revocation included
  *   freshness       an active token while the Redis revocation list is stale: 503 problem
- *                   details, as the edge refuses then (RFC 7662 §4: the server must
- *                   determine that no revocation took place, and cannot; "inactive"
- *                   would be a verdict it cannot give either)
+ *                   details, as the edge refuses then, and counted with its stale refusals
+ *                   (RFC 7662 §4: the server must determine that no revocation took
+ *                   place, and cannot; "inactive" would be a verdict it cannot give either)
  *   describe        active: the claims RFC 7662 §2.2 names; otherwise `{"active":false}`
  *                   and nothing else, whatever the reason (§2.2: no hint why)
  */
@@ -29,6 +29,8 @@ export interface IntrospectionEndpointDeps extends ClientAuthenticationDeps {
    * requests for it (`revocation.whenStale`); absent: never.
    */
   readonly revocationStale?: () => boolean;
+  /** An active token refused (503) because the list was stale, counted as the edge's are. */
+  readonly onStaleRefusal?: () => void;
 }
 
 export interface IntrospectionResult {
@@ -61,6 +63,7 @@ export async function runIntrospectionRequest(
   if (principal === null) return { clientId: client.id, body: INACTIVE, outcome: 'inactive' };
   // After verification, as at the edge: a revocation already known is a verdict, stale or not.
   if (deps.revocationStale?.() === true) {
+    deps.onStaleRefusal?.();
     throw new PortariaError(
       'service-unavailable',
       'The revocation list cannot be confirmed as current; retry later.',

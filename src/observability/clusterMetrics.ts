@@ -2,8 +2,8 @@
  * `/metrics` of a group of processes (`server.workers` > 1): the primary's own metrics
  * and the workers' (each `Metrics.snapshot()`, fetched over IPC when Prometheus scrapes)
  * merged by prom-client's cluster aggregation: counters and histograms summed, each gauge
- * by its `aggregator` (metrics.ts). Plus the group's own series: workers configured and
- * listening, and workers replaced after an unexpected exit.
+ * (and the reload counter) by its `aggregator` (metrics.ts). Plus the group's own
+ * series: workers configured and listening, and workers replaced after an unexpected exit.
  */
 import { AggregatorRegistry, Counter, Gauge, Registry } from 'prom-client';
 import type { MetricsSnapshot } from './metrics.js';

@@ -189,18 +189,30 @@ class StreamOutput implements DestinationStream {
   }
 }
 
-export function createLoggers(level: string, destination?: DestinationStream): Loggers {
+/** Fields bound once into every line of the process, after `service`. */
+export interface LogBindings {
+  /** A worker of a group (`server.workers` > 1): its node:cluster id. Absent: one process. */
+  readonly worker?: number;
+}
+
+export function createLoggers(
+  level: string,
+  destination?: DestinationStream,
+  bindings: LogBindings = {},
+): Loggers {
   const stream = destination ?? outputDestination();
+  const base = { service: 'portaria', ...bindings };
+  const accessBase = { ...base, log: 'access' };
   const common = {
     level,
-    base: { service: 'portaria' },
+    base,
     formatters: { level: (label: string) => ({ level: label }) },
   };
   const access = pino(
     {
       ...common,
       timestamp: pino.stdTimeFunctions.isoTime,
-      base: { service: 'portaria', log: 'access' },
+      base: accessBase,
     },
     stream,
   );
@@ -213,30 +225,33 @@ export function createLoggers(level: string, destination?: DestinationStream): L
       },
       stream,
     ),
-    access: createAccessLog(access, stream),
+    access: createAccessLog(access, stream, accessBase),
     droppedWrites: () => droppedWrites(stream),
   };
 }
 
 /** The line prefix pino writes for the access logger (`level` label, then `time`). */
 const LINE_START = '{"level":"info","time":"';
-const LINE_BASE = '","service":"portaria","log":"access"';
 const LINE_END = ',"msg":"request"}\n';
 
 /**
  * The line up to the fields: `level`, `time` (ISO 8601 UTC with milliseconds, as pino's
- * `isoTime`), `service`, `log`. Made once per millisecond: a busy gateway writes many
+ * `isoTime`), then the access logger's base bindings as pino writes them (`service`,
+ * `worker` in a group, `log`). Made once per millisecond: a busy gateway writes many
  * lines in the same one.
  */
-let headMs = -1;
-let headText = '';
-function lineHead(): string {
-  const now = Date.now();
-  if (now !== headMs) {
-    headMs = now;
-    headText = `${LINE_START}${new Date(now).toISOString()}${LINE_BASE}`;
-  }
-  return headText;
+function lineHeads(base: Readonly<Record<string, unknown>>): () => string {
+  const bindings = JSON.stringify(base).slice(1, -1);
+  let headMs = -1;
+  let headText = '';
+  return () => {
+    const now = Date.now();
+    if (now !== headMs) {
+      headMs = now;
+      headText = `${LINE_START}${new Date(now).toISOString()}",${bindings}`;
+    }
+    return headText;
+  };
 }
 
 /** What every destination is besides a `DestinationStream` (typed for strings only). */
@@ -255,9 +270,14 @@ const BATCH_MS = 50;
  * generation collections and promoted). The buffer is handed to the destination whole
  * and a new one started: the destination may still be writing the old one.
  */
-function createAccessLog(logger: Logger, stream: DestinationStream): AccessLog {
+function createAccessLog(
+  logger: Logger,
+  stream: DestinationStream,
+  base: Readonly<Record<string, unknown>>,
+): AccessLog {
   // The level is fixed at start (the configuration has no runtime level change).
   const enabled = logger.isLevelEnabled('info');
+  const lineHead = lineHeads(base);
   // Pino's destinations are typed for strings; every one of them (a Node stream,
   // sonic-boom, pino-pretty) takes a Buffer.
   const output = stream as unknown as BufferWritable;

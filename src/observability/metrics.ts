@@ -87,7 +87,7 @@ export interface Metrics {
   setRevocationSyncSource(read: () => RevocationSyncSnapshot): void;
   /** A full synchronisation of the revocation list with Redis ended. */
   revocationSync(outcome: 'ok' | 'error'): void;
-  /** A protected request refused (503) because the revocation list was stale. */
+  /** A protected request or an introspection refused (503) because the revocation list was stale. */
   revocationStaleRefusal(method: MethodClass): void;
   /** Binds one Redis connection's state (`role`: a fixed name per connection), read at scrape time. */
   addRedisConnectionSource(role: string, connected: () => boolean): void;
@@ -131,7 +131,8 @@ const KEY_STATES = ['pending', 'active', 'retiring', 'retired'] as const;
 
 // With several workers (clusterMetrics.ts) counters and histograms are summed, and so is a
 // gauge unless it says otherwise: gauges every process reports alike (keys, the
-// revocation list, Redis connections) take the max or min, not N times the value.
+// revocation list, Redis connections) take the max or min, not N times the value, and so
+// does the one counter every worker counts alike (config reloads).
 
 /** A fresh registry per app: tests read their own, nothing is global. */
 /** Per-route counters: requests by method class × status class, and two histograms. */
@@ -308,9 +309,12 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     labelNames: ['issuer', 'trigger', 'outcome'] as const,
     registers,
   });
+  // Every worker of a group reloads the same files (its own watch, or the SIGHUP passed
+  // on): the group's count is one worker's, the most any counted, not N per change.
   const reloads = new Counter({
     name: 'portaria_config_reload_total',
-    help: 'Reloads of the clients file, the keys directory and the routes, by source and outcome (applied, failed; a change event that left the content as it was is not counted).',
+    aggregator: 'max',
+    help: 'Reloads of the clients file, the keys directory and the routes, by source and outcome (applied, failed; a change event that left the content as it was is not counted; with workers, the most any worker counted).',
     labelNames: ['source', 'outcome'] as const,
     registers,
   });
@@ -434,7 +438,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   });
   const staleRefusals = new Counter({
     name: 'portaria_revocation_stale_refusals_total',
-    help: 'Protected requests refused with 503 because the revocation list was older than revocation.maxSyncLagSeconds, by method class.',
+    help: 'Protected requests and introspections refused with 503 because the revocation list was older than revocation.maxSyncLagSeconds, by method class (an introspection is a POST: unsafe).',
     labelNames: ['method'] as const,
     registers,
   });

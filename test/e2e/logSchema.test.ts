@@ -2,7 +2,7 @@
  * One log schema on stdout of the real process: every line the gateway writes — start,
  * access lines (the hand-written `request`, pino's `upgrade`), warnings (`request failed`),
  * reloads and shutdown — carries `time` as the same ISO 8601 UTC string with milliseconds,
- * so a log store maps the field once.
+ * so a log store maps the field once, and no `worker` (there is no group).
  */
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
@@ -94,6 +94,8 @@ test('every line type the gateway writes has time as an ISO 8601 UTC string with
     assert.ok(messages.has(msg), `a "${msg}" line: ${[...messages].join(', ')}`);
   }
   for (const line of parsed) {
+    // One process, no group: no line names a worker.
+    assert.equal(line.worker, undefined, JSON.stringify(line));
     assert.equal(typeof line.time, 'string', JSON.stringify(line));
     assert.match(line.time as string, ISO_MS_UTC, JSON.stringify(line));
     assert.ok(Math.abs(Date.parse(line.time as string) - Date.now()) < 120_000);

@@ -11,6 +11,7 @@ import assert from 'node:assert/strict';
 import { type TestContext, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { sample, scrape } from '../helpers/metrics.js';
 import { redisConfig } from '../helpers/redisFixtures.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { accessLineOf, waitFor } from '../helpers/wait.js';
@@ -61,7 +62,18 @@ async function waitUntilStale(gw: Gateway, token: string): Promise<void> {
   );
 }
 
-test('a stale revocation list: an active token gets 503 problem details as at the edge; known revoked and invalid tokens stay inactive', async (t) => {
+/** The stale-list refusal counters: the edge's and introspection's, and introspection's outcome. */
+async function staleCounts(gw: Gateway): Promise<{ unsafe: number; unavailable: number }> {
+  const text = await scrape(gw.adminUrl);
+  return {
+    unsafe: sample(text, 'portaria_revocation_stale_refusals_total{method="unsafe"}') ?? 0,
+    unavailable:
+      sample(text, 'portaria_oauth_requests_total{endpoint="introspect",outcome="unavailable"}') ??
+      0,
+  };
+}
+
+test('a stale revocation list: an active token gets 503 problem details as at the edge, counted as a stale refusal; known revoked and invalid tokens stay inactive', async (t) => {
   const redis = await startRedis(t);
   const gw = await gatewayOn(t, redis);
   const good = await gw.token();
@@ -73,8 +85,14 @@ test('a stale revocation list: an active token gets 503 problem details as at th
 
   await redis.stop();
   await waitUntilStale(gw, good);
+  const before = await staleCounts(gw);
   const res = await introspect(gw, good);
   assert.equal(res.status, 503);
+  // Counted where the edge's stale refusals are (a POST: `unsafe`), and as its outcome.
+  assert.deepEqual(await staleCounts(gw), {
+    unsafe: before.unsafe + 1,
+    unavailable: before.unavailable + 1,
+  });
   assert.equal(res.headers.get('cache-control'), 'no-store');
   const problem = await problemOf(res);
   assert.equal(problem.tipo, 'urn:portaria:problem:service-unavailable');
@@ -85,6 +103,11 @@ test('a stale revocation list: an active token gets 503 problem details as at th
 
   assert.equal(await activeOf(gw, revoked), false, 'a known revocation is a verdict, stale or not');
   assert.equal(await activeOf(gw, `${good}x`), false, 'an invalid token is a verdict too');
+  assert.deepEqual(
+    await staleCounts(gw),
+    { unsafe: before.unsafe + 1, unavailable: before.unavailable + 1 },
+    'a verdict is no stale refusal',
+  );
 
   await redis.start();
   await waitFor(
