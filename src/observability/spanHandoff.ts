@@ -42,23 +42,17 @@ export interface SpanHandoff {
 }
 
 /**
- * Starts the export thread; `exportFailed` hears of batches the collector did not take
- * and of spans dropped here.
+ * The handoff to an export thread started with the first batch (a gateway whose start
+ * fails, or that records nothing, never starts it); `exportFailed` hears of batches the
+ * collector did not take and of spans dropped here.
  */
-export function startSpanHandoff(
+export function createSpanHandoff(
   exportFailed?: (message: string) => void,
   maxWaiting = MAX_WAITING,
 ): SpanHandoff {
-  const worker = new Worker(new URL('./traceExportWorker.js', import.meta.url), {
-    // The variables as they are now: the SDK in the thread reads them when it starts.
-    env: { ...process.env },
-    // None of the process's Node options (a `--import` hook has no business there).
-    execArgv: [],
-    // A runaway export (a collector that never answers, retries piling up) ends the
-    // thread, reported below, instead of growing the gateway's memory.
-    resourceLimits: { maxOldGenerationSizeMb: MAX_THREAD_HEAP_MB },
-  });
-  worker.unref();
+  // The variables as they are now: the SDK in the thread reads them when it starts.
+  const env = { ...process.env };
+  let worker: Worker | null = null;
   let pending: SpanRecord[] = [];
   /** Posted to the thread, not yet taken by it. */
   let posted = 0;
@@ -76,24 +70,45 @@ export function startSpanHandoff(
     exportFailed?.(message);
     onStopped?.();
   };
-  worker.on('message', (message: FromExportThread) => {
-    if (message.type === 'taken') posted -= message.count;
-    else if (message.type === 'exportFailed') exportFailed?.(message.message);
-    else onStopped?.();
-  });
-  worker.on('error', (error) => lost(`the export thread failed: ${error.message}`));
-  worker.on('exit', () => lost('the export thread stopped'));
+
+  const thread = (): Worker | null => {
+    if (worker !== null || !alive) return worker;
+    try {
+      worker = new Worker(new URL('./traceExportWorker.js', import.meta.url), {
+        env,
+        // None of the process's Node options (a `--import` hook has no business there).
+        execArgv: [],
+        // A runaway export (a collector that never answers, retries piling up) ends the
+        // thread, reported below, instead of growing the gateway's memory.
+        resourceLimits: { maxOldGenerationSizeMb: MAX_THREAD_HEAP_MB },
+      });
+    } catch (error) {
+      lost(`the export thread did not start: ${(error as Error).message}`);
+      return null;
+    }
+    worker.unref();
+    worker.on('message', (message: FromExportThread) => {
+      if (message.type === 'taken') posted -= message.count;
+      else if (message.type === 'exportFailed') exportFailed?.(message.message);
+      else onStopped?.();
+    });
+    worker.on('error', (error) => lost(`the export thread failed: ${error.message}`));
+    worker.on('exit', () => lost('the export thread stopped'));
+    return worker;
+  };
 
   const flush = (): void => {
     if (timer !== null) {
       clearTimeout(timer);
       timer = null;
     }
-    if (pending.length === 0 || !alive) return;
+    if (pending.length === 0) return;
     const spans = pending;
     pending = [];
+    const to = thread();
+    if (to === null) return;
     posted += spans.length;
-    worker.postMessage({ type: 'spans', spans } satisfies ToExportThread);
+    to.postMessage({ type: 'spans', spans } satisfies ToExportThread);
   };
 
   const drop = (): void => {
@@ -119,17 +134,22 @@ export function startSpanHandoff(
     shutdown(timeoutMs) {
       stopped ??= (async () => {
         flush();
+        const running = worker;
+        if (running === null) {
+          alive = false;
+          return;
+        }
         if (alive) {
           let timeout: NodeJS.Timeout | undefined;
           await new Promise<void>((resolve) => {
             onStopped = resolve;
             timeout = setTimeout(resolve, timeoutMs);
-            worker.postMessage({ type: 'shutdown' } satisfies ToExportThread);
+            running.postMessage({ type: 'shutdown' } satisfies ToExportThread);
           });
           clearTimeout(timeout);
         }
         alive = false;
-        await worker.terminate();
+        await running.terminate();
       })();
       return stopped;
     },

@@ -42,7 +42,7 @@ import {
   type TraceRoot,
   type TraceSlot,
 } from './requestTrace.js';
-import { startSpanHandoff } from './spanHandoff.js';
+import { createSpanHandoff } from './spanHandoff.js';
 import { epochMs, SPAN_KIND } from './spanRecord.js';
 import { sampledTrace, TraceIds } from './traceIds.js';
 
@@ -126,7 +126,7 @@ export function tracingEnvironmentProblems(): string[] {
 }
 
 export function createTracing(options: TracingOptions = {}): Tracing {
-  const handoff = startSpanHandoff(options.exportFailed);
+  const handoff = createSpanHandoff(options.exportFailed);
   const ids = new TraceIds(rootSamplingBound());
   const sampler = samplerFromEnvironment();
   const propagator = new W3CTraceContextPropagator();

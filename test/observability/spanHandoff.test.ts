@@ -5,9 +5,11 @@
  * still waits; after it nothing is taken.
  */
 import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
 import { describe, test } from 'node:test';
+import { setTimeout as sleep } from 'node:timers/promises';
 import { startRecord } from '../../src/observability/requestTrace.js';
-import { startSpanHandoff } from '../../src/observability/spanHandoff.js';
+import { createSpanHandoff } from '../../src/observability/spanHandoff.js';
 import { SPAN_KIND } from '../../src/observability/spanRecord.js';
 import { KIND, STATUS_ERROR, startOtlpReceiver, withEnv } from './otlpReceiver.js';
 
@@ -25,7 +27,7 @@ describe('span handoff to the export thread', () => {
     const receiver = await startOtlpReceiver(t);
     const handoff = await withEnv(
       { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000' },
-      async () => startSpanHandoff(),
+      async () => createSpanHandoff(),
     );
     const server = startRecord(
       'GET orders',
@@ -106,7 +108,7 @@ describe('span handoff to the export thread', () => {
     const receiver = await startOtlpReceiver(t);
     const handoff = await withEnv(
       { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' },
-      async () => startSpanHandoff(),
+      async () => createSpanHandoff(),
     );
     t.after(() => handoff.shutdown(1000));
     const root = startRecord(
@@ -130,7 +132,7 @@ describe('span handoff to the export thread', () => {
     const reports: string[] = [];
     const handoff = await withEnv(
       { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '600000' },
-      async () => startSpanHandoff((message) => reports.push(message), 300),
+      async () => createSpanHandoff((message) => reports.push(message), 300),
     );
     // One synchronous burst: the thread's receipts cannot arrive before it ends, so 256
     // are posted, 44 wait here, and the 700 after them find the bound reached.
@@ -152,10 +154,42 @@ describe('span handoff to the export thread', () => {
     assert.deepEqual(reports, ['spans dropped: the export thread is behind (1 so far)']);
   });
 
+  test('the thread starts with the first span: a handoff that gets none has no thread, and its drain ends at once', async (t) => {
+    const receiver = await startOtlpReceiver(t);
+    const threads = () => readdirSync('/proc/self/task').length;
+    const before = threads();
+    const idle = await withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, async () =>
+      createSpanHandoff(),
+    );
+    const used = await withEnv(
+      { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' },
+      async () => createSpanHandoff(),
+    );
+    await sleep(300);
+    assert.equal(threads(), before, 'no thread before any span');
+    await idle.shutdown(5000);
+
+    // Started after withEnv restored the variables: the thread still reads them as they were.
+    const record = startRecord(
+      'first',
+      SPAN_KIND.internal,
+      TRACE,
+      'e5e5e5e5e5e5e5e5',
+      undefined,
+      false,
+      undefined,
+    );
+    record.end = record.start + 1;
+    used.finish(record);
+    await receiver.span('the first span', (s) => s.spanId === record.spanId);
+    assert.ok(threads() > before, 'the thread runs');
+    await used.shutdown(5000);
+  });
+
   test('after the drain a finished span is ignored, and a second drain is the first', async (t) => {
     const receiver = await startOtlpReceiver(t);
     const handoff = await withEnv({ OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url }, async () =>
-      startSpanHandoff(),
+      createSpanHandoff(),
     );
     const first = handoff.shutdown(1000);
     assert.equal(handoff.shutdown(1000), first);
