@@ -47,7 +47,6 @@ import { epochMs, SPAN_KIND } from './spanRecord.js';
 import { sampledTrace, TraceIds } from './traceIds.js';
 
 export { type RequestStart, RequestTrace } from './requestTrace.js';
-export { DEFAULT_SERVICE_NAME } from './traceExport.js';
 
 export interface TracingOptions {
   /** An export batch failed (the collector down or refusing): the caller logs it. */
