@@ -274,6 +274,7 @@ export class RequestTrace {
     if (server === null) return noStep;
     const span = this.#child(server, `portaria.token.${name}`, SPAN_KIND.internal);
     return (failure) => {
+      if (span.end !== 0) return;
       if (failure !== undefined) {
         span.attributes[ATTR.reason] = failure;
         span.error = true;
@@ -304,6 +305,7 @@ export class RequestTrace {
       traceparent: `00-${span.traceId}-${span.spanId}-01`,
       tracestate: span.traceState,
       end(statusCode, errorType) {
+        if (span.end !== 0) return;
         if (statusCode !== 0) attributes['http.response.status_code'] = statusCode;
         const error = errorType ?? (statusCode >= 400 ? String(statusCode) : undefined);
         if (error !== undefined) {
@@ -329,7 +331,7 @@ export class RequestTrace {
     clientId: string | undefined,
   ): void {
     const server = this.#server;
-    if (server === null) return;
+    if (server === null || server.end !== 0) return;
     const attributes = server.attributes;
     attributes['http.response.status_code'] = status;
     attributes[ATTR.route] = routeId;
@@ -374,6 +376,7 @@ export class RequestTrace {
     this.#finish(span);
   }
 
+  /** Ends a span (each end above returns early for one ended: the SDK ignores a second end). */
   #finish(record: SpanRecord): void {
     record.end = epochMs();
     this.#root.finish(record);

@@ -183,6 +183,7 @@ export function createTracing(options: TracingOptions = {}): Tracing {
       // The configuration refuses a `jwksUri` with a query or fragment.
       span.attributes['url.full'] = uri;
       return (outcome) => {
+        if (span.end !== 0) return; // ended once, as the SDK ends a span
         span.attributes[ATTR.fetchOutcome] = outcome;
         if (outcome !== 'ok') {
           span.attributes['error.type'] = outcome;
