@@ -48,6 +48,5 @@ export function tracedRevocationCheck(
   tracing: Tracing | null,
 ): Pick<RevocationStore, 'isRevoked'> {
   if (tracing === null) return store;
-  const isRevoked: RevocationStore['isRevoked'] = (token) => store.isRevoked(token);
-  return { isRevoked: (token) => tracing.revocationCheck(isRevoked, token) };
+  return { isRevoked: (token) => tracing.revocationCheck(store, token) };
 }

@@ -147,6 +147,16 @@ export function startRecord(
   };
 }
 
+/** A child of `parent` (same trace and `tracestate`), started now. */
+export function childRecord(
+  parent: SpanRecord,
+  spanId: string,
+  name: string,
+  kind: number,
+): SpanRecord {
+  return startRecord(name, kind, parent.traceId, spanId, parent.spanId, false, parent.traceState);
+}
+
 export class RequestTrace {
   /** The sampler records this request: its spans are made and exported. */
   readonly recording: boolean;
@@ -350,15 +360,7 @@ export class RequestTrace {
   }
 
   #child(server: SpanRecord, name: string, kind: number): SpanRecord {
-    return startRecord(
-      name,
-      kind,
-      server.traceId,
-      this.#root.ids.spanId(),
-      server.spanId,
-      false,
-      server.traceState,
-    );
+    return childRecord(server, this.#root.ids.spanId(), name, kind);
   }
 
   #verified(span: SpanRecord, principal: TracedPrincipal): void {

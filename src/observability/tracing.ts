@@ -36,6 +36,7 @@ import {
 } from '@opentelemetry/sdk-trace-base';
 import {
   ATTR,
+  childRecord,
   type RequestStart,
   RequestTrace,
   startRecord,
@@ -43,7 +44,7 @@ import {
   type TraceSlot,
 } from './requestTrace.js';
 import { createSpanHandoff } from './spanHandoff.js';
-import { epochMs, SPAN_KIND } from './spanRecord.js';
+import { epochMs, SPAN_KIND, type SpanRecord } from './spanRecord.js';
 import { sampledTrace, TraceIds } from './traceIds.js';
 
 export { type RequestStart, RequestTrace } from './requestTrace.js';
@@ -75,7 +76,7 @@ export interface Tracing {
    * Runs the revocation check of the verification running now: in a span of its own,
    * its child, when that verification is recorded.
    */
-  revocationCheck<T>(isRevoked: (token: T) => boolean, token: T): boolean;
+  revocationCheck<T>(store: { isRevoked(token: T): boolean }, token: T): boolean;
   /** Exports what is buffered and stops; waits at most `timeoutMs`. */
   shutdown(timeoutMs: number): Promise<void>;
 }
@@ -154,6 +155,10 @@ export function createTracing(options: TracingOptions = {}): Tracing {
     },
     finish: (record) => handoff.finish(record),
   };
+  const endSpan = (record: SpanRecord): void => {
+    record.end = epochMs();
+    handoff.finish(record);
+  };
 
   return {
     startRequest(method, headers, describe) {
@@ -162,22 +167,24 @@ export function createTracing(options: TracingOptions = {}): Tracing {
 
     keySetFetch(issuerId, trigger, uri) {
       const parent = slot.verifying;
-      let traceId: string;
-      if (parent !== null) traceId = parent.traceId;
-      else {
+      let span: SpanRecord;
+      if (parent !== null) {
+        span = childRecord(parent, ids.spanId(), 'portaria.jwks.fetch', SPAN_KIND.client);
+      } else {
         const traceparent = ids.newTrace();
         if (!sampledTrace(traceparent)) return noFetchEnd;
-        traceId = traceparent.slice(3, 35);
+        const traceId = traceparent.slice(3, 35);
+        const spanId = traceparent.slice(36, 52);
+        span = startRecord(
+          'portaria.jwks.fetch',
+          SPAN_KIND.client,
+          traceId,
+          spanId,
+          undefined,
+          false,
+          undefined,
+        );
       }
-      const span = startRecord(
-        'portaria.jwks.fetch',
-        SPAN_KIND.client,
-        traceId,
-        ids.spanId(),
-        parent?.spanId,
-        false,
-        parent?.traceState,
-      );
       span.attributes[ATTR.issuer] = issuerId;
       span.attributes[ATTR.fetchTrigger] = trigger;
       // The configuration refuses a `jwksUri` with a query or fragment.
@@ -189,8 +196,7 @@ export function createTracing(options: TracingOptions = {}): Tracing {
           span.attributes['error.type'] = outcome;
           span.error = true;
         }
-        span.end = epochMs();
-        handoff.finish(span);
+        endSpan(span);
       };
     },
 
@@ -199,20 +205,17 @@ export function createTracing(options: TracingOptions = {}): Tracing {
       if (verifying !== null) verifying.attributes[ATTR.cacheHit] = hit;
     },
 
-    revocationCheck(isRevoked, token) {
+    revocationCheck(store, token) {
       const parent = slot.verifying;
-      if (parent === null) return isRevoked(token);
-      const span = startRecord(
+      if (parent === null) return store.isRevoked(token);
+      const span = childRecord(
+        parent,
+        ids.spanId(),
         'portaria.revocation.check',
         SPAN_KIND.internal,
-        parent.traceId,
-        ids.spanId(),
-        parent.spanId,
-        false,
-        parent.traceState,
       );
       try {
-        const revoked = isRevoked(token);
+        const revoked = store.isRevoked(token);
         span.attributes[ATTR.revoked] = revoked;
         return revoked;
       } catch (error) {
@@ -220,8 +223,7 @@ export function createTracing(options: TracingOptions = {}): Tracing {
         span.error = true;
         throw error;
       } finally {
-        span.end = epochMs();
-        handoff.finish(span);
+        endSpan(span);
       }
     },
 
