@@ -37,7 +37,7 @@ import { createServer } from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { parseArgs } from 'node:util';
+import { parseModeArgs, positiveInt } from '../lib/modeArgs.js';
 import { processCpuUs } from '../lib/processCpu.js';
 import { type Child, spawnChild } from '../lib/spawnChild.js';
 import { median } from '../lib/stats.js';
@@ -48,19 +48,14 @@ interface GatewayInfo {
   token: string;
 }
 
-const parseOptions = (argv: readonly string[]) =>
-  parseArgs({
-    args: [...argv],
-    options: {
-      rounds: { type: 'string', default: '6' },
-      duration: { type: 'string', default: '5' },
-      connections: { type: 'string', default: '50' },
-      warmup: { type: 'string', default: '8' },
-      baseline: { type: 'string' },
-      ratio: { type: 'string', default: '0.01' },
-    },
-    strict: true,
-  }).values;
+const OPTIONS = {
+  rounds: { type: 'string', default: '6' },
+  duration: { type: 'string', default: '5' },
+  connections: { type: 'string', default: '50' },
+  warmup: { type: 'string', default: '8' },
+  baseline: { type: 'string' },
+  ratio: { type: 'string', default: '0.01' },
+} as const;
 
 /** The build's root (dist-test/bench/modes → dist-test). */
 const here = resolve(import.meta.dirname, '..', '..');
@@ -75,23 +70,11 @@ function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
 }
 
 export async function run(argv: readonly string[]): Promise<number> {
-  let values: ReturnType<typeof parseOptions>;
-  try {
-    values = parseOptions(argv);
-  } catch (error) {
-    process.stderr.write(`bench: ${(error as Error).message}\n`);
-    return 2;
-  }
-  const rounds = Number(values.rounds);
-  const durationS = Number(values.duration);
-  const connections = Number(values.connections);
-  const warmupS = Number(values.warmup);
-  if (![rounds, durationS, connections, warmupS].every((n) => Number.isInteger(n) && n > 0)) {
-    process.stderr.write(
-      '--rounds, --duration, --connections and --warmup take positive integers\n',
-    );
-    return 2;
-  }
+  const values = parseModeArgs(argv, OPTIONS);
+  const rounds = positiveInt(values, 'rounds');
+  const durationS = positiveInt(values, 'duration');
+  const connections = positiveInt(values, 'connections');
+  const warmupS = positiveInt(values, 'warmup');
   if (availableParallelism() < 2 || spawnSync('taskset', ['-V']).status !== 0) {
     process.stderr.write('tracingCost needs 2 CPUs and taskset (util-linux)\n');
     return 2;
