@@ -106,3 +106,33 @@ test('a download that completes in time returns the keys', async (t) => {
   const keys = await downloadJwks(sourceOf(server.url, 1000), new AbortController().signal);
   assert.deepEqual([...keys.keys()], ['k']);
 });
+
+test('a fetch that ignores its signal still ends at the deadline', async () => {
+  const source = {
+    ...sourceOf('http://127.0.0.1:9/jwks', 200),
+    fetch: () => new Promise<never>(() => {}),
+  };
+  const error = await failureOf(downloadJwks(source, new AbortController().signal), 2000);
+  assert.equal(outcomeOf(error), 'timeout');
+});
+
+test('a body that never ends is cancelled at the deadline even when the fetch does not tie it to the signal', async () => {
+  let cancelled: unknown;
+  const body = new ReadableStream<Uint8Array>({
+    start(stream) {
+      stream.enqueue(new TextEncoder().encode('{"keys": ['));
+    },
+    pull: () => new Promise<void>(() => {}),
+    cancel(reason) {
+      cancelled = reason;
+    },
+  });
+  const source = {
+    ...sourceOf('http://127.0.0.1:9/jwks', 200),
+    fetch: () => Promise.resolve(new Response(body, { status: 200 })),
+  };
+  const error = await failureOf(downloadJwks(source, new AbortController().signal), 2000);
+  assert.equal(outcomeOf(error), 'timeout');
+  await waitFor('the body to be cancelled', () => (cancelled === undefined ? undefined : true));
+  assert.equal(outcomeOf(cancelled), 'timeout', 'cancelled with the deadline as its reason');
+});
