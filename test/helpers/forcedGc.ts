@@ -10,8 +10,11 @@ import { runInNewContext } from 'node:vm';
 
 let gc: (() => void) | undefined;
 
-/** Runs a full collection every `everyMs` until the test ends. */
-export function forceGcEvery(t: TestContext, everyMs = 25): void {
+/**
+ * Runs a full collection every `everyMs` until the test ends (a collection takes tens of
+ * milliseconds on a busy machine: more often would leave the test little else).
+ */
+export function forceGcEvery(t: TestContext, everyMs = 100): void {
   if (gc === undefined) {
     setFlagsFromString('--expose-gc');
     gc = runInNewContext('gc') as () => void;

@@ -50,12 +50,12 @@ test('a key server that accepts and never answers is given up at the deadline, t
   const started = performance.now();
   const error = await failureOf(
     downloadJwks(sourceOf(server.url, 300), new AbortController().signal),
-    3000,
+    5000,
   );
   const elapsed = performance.now() - started;
   assert.equal(outcomeOf(error), 'timeout');
   assert.equal(messageOf(error), 'no complete answer within 300 ms');
-  assert.ok(elapsed >= 290 && elapsed < 1500, `given up after ${Math.round(elapsed)} ms`);
+  assert.ok(elapsed >= 290 && elapsed < 3000, `given up after ${Math.round(elapsed)} ms`);
 });
 
 test('a key server that trickles its body forever is given up at the deadline and its connection closed', async (t) => {
@@ -70,12 +70,12 @@ test('a key server that trickles its body forever is given up at the deadline an
   const started = performance.now();
   const error = await failureOf(
     downloadJwks(sourceOf(server.url, 500), new AbortController().signal),
-    3000,
+    5000,
   );
   const elapsed = performance.now() - started;
   assert.equal(outcomeOf(error), 'timeout');
-  assert.ok(elapsed >= 490 && elapsed < 2000, `given up after ${Math.round(elapsed)} ms`);
-  await waitFor('the server to see the connection closed', () => (closed ? true : undefined));
+  assert.ok(elapsed >= 490 && elapsed < 3500, `given up after ${Math.round(elapsed)} ms`);
+  await waitFor('the server to see the connection closed', () => (closed ? true : undefined), 5000);
 });
 
 test('the caller’s signal ends a hanging download at once, with its reason', async (t) => {
@@ -85,8 +85,8 @@ test('the caller’s signal ends a hanging download at once, with its reason', a
   await waitFor('the request to arrive', () => (server.count() === 1 ? true : undefined));
   const started = performance.now();
   controller.abort(new Error('key set closed'));
-  const error = await failureOf(download, 1000);
-  assert.ok(performance.now() - started < 500);
+  const error = await failureOf(download, 3000);
+  assert.ok(performance.now() - started < 2000, 'long before the 10 s deadline');
   assert.equal(outcomeOf(error), 'error');
   assert.equal(messageOf(error), 'key set closed');
 });
@@ -95,7 +95,7 @@ test('a signal aborted before the download starts sends no request', async (t) =
   const server = await startJwksServer(t, serve(jwksOf(ecKey('k'))));
   const controller = new AbortController();
   controller.abort(new Error('key set closed'));
-  const error = await failureOf(downloadJwks(sourceOf(server.url, 1000), controller.signal), 1000);
+  const error = await failureOf(downloadJwks(sourceOf(server.url, 1000), controller.signal), 3000);
   assert.equal(messageOf(error), 'key set closed');
   assert.equal(server.count(), 0);
 });
@@ -112,7 +112,7 @@ test('a fetch that ignores its signal still ends at the deadline', async () => {
     ...sourceOf('http://127.0.0.1:9/jwks', 200),
     fetch: () => new Promise<never>(() => {}),
   };
-  const error = await failureOf(downloadJwks(source, new AbortController().signal), 2000);
+  const error = await failureOf(downloadJwks(source, new AbortController().signal), 5000);
   assert.equal(outcomeOf(error), 'timeout');
 });
 
@@ -131,8 +131,12 @@ test('a body that never ends is cancelled at the deadline even when the fetch do
     ...sourceOf('http://127.0.0.1:9/jwks', 200),
     fetch: () => Promise.resolve(new Response(body, { status: 200 })),
   };
-  const error = await failureOf(downloadJwks(source, new AbortController().signal), 2000);
+  const error = await failureOf(downloadJwks(source, new AbortController().signal), 5000);
   assert.equal(outcomeOf(error), 'timeout');
-  await waitFor('the body to be cancelled', () => (cancelled === undefined ? undefined : true));
+  await waitFor(
+    'the body to be cancelled',
+    () => (cancelled === undefined ? undefined : true),
+    5000,
+  );
   assert.equal(outcomeOf(cancelled), 'timeout', 'cancelled with the deadline as its reason');
 });

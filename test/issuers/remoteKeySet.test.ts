@@ -282,10 +282,10 @@ test('an unknown kid while the key server hangs is answered null at the fetch de
   h.clock.advance(30_000);
   const started = performance.now();
   assert.equal(
-    await within(Promise.resolve(h.set.getKey('key-b', 'ES256')), 3000, 'the lookup'),
+    await within(Promise.resolve(h.set.getKey('key-b', 'ES256')), 5000, 'the lookup'),
     null,
   );
-  assert.ok(performance.now() - started < 1500, 'the deadline bounds the wait');
+  assert.ok(performance.now() - started < 3000, 'the deadline bounds the wait');
   assert.deepEqual(outcomes(h), ['startup:ok', 'unknown-kid:timeout']);
   assert.ok(h.set.getKey('key-a', 'ES256'), 'the held set still answers');
 });
@@ -295,8 +295,8 @@ test('a download from a key server that trickles forever ends at the fetch deadl
   const h = await harness(t, serve(jwksOf(A)), { config: { fetchTimeoutMs: 500 } });
   h.server.behaviour = trickle(100);
   const started = performance.now();
-  assert.equal(await within(h.set.refreshNow(), 3000, 'the refresh'), false);
-  assert.ok(performance.now() - started < 2000, 'the deadline bounds the body too');
+  assert.equal(await within(h.set.refreshNow(), 5000, 'the refresh'), false);
+  assert.ok(performance.now() - started < 3500, 'the deadline bounds the body too');
   assert.deepEqual(outcomes(h), ['startup:ok', 'scheduled:timeout']);
   assert.match(String(h.set.state().lastError), /^timeout: no complete answer within 500 ms$/);
 });
@@ -312,12 +312,16 @@ test('a set past its max age whose key server hangs answers known kids at once a
   const key = h.set.getKey('key-a', 'ES256');
   assert.ok(key !== null && !(key instanceof Promise), 'a known kid is answered synchronously');
   await jwtVerify(await signedBy(A), key.key, { algorithms: ['ES256'] });
-  await waitFor('the background download to time out', () =>
-    outcomes(h).includes('scheduled:timeout') ? true : undefined,
+  await waitFor(
+    'the background download to time out',
+    () => (outcomes(h).includes('scheduled:timeout') ? true : undefined),
+    5000,
   );
   h.server.behaviour = serve(jwksOf(A, B));
-  await waitFor('a later download to succeed', () =>
-    outcomes(h).includes('retry:ok') ? true : undefined,
+  await waitFor(
+    'a later download to succeed',
+    () => (outcomes(h).includes('retry:ok') ? true : undefined),
+    5000,
   );
   assert.ok(h.set.getKey('key-b', 'ES256'), 'the new set is held');
   assert.equal(h.set.state().lastError, null);
@@ -332,16 +336,18 @@ test('past max age and max staleness, a lookup waiting on a hanging download is 
   h.server.behaviour = hang();
   h.clock.advance(601_000);
   assert.ok(h.set.getKey('key-a', 'ES256'), 'inside max staleness: served, download started');
-  await waitFor('the download to reach the server', () =>
-    h.server.count() === 2 ? true : undefined,
+  await waitFor(
+    'the download to reach the server',
+    () => (h.server.count() === 2 ? true : undefined),
+    5000,
   );
   h.clock.advance(3_600_000);
   const started = performance.now();
   await assertUnavailable(
-    () => within(Promise.resolve(h.set.getKey('key-a', 'ES256')), 3000, 'the lookup'),
+    () => within(Promise.resolve(h.set.getKey('key-a', 'ES256')), 5000, 'the lookup'),
     'issuer-keys-stale',
   );
-  assert.ok(performance.now() - started < 1500, 'the deadline bounds the wait');
+  assert.ok(performance.now() - started < 3000, 'the deadline bounds the wait');
   assert.deepEqual(outcomes(h), ['startup:ok', 'scheduled:timeout']);
 });
 

@@ -137,18 +137,22 @@ test('a jwks_uri set past its max age whose server hangs still answers at once a
   server.behaviour = hang();
   clock.advance(601_000);
   const started = performance.now();
-  assert.ok(await within(keys.keyFor(client, 'r1', 'ES256'), 500, 'a known kid'));
-  assert.ok(performance.now() - started < 500, 'a known kid does not wait for the download');
-  await waitFor('the background download to reach the server', () =>
-    server.count() === 2 ? true : undefined,
+  assert.ok(await within(keys.keyFor(client, 'r1', 'ES256'), 2000, 'a known kid'));
+  assert.ok(performance.now() - started < 2000, 'a known kid does not wait for the 5 s download');
+  await waitFor(
+    'the background download to reach the server',
+    () => (server.count() >= 2 ? true : undefined),
+    5000,
   );
   server.behaviour = serve(jwksOf(first, next));
   await waitFor(
     'a download after the deadline',
     () => (server.count() >= 3 ? true : undefined),
-    CLIENT_FETCH_TIMEOUT_MS + 3000,
+    CLIENT_FETCH_TIMEOUT_MS + 5000,
   );
-  await waitFor('the new key', async () =>
-    (await keys.keyFor(client, 'r2', 'ES256')) === null ? undefined : true,
+  await waitFor(
+    'the new key',
+    async () => ((await keys.keyFor(client, 'r2', 'ES256')) === null ? undefined : true),
+    5000,
   );
 });

@@ -363,17 +363,19 @@ describe('trusted external issuers at the gateway', () => {
     clock.advance(COOLDOWN_S * SECOND);
     const started = performance.now();
     const pending = call(gw, unknownKidToken(clock, 'partner-2026-2'));
-    await waitFor('the download to reach the key server', () =>
-      jwks.count() === 2 ? true : undefined,
+    await waitFor(
+      'the download to reach the key server',
+      () => (jwks.count() >= 2 ? true : undefined),
+      5000,
     );
     await expectStatus(gw, await tokenOf(k1, clock), 200);
-    const res = await within(pending, 3000, 'the unknown-kid request');
+    const res = await within(pending, 5000, 'the unknown-kid request');
     assert.equal(res.status, 401);
     assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:token-invalid');
-    assert.ok(performance.now() - started < 2000, 'the fetch deadline bounds the wait');
+    assert.ok(performance.now() - started < 4000, 'the fetch deadline bounds the wait');
     clock.advance(MAX_AGE_S * SECOND);
     await expectStatus(gw, await tokenOf(k1, clock), 200);
-    await waitFor('a later download', () => (jwks.count() >= 3 ? true : undefined), 4000);
+    await waitFor('a later download', () => (jwks.count() >= 3 ? true : undefined), 8000);
   });
 
   test('readiness waits for a usable key set: 503 while the key server is down, 200 once it is up', async (t) => {
