@@ -115,6 +115,7 @@ export class RemoteKeySet {
       algorithms: config.algorithms,
       fetch: deps.fetch ?? globalThis.fetch,
       log: deps.log,
+      timeoutMs: config.fetchTimeoutMs,
     };
     this.#clock = deps.clock;
     this.#hooks = deps.hooks;
@@ -247,10 +248,7 @@ export class RemoteKeySet {
     const id = this.#config.id;
     let keys: Map<string, ImportedKey>;
     try {
-      keys = await downloadJwks(
-        this.#source,
-        AbortSignal.any([closed, AbortSignal.timeout(this.#config.fetchTimeoutMs)]),
-      );
+      keys = await downloadJwks(this.#source, closed);
     } catch (error) {
       const outcome = outcomeOf(error);
       const message = `${outcome}: ${messageOf(error)}`;

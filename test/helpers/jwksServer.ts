@@ -1,7 +1,7 @@
 /**
  * Test fixture: a real JWKS server on 127.0.0.1 port 0 that counts requests and can be
- * switched between behaviours (serve a set, slow, 500, reset, garbage, oversized,
- * redirect, stopped), plus issuer keys and configs. Torn down in `t.after`.
+ * switched between behaviours (serve a set, slow, hang, trickle, 500, reset, garbage,
+ * oversized, redirect, stopped), plus issuer keys and configs. Torn down in `t.after`.
  */
 import type { JsonWebKey, KeyObject } from 'node:crypto';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
@@ -81,6 +81,25 @@ export const status =
   (_req, res) => {
     res.writeHead(code, { 'content-type': 'application/json' });
     res.end('{}');
+  };
+
+/** Accepts the request and never answers. */
+export const hang = (): Behaviour => () => {};
+
+/**
+ * Answers 200 and then one space every `everyMs`, forever: a body with no end. `closed`
+ * runs when the client gives the connection up.
+ */
+export const trickle =
+  (everyMs = 100, closed?: () => void): Behaviour =>
+  (_req, res) => {
+    res.writeHead(200, { 'content-type': 'application/json' });
+    res.write('{"keys": [');
+    const timer = setInterval(() => res.write(' '), everyMs);
+    res.on('close', () => {
+      clearInterval(timer);
+      closed?.();
+    });
   };
 
 export const reset = (): Behaviour => (req) => req.socket.destroy();

@@ -12,10 +12,12 @@ import {
 } from '../../src/issuers/remoteKeySet.js';
 import { StaticKeySet } from '../../src/issuers/staticKeySet.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { forceGcEvery } from '../helpers/forcedGc.js';
 import {
   type Behaviour,
   ecKey,
   garbage,
+  hang,
   issuerConfig,
   type JwksServer,
   jwksOf,
@@ -27,6 +29,7 @@ import {
   signedBy,
   startJwksServer,
   status,
+  trickle,
   within,
 } from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
@@ -270,6 +273,82 @@ test('a slow key server times out and the previous set still serves', async (t) 
   assert.deepEqual(outcomes(h), ['startup:ok', 'unknown-kid:timeout']);
   assert.ok(h.set.getKey('key-a', 'ES256'));
   assert.match(String(h.set.state().lastError), /^timeout: /);
+});
+
+test('an unknown kid while the key server hangs is answered null at the fetch deadline, through forced garbage collections', async (t) => {
+  forceGcEvery(t);
+  const h = await harness(t, serve(jwksOf(A)), { config: { fetchTimeoutMs: 300 } });
+  h.server.behaviour = hang();
+  h.clock.advance(30_000);
+  const started = performance.now();
+  assert.equal(
+    await within(Promise.resolve(h.set.getKey('key-b', 'ES256')), 5000, 'the lookup'),
+    null,
+  );
+  assert.ok(performance.now() - started < 3000, 'the deadline bounds the wait');
+  assert.deepEqual(outcomes(h), ['startup:ok', 'unknown-kid:timeout']);
+  assert.ok(h.set.getKey('key-a', 'ES256'), 'the held set still answers');
+});
+
+test('a download from a key server that trickles forever ends at the fetch deadline, through forced garbage collections', async (t) => {
+  forceGcEvery(t);
+  const h = await harness(t, serve(jwksOf(A)), { config: { fetchTimeoutMs: 500 } });
+  h.server.behaviour = trickle(100);
+  const started = performance.now();
+  assert.equal(await within(h.set.refreshNow(), 5000, 'the refresh'), false);
+  assert.ok(performance.now() - started < 3500, 'the deadline bounds the body too');
+  assert.deepEqual(outcomes(h), ['startup:ok', 'scheduled:timeout']);
+  assert.match(String(h.set.state().lastError), /^timeout: no complete answer within 500 ms$/);
+});
+
+test('a set past its max age whose key server hangs answers known kids at once and downloads again after the deadline', async (t) => {
+  forceGcEvery(t);
+  const h = await harness(t, serve(jwksOf(A)), {
+    config: { fetchTimeoutMs: 300, cacheMaxAgeSeconds: 600, maxStalenessSeconds: 3600 },
+    deps: { backoffBaseMs: 50, backoffMaxMs: 100 },
+  });
+  h.server.behaviour = hang();
+  h.clock.advance(601_000);
+  const key = h.set.getKey('key-a', 'ES256');
+  assert.ok(key !== null && !(key instanceof Promise), 'a known kid is answered synchronously');
+  await jwtVerify(await signedBy(A), key.key, { algorithms: ['ES256'] });
+  await waitFor(
+    'the background download to time out',
+    () => (outcomes(h).includes('scheduled:timeout') ? true : undefined),
+    5000,
+  );
+  h.server.behaviour = serve(jwksOf(A, B));
+  await waitFor(
+    'a later download to succeed',
+    () => (outcomes(h).includes('retry:ok') ? true : undefined),
+    5000,
+  );
+  assert.ok(h.set.getKey('key-b', 'ES256'), 'the new set is held');
+  assert.equal(h.set.state().lastError, null);
+});
+
+test('past max age and max staleness, a lookup waiting on a hanging download is a 503 at the deadline', async (t) => {
+  forceGcEvery(t);
+  const h = await harness(t, serve(jwksOf(A)), {
+    config: { fetchTimeoutMs: 300, cacheMaxAgeSeconds: 600, maxStalenessSeconds: 3600 },
+    deps: { backoffBaseMs: 60_000 },
+  });
+  h.server.behaviour = hang();
+  h.clock.advance(601_000);
+  assert.ok(h.set.getKey('key-a', 'ES256'), 'inside max staleness: served, download started');
+  await waitFor(
+    'the download to reach the server',
+    () => (h.server.count() === 2 ? true : undefined),
+    5000,
+  );
+  h.clock.advance(3_600_000);
+  const started = performance.now();
+  await assertUnavailable(
+    () => within(Promise.resolve(h.set.getKey('key-a', 'ES256')), 5000, 'the lookup'),
+    'issuer-keys-stale',
+  );
+  assert.ok(performance.now() - started < 3000, 'the deadline bounds the wait');
+  assert.deepEqual(outcomes(h), ['startup:ok', 'scheduled:timeout']);
 });
 
 test('while the key server is down, keys are served until cacheMaxAge + maxStaleness, then 503', async (t) => {

@@ -13,7 +13,16 @@ import { describe, type TestContext, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
 import { replaceAtomically } from '../helpers/files.js';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
-import { ecKey, jwksOf, serve, startJwksServer, type TestKey } from '../helpers/jwksServer.js';
+import { forceGcEvery } from '../helpers/forcedGc.js';
+import {
+  ecKey,
+  hang,
+  jwksOf,
+  serve,
+  startJwksServer,
+  type TestKey,
+  within,
+} from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { metric, sample, scrape } from '../helpers/metrics.js';
 import { waitForStatus } from '../helpers/process.js';
@@ -341,6 +350,32 @@ describe('trusted external issuers at the gateway', () => {
     // One partner's outage after start-up does not take the replica out of the load
     // balancer: its tokens get 503, readiness stays 200.
     assert.equal(await readyz(gw), 200, 'a later issuer outage keeps the gateway ready');
+  });
+
+  test('while the key server hangs, an unknown kid is refused at the fetch deadline, valid tokens pass at once and the set is fetched again', async (t) => {
+    forceGcEvery(t);
+    const clock = new ManualClock(Date.UTC(2026, 2, 1));
+    const k1 = ecKey('partner-2026-1');
+    const jwks = await startJwksServer(t, serve(jwksOf(k1)));
+    const gw = await startWithIssuers(t, clock, [partnerIssuer(jwks.url, { fetchTimeoutMs: 500 })]);
+    await ready(gw);
+    jwks.behaviour = hang();
+    clock.advance(COOLDOWN_S * SECOND);
+    const started = performance.now();
+    const pending = call(gw, unknownKidToken(clock, 'partner-2026-2'));
+    await waitFor(
+      'the download to reach the key server',
+      () => (jwks.count() >= 2 ? true : undefined),
+      5000,
+    );
+    await expectStatus(gw, await tokenOf(k1, clock), 200);
+    const res = await within(pending, 5000, 'the unknown-kid request');
+    assert.equal(res.status, 401);
+    assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:token-invalid');
+    assert.ok(performance.now() - started < 4000, 'the fetch deadline bounds the wait');
+    clock.advance(MAX_AGE_S * SECOND);
+    await expectStatus(gw, await tokenOf(k1, clock), 200);
+    await waitFor('a later download', () => (jwks.count() >= 3 ? true : undefined), 8000);
   });
 
   test('readiness waits for a usable key set: 503 while the key server is down, 200 once it is up', async (t) => {
