@@ -111,7 +111,7 @@ export interface EnvOverride {
 /**
  * The overrides the environment gives, and the problems with it (a value of the wrong
  * type, an unknown `PORTARIA_*` name, a retired short name, an alias and its canonical
- * name disagreeing). Kubernetes' service-link variables are neither.
+ * name disagreeing). Kubernetes' service-link variables are left alone.
  * Problems are `path (VARIABLE): what`, or `VARIABLE: what` for a name that is no setting.
  */
 export function environmentOverrides(env: Readonly<Record<string, string | undefined>>): {
