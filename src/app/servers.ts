@@ -13,6 +13,7 @@ import { createServer, type IncomingMessage, type RequestListener, type Server }
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
 import { ConfigError } from '../config/configError.js';
+import { variableName } from '../config/environment.js';
 import type { Config } from '../config/types.js';
 import { createClientErrorHandler } from '../http/clientErrors.js';
 import { type DeclinedUpgrades, declinedUpgrades } from '../http/declinedUpgrade.js';
@@ -129,7 +130,7 @@ export function listenOn(
     const fail = (error: NodeJS.ErrnoException) => {
       const why = LISTEN_ERRORS[error.code ?? ''];
       if (why === undefined) return reject(error);
-      const variable = setting === 'server' ? 'PORTARIA_PORT' : 'PORTARIA_ADMIN_PORT';
+      const variable = variableName([setting, 'port']);
       reject(
         new ConfigError([
           `${setting}.host/${setting}.port: cannot listen on ${host}:${port}: ${why} (${error.code}); change ${setting}.port (${variable}) or ${setting}.host`,

@@ -10,11 +10,14 @@
  * counts as unset. The variable replaces the file's value whole (a list is not merged).
  *
  * Nothing here knows a setting by name: a setting added to the schema has its variable.
- * The nine short names of earlier releases stay as aliases; any other `PORTARIA_*`
- * variable that names no setting is a configuration problem (a misspelt override must
- * not be ignored silently).
+ * Seven short names of earlier releases stay as aliases; the two that Kubernetes also
+ * sets for a Service (`PORTARIA_PORT`, `PORTARIA_ADMIN_PORT`) are retired. The variables
+ * Kubernetes sets for Services are left alone (`serviceLinks.ts`); any other
+ * `PORTARIA_*` variable that names no setting is a configuration problem (a misspelt
+ * override must not be ignored silently).
  */
 import { configSchema } from './schema.js';
+import { isServiceLink } from './serviceLinks.js';
 
 export interface SettingVariable {
   /** The setting's path, `['server', 'port']`. */
@@ -35,8 +38,6 @@ export const NON_SETTING_VARIABLES: Readonly<Record<string, string>> = {
 
 /** Short names kept from earlier releases, each an alias of one setting's variable. */
 export const VARIABLE_ALIASES: Readonly<Record<string, string>> = {
-  PORTARIA_PORT: 'server.port',
-  PORTARIA_ADMIN_PORT: 'admin.port',
   PORTARIA_KEYS_DIR: 'keys.dir',
   PORTARIA_CLIENTS_FILE: 'clients.file',
   PORTARIA_LOG_LEVEL: 'log.level',
@@ -44,6 +45,17 @@ export const VARIABLE_ALIASES: Readonly<Record<string, string>> = {
   PORTARIA_ADMIN_TOKEN_FILE: 'admin.tokenFile',
   PORTARIA_REVOCATION_FILE: 'revocation.file',
   PORTARIA_REDIS_URL: 'redis.url',
+};
+
+/**
+ * Short names no longer read, with the variable to set instead. Kubernetes sets
+ * `PORTARIA_PORT` and `PORTARIA_ADMIN_PORT` (`tcp://address:port`) for Services named
+ * `portaria` and `portaria-admin`, the chart's own; a plain value is refused naming the
+ * replacement rather than ignored.
+ */
+export const RETIRED_VARIABLES: Readonly<Record<string, string>> = {
+  PORTARIA_PORT: 'PORTARIA_SERVER__PORT',
+  PORTARIA_ADMIN_PORT: 'PORTARIA_ADMIN__PORT',
 };
 
 /** `['tokenLimits', 'perAddress', 'ratePerSecond']` → `PORTARIA_TOKEN_LIMITS__PER_ADDRESS__RATE_PER_SECOND`. */
@@ -78,14 +90,14 @@ const BY_NAME = new Map(ALL.map((v) => [v.name, v]));
 const BY_PATH = new Map(ALL.map((v) => [v.path.join('.'), v]));
 const ORDER = new Map(ALL.map((v, i) => [v.name, i]));
 
-/** Schema order for settings (aliases with their setting), then the rest by name. */
+/** Schema order for settings (aliases, retired or not, with their setting), then the rest by name. */
 function schemaOrder(a: string, b: string): number {
-  const at = (name: string) =>
-    ORDER.get(
-      VARIABLE_ALIASES[name] === undefined
-        ? name
-        : variableName((VARIABLE_ALIASES[name] as string).split('.')),
-    ) ?? Number.POSITIVE_INFINITY;
+  const at = (name: string) => {
+    const alias = VARIABLE_ALIASES[name];
+    const variable =
+      alias === undefined ? (RETIRED_VARIABLES[name] ?? name) : variableName(alias.split('.'));
+    return ORDER.get(variable) ?? Number.POSITIVE_INFINITY;
+  };
   return at(a) - at(b) || (a < b ? -1 : a > b ? 1 : 0);
 }
 
@@ -98,7 +110,8 @@ export interface EnvOverride {
 
 /**
  * The overrides the environment gives, and the problems with it (a value of the wrong
- * type, an unknown `PORTARIA_*` name, an alias and its canonical name disagreeing).
+ * type, an unknown `PORTARIA_*` name, a retired short name, an alias and its canonical
+ * name disagreeing). Kubernetes' service-link variables are left alone.
  * Problems are `path (VARIABLE): what`, or `VARIABLE: what` for a name that is no setting.
  */
 export function environmentOverrides(env: Readonly<Record<string, string | undefined>>): {
@@ -115,7 +128,14 @@ export function environmentOverrides(env: Readonly<Record<string, string | undef
     const aliasOf = VARIABLE_ALIASES[name];
     const setting = aliasOf === undefined ? BY_NAME.get(name) : BY_PATH.get(aliasOf);
     if (setting === undefined) {
-      problems.push(`${name}: no setting has this variable${nearestHint(name)}`);
+      // A setting's own variable is never a service link (no Service name derives one).
+      if (isServiceLink(name, text)) continue;
+      const instead = RETIRED_VARIABLES[name];
+      problems.push(
+        instead === undefined
+          ? `${name}: no setting has this variable${nearestHint(name)}`
+          : `${name}: no longer read (Kubernetes sets this name for its Services); set ${instead}`,
+      );
       continue;
     }
     const at = setting.path.join('.');

@@ -63,7 +63,7 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     // A value from the environment is named with its variable (`admin.port
-    // (PORTARIA_ADMIN_PORT): must be <= 65535`); an override refused above is reported
+    // (PORTARIA_ADMIN__PORT): must be <= 65535`); an override refused above is reported
     // with the file's own problems, in one run.
     const named = error.problems.map((problem) => {
       for (const [at, name] of applied) {

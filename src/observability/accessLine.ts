@@ -7,8 +7,10 @@
  * `ACCESS_LINE_MAX_BYTES` whatever a client sends: a line must fit one atomic write to a
  * pipe (PIPE_BUF, 4096 bytes on Linux). A value cut short is cut at a character boundary
  * and named in `portaria.truncated`. Values are written as JSON strings: quotes, control
- * characters and lone surrogates are escaped, so no value can end its field or its line.
+ * characters (C0, DEL, C1), U+2028/U+2029 and lone surrogates are escaped, so no value
+ * can end its field or its line, or reach a terminal as a control sequence.
  */
+import { escapedForReaders, escapeForReaders } from './jsonLineEscapes.js';
 
 /** What a finished request's access line says (the request scope provides it). */
 export interface AccessRecord {
@@ -99,6 +101,7 @@ export function fittingLength(text: string, maxBytes: number): number {
     let units = 1;
     if (c === 0x22 || c === 0x5c) size = 2;
     else if (c < 0x20) size = c === 8 || c === 9 || c === 10 || c === 12 || c === 13 ? 2 : 6;
+    else if (escapedForReaders(c)) size = 6;
     else if (c < 0x80) size = 1;
     else if (c < 0x800) size = 2;
     else if (c >= 0xd800 && c <= 0xdbff) {
@@ -141,15 +144,15 @@ let lineAscii = true;
 /**
  * One bounded string field, `,"name":` (`member`, made once) then the value as a JSON
  * string, naming the field in `cutNames` when the value was cut short. `JSON.stringify`
- * escapes exactly what `fittingLength` counted.
+ * and `escapeForReaders` escape exactly what `fittingLength` counted.
  */
 function stringField(member: string, name: string, text: string, maxBytes: number): string {
   if (isPlain(text, maxBytes)) return `${member}"${text}"`;
   lineAscii = false;
   const n = fittingLength(text, maxBytes);
-  if (n === text.length) return member + JSON.stringify(text);
+  if (n === text.length) return member + escapeForReaders(JSON.stringify(text));
   cutNames.push(name);
-  return member + JSON.stringify(text.slice(0, n));
+  return member + escapeForReaders(JSON.stringify(text.slice(0, n)));
 }
 
 /** `,"name":` of every field, made once. */

@@ -7,6 +7,7 @@ import { Socket } from 'node:net';
 import type { Writable } from 'node:stream';
 import { type DestinationStream, type Logger, pino } from 'pino';
 import { type AccessRecord, accessFieldsJson, lastFieldsAscii } from './accessLine.js';
+import { escapeForReaders } from './jsonLineEscapes.js';
 
 export type { DestinationStream, Logger };
 
@@ -207,6 +208,9 @@ export function createLoggers(
     level,
     base,
     formatters: { level: (label: string) => ({ level: label }) },
+    // A caller's string (a User-Agent, a path, a client id) may hold C1 controls or
+    // U+2028, which pino writes raw as JSON allows (jsonLineEscapes.ts).
+    hooks: { streamWrite: escapeForReaders },
   };
   const access = pino(
     {

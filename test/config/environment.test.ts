@@ -262,13 +262,11 @@ describe('settings from the environment', () => {
     assert.equal(config.server.port, 8080);
   });
 
-  test('the short names of earlier releases still set their settings', async (t) => {
+  test('the kept short names of earlier releases still set their settings', async (t) => {
     const { dir, file } = await configDir(t);
     const config = await loadConfig({
       file,
       env: {
-        PORTARIA_PORT: '8443',
-        PORTARIA_ADMIN_PORT: '9443',
         PORTARIA_KEYS_DIR: '/run/keys',
         PORTARIA_CLIENTS_FILE: '/run/clients.json',
         PORTARIA_LOG_LEVEL: 'warn',
@@ -279,8 +277,6 @@ describe('settings from the environment', () => {
       },
       cwd: dir,
     });
-    assert.equal(config.server.port, 8443);
-    assert.equal(config.admin.port, 9443);
     assert.equal(config.keys.dir, '/run/keys');
     assert.equal(config.clients.file, '/run/clients.json');
     assert.equal(config.log.level, 'warn');
@@ -294,14 +290,70 @@ describe('settings from the environment', () => {
     const { dir, file } = await configDir(t);
     const load = (env: Record<string, string>) => loadConfig({ file, env, cwd: dir });
     assert.equal(
-      (await load({ PORTARIA_PORT: '8100', PORTARIA_SERVER__PORT: '8100' })).server.port,
-      8100,
+      (await load({ PORTARIA_LOG_LEVEL: 'warn', PORTARIA_LOG__LEVEL: 'warn' })).log.level,
+      'warn',
     );
     assert.deepEqual(
-      await problemsOf(() => load({ PORTARIA_PORT: '8100', PORTARIA_SERVER__PORT: '8200' })),
+      await problemsOf(() => load({ PORTARIA_LOG_LEVEL: 'warn', PORTARIA_LOG__LEVEL: 'debug' })),
       [
-        'server.port (PORTARIA_SERVER__PORT): PORTARIA_PORT sets it too, to another value; set one of them',
+        'log.level (PORTARIA_LOG__LEVEL): PORTARIA_LOG_LEVEL sets it too, to another value; set one of them',
       ],
+    );
+  });
+
+  test('the retired PORTARIA_PORT and PORTARIA_ADMIN_PORT with a plain value name their replacements', async (t) => {
+    const { dir, file } = await configDir(t);
+    assert.deepEqual(
+      await problemsOf(() =>
+        loadConfig({
+          file,
+          env: {
+            PORTARIA_ADMIN_PORT: '9443',
+            PORTARIA_PORT: '8443',
+            PORTARIA_SERVER__PORT: '8443',
+          },
+          cwd: dir,
+        }),
+      ),
+      [
+        'PORTARIA_PORT: no longer read (Kubernetes sets this name for its Services); set PORTARIA_SERVER__PORT',
+        'PORTARIA_ADMIN_PORT: no longer read (Kubernetes sets this name for its Services); set PORTARIA_ADMIN__PORT',
+      ],
+    );
+  });
+
+  test('service-link variables are left alone: a tcp:// value is never read as a port', async (t) => {
+    const { dir, file } = await configDir(t);
+    const config = await loadConfig({
+      file,
+      env: {
+        PORTARIA_PORT: 'tcp://10.96.0.12:80',
+        PORTARIA_ADMIN_PORT: 'tcp://10.96.0.13:9091',
+        PORTARIA_SERVICE_HOST: '10.96.0.12',
+        PORTARIA_SERVICE_PORT_HTTP: '80',
+        PORTARIA_SERVER__PORT: '8443',
+      },
+      cwd: dir,
+    });
+    assert.equal(config.server.port, 8443);
+    assert.equal(config.admin.port, 9091);
+  });
+
+  test('a misspelt setting shaped like no service link is still refused beside them', async (t) => {
+    const { dir, file } = await configDir(t);
+    assert.deepEqual(
+      await problemsOf(() =>
+        loadConfig({
+          file,
+          env: {
+            PORTARIA_PORT: 'tcp://10.96.0.12:80',
+            PORTARIA_SERVICE_HOST: '10.96.0.12',
+            PORTARIA_SERVER_PORT: '8443',
+          },
+          cwd: dir,
+        }),
+      ),
+      ['PORTARIA_SERVER_PORT: no setting has this variable (did you mean PORTARIA_SERVER__PORT?)'],
     );
   });
 });

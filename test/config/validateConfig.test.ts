@@ -480,8 +480,8 @@ describe('loadConfig', () => {
   test('environment overrides apply on top of the file', async (t) => {
     const { dir, load } = await loadText(t, 'server:\n  port: 8000\nlog:\n  level: warn\n', {
       env: {
-        PORTARIA_PORT: '8443',
-        PORTARIA_ADMIN_PORT: '9443',
+        PORTARIA_SERVER__PORT: '8443',
+        PORTARIA_ADMIN__PORT: '9443',
         PORTARIA_KEYS_DIR: '/run/keys',
         PORTARIA_CLIENTS_FILE: 'clients.json',
         PORTARIA_LOG_LEVEL: 'error',
@@ -496,16 +496,18 @@ describe('loadConfig', () => {
   });
 
   test('an empty environment variable is ignored', async (t) => {
-    const { load } = await loadText(t, 'server:\n  port: 8000\n', { env: { PORTARIA_PORT: '' } });
+    const { load } = await loadText(t, 'server:\n  port: 8000\n', {
+      env: { PORTARIA_SERVER__PORT: '' },
+    });
     assert.equal((await load()).server.port, 8000);
   });
 
   test('an override into a section the file gives as a non-mapping is a problem, not a silent fix', async (t) => {
     const { load } = await loadText(t, 'server: "host=10.0.0.1 port=80"\nlog: [debug]\n', {
-      env: { PORTARIA_PORT: '9000', PORTARIA_LOG_LEVEL: 'warn' },
+      env: { PORTARIA_SERVER__PORT: '9000', PORTARIA_LOG_LEVEL: 'warn' },
     });
     assert.deepEqual(await problemsOf(load), [
-      'server: must be a mapping (PORTARIA_PORT cannot apply)',
+      'server: must be a mapping (PORTARIA_SERVER__PORT cannot apply)',
       'log: must be a mapping (PORTARIA_LOG_LEVEL cannot apply)',
       'server: must be object',
       'log: must be object',
@@ -517,11 +519,11 @@ describe('loadConfig', () => {
       t,
       'frob: 1\nroutes:\n  - {id: a, prefix: /a/, upstream: "http://a"}\n',
       {
-        env: { PORTARIA_PORT: 'eighty' },
+        env: { PORTARIA_SERVER__PORT: 'eighty' },
       },
     );
     assert.deepEqual(await problemsOf(load), [
-      'server.port (PORTARIA_PORT): must be an integer',
+      'server.port (PORTARIA_SERVER__PORT): must be an integer',
       'frob: unknown setting',
       'routes[0].prefix: must not end with "/"',
     ]);
@@ -563,18 +565,20 @@ describe('loadConfig', () => {
 
   const badPorts = ['8080x', '80.5', '1e3', ' 80', '0x50'];
   for (const value of badPorts) {
-    test(`PORTARIA_PORT=${JSON.stringify(value)} is reported with its setting path`, async (t) => {
-      const { load } = await loadText(t, '', { env: { PORTARIA_PORT: value } });
-      assert.deepEqual(await problemsOf(load), ['server.port (PORTARIA_PORT): must be an integer']);
+    test(`PORTARIA_SERVER__PORT=${JSON.stringify(value)} is reported with its setting path`, async (t) => {
+      const { load } = await loadText(t, '', { env: { PORTARIA_SERVER__PORT: value } });
+      assert.deepEqual(await problemsOf(load), [
+        'server.port (PORTARIA_SERVER__PORT): must be an integer',
+      ]);
     });
   }
 
   test('an environment value the schema refuses is reported with the setting path', async (t) => {
     const { load } = await loadText(t, '', {
-      env: { PORTARIA_ADMIN_PORT: '70000', PORTARIA_LOG_LEVEL: 'loud' },
+      env: { PORTARIA_ADMIN__PORT: '70000', PORTARIA_LOG_LEVEL: 'loud' },
     });
     assert.deepEqual(await problemsOf(load), [
-      'admin.port (PORTARIA_ADMIN_PORT): must be <= 65535',
+      'admin.port (PORTARIA_ADMIN__PORT): must be <= 65535',
       'log.level (PORTARIA_LOG_LEVEL): must be one of "fatal", "error", "warn", "info", "debug", "trace", "silent"',
     ]);
   });

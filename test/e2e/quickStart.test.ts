@@ -1,6 +1,6 @@
 /**
  * The README's quick start, as a newcomer runs it: `node dist/main.js --demo` in a fresh
- * directory (ports from PORTARIA_PORT / PORTARIA_ADMIN_PORT), the printed secret, then
+ * directory (ports from PORTARIA_SERVER__PORT / PORTARIA_ADMIN__PORT), the printed secret, then
  * the printed walkthrough — token, a call through the gateway, a refusal without a token,
  * a refusal for a missing scope — and a second run that keeps the data and the secret.
  */
@@ -21,7 +21,7 @@ async function startDemo(t: TestContext, cwd: string) {
   const adminPort = await freePort();
   const proc = runGateway(t, ['--demo'], {
     cwd,
-    env: { PORTARIA_PORT: String(publicPort), PORTARIA_ADMIN_PORT: String(adminPort) },
+    env: { PORTARIA_SERVER__PORT: String(publicPort), PORTARIA_ADMIN__PORT: String(adminPort) },
   });
   const stderr = await proc.waitForOutput('stderr', READY, 5000);
   return {
@@ -58,10 +58,13 @@ describe('the quick start (npm start → --demo)', () => {
 
   test('a first run creates .portaria-demo/, prints the secret once and the walkthrough works', async (t) => {
     const demo = await startDemo(t, cwd);
-    assert.ok(demo.stderr.includes(`Gateway:  ${demo.publicUrl}`), 'PORTARIA_PORT is honoured');
+    assert.ok(
+      demo.stderr.includes(`Gateway:  ${demo.publicUrl}`),
+      'PORTARIA_SERVER__PORT is honoured',
+    );
     assert.ok(
       demo.stderr.includes(`Admin:    ${demo.adminUrl}`),
-      'PORTARIA_ADMIN_PORT is honoured',
+      'PORTARIA_ADMIN__PORT is honoured',
     );
     const match = /clientSecret: (\S+)/.exec(demo.stderr);
     assert.ok(match, 'the secret is printed');
@@ -139,14 +142,17 @@ test('a first run that cannot listen (port in use) leaves no unseen demo secret 
   const busyPort = (busy.address() as AddressInfo).port;
   const failed = runGateway(t, ['--demo'], {
     cwd,
-    env: { PORTARIA_PORT: String(busyPort), PORTARIA_ADMIN_PORT: String(await freePort()) },
+    env: {
+      PORTARIA_SERVER__PORT: String(busyPort),
+      PORTARIA_ADMIN__PORT: String(await freePort()),
+    },
   });
   const { code } = await failed.exited;
   assert.equal(code, 1);
   assert.match(
     failed.stderr(),
     new RegExp(
-      `server\\.host/server\\.port: cannot listen on 127\\.0\\.0\\.1:${busyPort}: the address is already in use .*\\(EADDRINUSE\\); change server\\.port \\(PORTARIA_PORT\\)`,
+      `server\\.host/server\\.port: cannot listen on 127\\.0\\.0\\.1:${busyPort}: the address is already in use .*\\(EADDRINUSE\\); change server\\.port \\(PORTARIA_SERVER__PORT\\)`,
     ),
   );
   assert.doesNotMatch(failed.stderr(), /failed to start|\n\s+at /, 'no stack trace');
@@ -167,8 +173,8 @@ test('a stop signal after the demo client is created but before its secret is sh
   const starting = runGateway(t, ['--demo'], {
     cwd,
     env: {
-      PORTARIA_PORT: String(await freePort()),
-      PORTARIA_ADMIN_PORT: String(await freePort()),
+      PORTARIA_SERVER__PORT: String(await freePort()),
+      PORTARIA_ADMIN__PORT: String(await freePort()),
     },
   });
   // SIGTERM as soon as the demo client exists: the gateway is still starting (loading
@@ -206,7 +212,10 @@ test('damaged demo data is reported with the way out: delete .portaria-demo', as
   await writeFile(join(cwd, '.portaria-demo', 'clients.json'), '{"clients": [');
   const damaged = runGateway(t, ['--demo'], {
     cwd,
-    env: { PORTARIA_PORT: String(await freePort()), PORTARIA_ADMIN_PORT: String(await freePort()) },
+    env: {
+      PORTARIA_SERVER__PORT: String(await freePort()),
+      PORTARIA_ADMIN__PORT: String(await freePort()),
+    },
   });
   const { code } = await damaged.exited;
   assert.equal(code, 1);

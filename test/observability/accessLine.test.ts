@@ -35,7 +35,7 @@ function capture() {
 const TRACE_CONTEXT_BYTES = 100;
 
 /** Every variable field at its worst: long, escaping-heavy, multi-byte, lone surrogates. */
-const WORST = '\u0001"\\é€😀\ud800'.repeat(2000);
+const WORST = '\u0001"\\é€😀\ud800\u0085\u2028'.repeat(2000);
 const worstRecord = accessRecord({
   id: 'x'.repeat(128),
   method: 'M'.repeat(40),
@@ -70,7 +70,7 @@ describe('bounds', () => {
       'user_agent.original',
       'portaria.client_id',
     ]);
-    assert.ok((parsed['url.path'] as string).startsWith('/\u0001"\\é€😀\ud800'));
+    assert.ok((parsed['url.path'] as string).startsWith('/\u0001"\\é€😀\ud800\u0085\u2028'));
   });
 
   test('a failed request line (pino) with its exception at its worst stays under 4 KiB', () => {
@@ -126,9 +126,20 @@ describe('bounds', () => {
     assert.equal(fittingLength('😀a', 3), 0, 'a pair is kept whole or left out');
     assert.equal(fittingLength('😀a', 4), 2);
     assert.equal(fittingLength('\ud800a', 6), 1, 'a lone surrogate is escaped: six');
+    assert.equal(fittingLength('\u007fa', 6), 1, 'DEL is escaped: six');
+    assert.equal(fittingLength('\u0085a', 6), 1, 'a C1 control is escaped: six');
+    assert.equal(fittingLength('\u009ba', 7), 2);
+    assert.equal(fittingLength('\u2028\u2029', 11), 1, 'a line separator is escaped: six');
+    assert.equal(fittingLength('\u00a0a', 3), 2, 'U+00A0 is not a control: two');
     assert.equal(boundedText('é'.repeat(10), 5), 'éé');
   });
 });
+
+/** Not C0, DEL, C1, U+2028 or U+2029: what a log line may hold unescaped. */
+function isSafeRaw(c: string): boolean {
+  const u = c.charCodeAt(0);
+  return u >= 0x20 && (u < 0x7f || u > 0x9f) && u !== 0x2028 && u !== 0x2029;
+}
 
 describe('values are data', () => {
   const forgeries: [string, string][] = [
@@ -138,6 +149,13 @@ describe('values are data', () => {
     ['a backslash escaping the closing quote', 'curl\\'],
     ['a lone surrogate', 'curl\ud800'],
     ['U+2028 line separator', 'curl\u2028x'],
+    ['U+2029 paragraph separator', 'curl\u2029x'],
+    ['NEL (U+0085), a line end for Unicode-aware readers', 'curl\u0085{"level":"fatal"}'],
+    ['CSI (U+009B), a terminal control sequence', 'curl\u009b2J\u009b31m'],
+    [
+      'every C1 control',
+      Array.from({ length: 33 }, (_, i) => String.fromCharCode(0x7f + i)).join(''),
+    ],
   ];
   for (const [what, value] of forgeries) {
     test(`a user agent or path with ${what} comes back as written`, () => {
@@ -148,10 +166,7 @@ describe('values are data', () => {
       logger.warn(accessFieldsObject(record), 'request failed');
       assert.equal(lines.length, 2, 'one line each');
       for (const line of lines) {
-        assert.ok(
-          [...line].every((c) => c.charCodeAt(0) >= 0x20),
-          'no raw control character',
-        );
+        assert.ok([...line].every(isSafeRaw), 'no raw control or line separator');
         const parsed = JSON.parse(line) as Record<string, unknown>;
         assert.equal(parsed['http.response.status_code'], 200);
         assert.equal(parsed['user_agent.original'], value);
