@@ -14,7 +14,7 @@
  */
 import type { Duplex } from 'node:stream';
 
-/** Longest wait for the client to stop sending (nginx's `lingering_timeout`). */
+/** Longest wait for the client to stop sending, in all (nginx waits 5 s per read, 30 s in all). */
 export const LINGER_MAX_MS = 5000;
 /** Most bytes read and dropped before the connection is closed regardless. */
 export const LINGER_MAX_BYTES = 4 * 1024 * 1024;
