@@ -19,6 +19,7 @@ import { createClientErrorHandler } from '../http/clientErrors.js';
 import { type DeclinedUpgrades, declinedUpgrades } from '../http/declinedUpgrade.js';
 import type { PublicGateway } from '../http/publicGateway.js';
 import { GatewayResponse } from '../http/requestScope.js';
+import { lingeringClose } from '../lib/lingeringClose.js';
 import { ACCESS_FIELDS } from '../observability/accessLine.js';
 import type { Logger } from '../observability/logger.js';
 import { offersWebSocket } from '../proxy/webSocketProxy.js';
@@ -58,6 +59,10 @@ export function createPublicListener(
   server.on('connection', (socket: Socket) => {
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
+    // Node closes a connection after an answer saying `Connection: close` with
+    // destroySoon: a close in stages instead, so a client still sending its body reads
+    // the refusal (RFC 9112 §9.6; lingeringClose.ts).
+    socket.destroySoon = () => lingeringClose(socket);
   });
   if (config.server.halfClosedRequests === 'answer') answerAfterHalfClose(server);
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node

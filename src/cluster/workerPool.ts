@@ -10,6 +10,11 @@
  *
  * A worker is *registered* once the primary sent it the revocation list (its `hello`):
  * from then on it gets every revocation. It is *listening* once it said so.
+ *
+ * Connections: the workers accept on the shared listening socket themselves
+ * (`SCHED_NONE`). With node:cluster's round-robin the primary accepts and sends each
+ * connection to a worker, and one sent to a worker that dies before taking it is never
+ * closed: its client hangs and the primary leaks the descriptor (docs/workers.md).
  */
 import cluster, { type Worker } from 'node:cluster';
 import type { PrimaryMessage, WorkerMessage } from './messages.js';
@@ -64,6 +69,8 @@ export class WorkerPool {
 
   /** Forks every worker; resolves with the public URL once all of them listen. */
   start(): Promise<string> {
+    // Read by node:cluster at the first fork, and fixed from then on.
+    cluster.schedulingPolicy = cluster.SCHED_NONE;
     const started = new Promise<string>((resolve, reject) => {
       this.#startup = { resolve, reject };
     });

@@ -12,6 +12,7 @@
  */
 import type { Duplex } from 'node:stream';
 import { type FailureReason, PortariaError } from '../errors.js';
+import { isLingering, lingeringClose } from '../lib/lingeringClose.js';
 import { markRequestStart, writeSocketProblem } from '../proxy/socketProblem.js';
 import { instanceOf, pathOnly } from './replies.js';
 import { GatewayResponse } from './requestScope.js';
@@ -30,6 +31,9 @@ export function createClientErrorHandler(
 ) {
   return (error: ParserError, socket: Duplex): void => {
     socket.on('error', () => {});
+    // Answered and closing in stages: a later timeout check or parser error of the
+    // same connection must not cut the close short (the client may not have read yet).
+    if (isLingering(socket)) return;
     if (error.code === 'ECONNRESET' || !socket.writable) {
       socket.destroy();
       return;
@@ -70,7 +74,7 @@ function answerThenClose(res: GatewayResponse, socket: Duplex): void {
   if (!res.headersSent) res.shouldKeepAlive = false;
   // Node closes after an answer that says `Connection: close`; one already sent saying
   // keep-alive is followed by a close here, once it is written.
-  else res.once('finish', () => socket.end());
+  else res.once('finish', () => lingeringClose(socket));
   // The parser is done with this connection: what else arrives is not read.
   socket.removeAllListeners('data');
   socket.on('data', () => {});

@@ -5,10 +5,11 @@
  * After Node's `upgrade` event there is no `ServerResponse`: the response is written by
  * hand (RFC 9112 §4), always with an exact `Content-Length` (none for 204 and 304, which
  * have no body) and `Connection: close`, and the socket is closed once the bytes are
- * flushed — the client asked to leave HTTP on this connection, so nothing follows. A
+ * sent — the client asked to leave HTTP on this connection, so nothing follows. A
  * problem has the contract's problem-details body (RFC 9457 semantics, the contract's
- * field names). A socket that already carried part of this request's response, or cannot
- * be written, is destroyed without a word.
+ * field names). The close is a lingering one (`lib/lingeringClose.ts`): a client still
+ * sending reads the answer. A socket that already carried part of this request's
+ * response, or cannot be written, is destroyed without a word.
  *
  * "This request's": a keep-alive socket may have carried earlier, complete responses.
  * `markRequestStart` notes how many bytes the socket had written when the request began
@@ -18,6 +19,7 @@
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { PortariaError } from '../errors.js';
+import { lingeringClose } from '../lib/lingeringClose.js';
 
 const REQUEST_START = Symbol('portaria.requestStart');
 type MarkedSocket = Duplex & { bytesWritten?: number; [REQUEST_START]?: number };
@@ -74,7 +76,8 @@ export function writeSocketProblem(
     }
   }
   if (requestId !== undefined) head += `x-request-id: ${requestId}\r\n`;
-  socket.end(`${head}\r\n${body}`, () => socket.destroy());
+  socket.write(`${head}\r\n${body}`);
+  lingeringClose(socket);
   return true;
 }
 
@@ -99,7 +102,8 @@ export function writeSocketResponse(
   if (!bodiless) head += `content-length: ${body.length}\r\n`;
   head += 'connection: close\r\n\r\n';
   const bytes = Buffer.from(head, 'latin1');
-  socket.end(bodiless ? bytes : Buffer.concat([bytes, body]), () => socket.destroy());
+  socket.write(bodiless ? bytes : Buffer.concat([bytes, body]));
+  lingeringClose(socket);
   return true;
 }
 
