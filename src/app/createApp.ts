@@ -38,7 +38,7 @@ import { drain } from './shutdown.js';
 import { allOrEveryProblem, checkRevocationFile } from './startupChecks.js';
 import { openTokenLimiter, tokenRouteDeps } from './tokenRouteWiring.js';
 import { startTracing } from './tracingWiring.js';
-import { createVerifier } from './verifierWiring.js';
+import { createOwnTokensVerifier, createVerifier } from './verifierWiring.js';
 
 export { sourceBaseline } from './reloadBaselines.js';
 
@@ -169,7 +169,14 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     state,
     tokenRoute,
-    verifier,
+    verifier: createOwnTokensVerifier(config, {
+      clock,
+      state,
+      issuerSets,
+      revocation,
+      metrics,
+      tracing,
+    }),
     revocation,
     freshness,
   });

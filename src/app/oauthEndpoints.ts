@@ -48,7 +48,10 @@ export interface OAuthEndpointDeps {
   readonly state: Pick<LiveState, 'clients' | 'authenticate'>;
   /** The contract's operation: the token endpoint shares its limiter, back-off and signer. */
   readonly tokenRoute: TokenRouteDeps;
-  /** Revocation and introspection: the edge's verifier and revocation store. */
+  /**
+   * Revocation and introspection: the edge's verification, our own tokens whatever their
+   * audience (`createOwnTokensVerifier`), and the edge's revocation store.
+   */
   readonly verifier: Pick<TokenVerifier, 'verify'>;
   readonly revocation: Pick<RevocationStore, 'revokeToken'>;
   /**
