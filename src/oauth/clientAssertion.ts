@@ -12,7 +12,8 @@
  *              issuer; `exp` required, not past (skew allowed) and at most
  *              `assertionMaxLifetimeSeconds` (+ skew) ahead; `nbf`, `iat` not ahead
  *              beyond the skew; `jti` required
- *   replay     the `jti` claimed once until `exp` + skew (`AssertionReplayStore`)
+ *   replay     the `jti` claimed once until `exp` + skew, rounded up to the second
+ *              (`AssertionReplayStore`)
  *
  * The unverified `iss` names the client to look up (`assertionSubject`); nothing read
  * before the signature is trusted for anything else. Every refusal is `invalid_client`
@@ -99,8 +100,10 @@ export async function verifyClientAssertion(
   const claims = parseClaims(payload);
   const jti = checkClaims(claims, client.id, settings);
   const exp = claims.exp as number;
-  // Kept while an assertion could still be accepted: until `exp` plus the skew.
-  const untilMs = (exp + settings.clockSkewSeconds) * 1000;
+  // Kept while an assertion could still be accepted: `checkClaims` compares the
+  // whole-second now with `exp` + skew, so a fractional `exp` (RFC 7519 §2 NumericDate)
+  // is accepted until the next whole second.
+  const untilMs = Math.ceil(exp + settings.clockSkewSeconds) * 1000;
   if (!(await settings.replay.claim(client.id, jti, untilMs))) {
     throw assertionRefused('assertion-replayed');
   }

@@ -299,6 +299,24 @@ describe('private_key_jwt', () => {
     assert.equal(store.claim('signer', 'j', (now + 120) * 1000), true);
   });
 
+  test('an assertion with a fractional exp cannot be replayed in its last accepted second', async (t) => {
+    const s = await setup(t);
+    // exp + skew = now + 70.5: accepted while the whole-second now is below it, that is
+    // until now + 71 s; the replay entry must last as long.
+    const token = await assertion(s, { exp: Math.floor(NOW / 1000) + 10.5 });
+    assert.equal((await authenticateOAuthClient(jwtForm(token), CALL, s.deps)).client.id, 'signer');
+    s.clock.advance(70_600);
+    await assert.rejects(
+      authenticateOAuthClient(jwtForm(token), CALL, s.deps),
+      refused('invalid_client', 'assertion-replayed'),
+    );
+    s.clock.advance(400);
+    await assert.rejects(
+      authenticateOAuthClient(jwtForm(token), CALL, s.deps),
+      refused('invalid_client', 'assertion-expired'),
+    );
+  });
+
   const bad: Record<
     string,
     { claims?: Record<string, unknown>; header?: Record<string, unknown>; reason: string }
