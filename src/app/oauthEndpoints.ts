@@ -1,7 +1,7 @@
 /**
  * Builds the OAuth 2.0 endpoints' parts from the config and the token operation's own:
- * the client key sets, the assertion replay store (local, or Redis shared by every
- * replica), the routes the public listener dispatches to, and the RFC 8414 / RFC 9728
+ * the client key sets, the assertion replay store (local — a worker's is the primary's —
+ * or Redis shared by every replica), the routes the public listener dispatches to, and the RFC 8414 / RFC 9728
  * discovery documents. `close` releases the key sets' timers and the Redis connection
  * (after the drain).
  *
@@ -59,6 +59,8 @@ export interface OAuthEndpointDeps {
    * introspection refuses while it is stale, as the edge does. Null: another store.
    */
   readonly freshness: { isStale(): boolean } | null;
+  /** A worker's: the primary's replay store, used instead of one of its own. */
+  readonly sharedReplay?: AssertionReplayStore | undefined;
 }
 
 /** The discovery documents and challenge parameter; none while the OAuth surface is off. */
@@ -104,7 +106,9 @@ export async function createOAuthEndpoints(
     clockSkewSeconds: config.clockSkewSeconds,
     log: (event, detail) => logger.info(detail, `client ${event}`),
   });
-  const replay = config.oauth.enabled ? await openReplayStore(config, clock, logger) : null;
+  const replay = config.oauth.enabled
+    ? (deps.sharedReplay ?? (await openReplayStore(config, clock, logger)))
+    : null;
   const revocationStale = staleRule(config, deps.freshness);
   // Client authentication as every OAuth endpoint uses it (`authenticateOAuthClient`).
   const clientAuthentication: ClientAuthenticationDeps = {
