@@ -105,6 +105,7 @@ export async function createOAuthEndpoints(
     baseDir: dirname(config.clients.file),
     clockSkewSeconds: config.clockSkewSeconds,
     log: (event, detail) => logger.info(detail, `client ${event}`),
+    onFetch: (clientId, trigger, outcome) => metrics.clientKeySetFetch(clientId, trigger, outcome),
   });
   const replay = config.oauth.enabled
     ? (deps.sharedReplay ?? (await openReplayStore(config, clock, logger)))

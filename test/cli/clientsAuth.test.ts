@@ -218,7 +218,7 @@ describe('portaria clients: OAuth client authentication', () => {
     );
     const [leaked, keptEntry] = (await fileOf(file)).clients as Record<string, unknown>[];
     assert.deepEqual(leaked?.secrets, []);
-    assert.equal((keptEntry?.secrets as unknown[]).length, 1);
+    assert.equal((keptEntry?.secrets as unknown[] | undefined)?.length, 1);
     const registry = await loadClientRegistry(file);
     assert.deepEqual(registry.get('leaked')?.secrets, []);
     assert.deepEqual(registry.get('kept')?.authMethods, ['private_key_jwt']);
