@@ -21,7 +21,6 @@
  * A refusal decided before the signature check still spends one, on a decoy key.
  */
 
-import { generateKeyPairSync, type KeyObject } from 'node:crypto';
 import { compactVerify, decodeJwt, decodeProtectedHeader } from 'jose';
 import type { ClientRecord } from '../clients/clientRegistry.js';
 import { ASSERTION_ALGS, type AssertionAlg } from '../clients/oauthClientFields.js';
@@ -29,6 +28,7 @@ import type { FailureReason } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { AssertionReplayStore } from './assertionReplayStore.js';
 import { type ClientKeys, ClientKeysUnavailable } from './clientKeys.js';
+import { decoyKey } from './decoyKeys.js';
 import { credentialsRefused, type OAuthError } from './oauthError.js';
 
 export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
@@ -124,32 +124,6 @@ export async function verifyClientAssertion(
   const untilMs = Math.ceil(exp + settings.clockSkewSeconds) * 1000;
   if (!(await settings.replay.claim(client.id, jti, untilMs))) {
     throw assertionRefused('assertion-replayed');
-  }
-}
-
-/** One key per algorithm no assertion is signed with, made on first use. */
-const decoys = new Map<AssertionAlg, KeyObject>();
-
-function decoyKey(alg: AssertionAlg): KeyObject {
-  let key = decoys.get(alg);
-  if (key === undefined) {
-    key = newDecoy(alg);
-    decoys.set(alg, key);
-  }
-  return key;
-}
-
-function newDecoy(alg: AssertionAlg): KeyObject {
-  switch (alg) {
-    case 'ES256':
-      return generateKeyPairSync('ec', { namedCurve: 'P-256' }).publicKey;
-    case 'ES384':
-      return generateKeyPairSync('ec', { namedCurve: 'P-384' }).publicKey;
-    case 'EdDSA':
-      return generateKeyPairSync('ed25519').publicKey;
-    case 'RS256':
-    case 'PS256':
-      return generateKeyPairSync('rsa', { modulusLength: 2048 }).publicKey;
   }
 }
 
