@@ -13,6 +13,7 @@ import type { Config } from '../config/types.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
+import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream, Logger } from '../observability/logger.js';
 import type { MetricsSnapshot } from '../observability/metrics.js';
 import type { ContentFingerprint } from '../reload/contentFingerprint.js';
@@ -38,7 +39,7 @@ import { drain } from './shutdown.js';
 import { allOrEveryProblem, checkRevocationFile } from './startupChecks.js';
 import { openTokenLimiter, tokenRouteDeps } from './tokenRouteWiring.js';
 import { startTracing } from './tracingWiring.js';
-import { createVerifier } from './verifierWiring.js';
+import { createOwnTokensVerifier, createVerifier } from './verifierWiring.js';
 
 export { sourceBaseline } from './reloadBaselines.js';
 
@@ -59,7 +60,8 @@ export interface AppOptions {
   };
   /**
    * A worker of a group (`server.workers` > 1, cluster/joinCluster.ts): the primary owns
-   * the admin listener, the revocation store and the local token limits, so the worker
+   * the admin listener, the revocation store, the local token limits and the local
+   * assertion replay store, so the worker
    * takes these parts from it and has no admin listener. Absent: one process, as ever.
    */
   readonly worker?: WorkerParts;
@@ -72,6 +74,8 @@ export interface WorkerParts {
   readonly revocationFreshness?: { isStale(): boolean };
   /** The primary's token limits; undefined: made here (Redis, or every limit off). */
   readonly limiter?: TokenLimiter;
+  /** The primary's assertion replay store; undefined: made here (Redis, or the surface off). */
+  readonly replay?: AssertionReplayStore;
   /** Log writes dropped (the log output is the primary's). */
   readonly logDrops: () => number;
   /** Its node:cluster id, written as `worker` in each of its log lines. */
@@ -169,9 +173,17 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     state,
     tokenRoute,
-    verifier,
+    verifier: createOwnTokensVerifier(config, {
+      clock,
+      state,
+      issuerSets,
+      revocation,
+      metrics,
+      tracing,
+    }),
     revocation,
     freshness,
+    sharedReplay: worker?.replay,
   });
   const gateway = createGateway(config, {
     state,

@@ -1,7 +1,7 @@
 /**
  * Builds the OAuth 2.0 endpoints' parts from the config and the token operation's own:
- * the client key sets, the assertion replay store (local, or Redis shared by every
- * replica), the routes the public listener dispatches to, and the RFC 8414 / RFC 9728
+ * the client key sets, the assertion replay store (local — a worker's is the primary's —
+ * or Redis shared by every replica), the routes the public listener dispatches to, and the RFC 8414 / RFC 9728
  * discovery documents. `close` releases the key sets' timers and the Redis connection
  * (after the drain).
  *
@@ -48,7 +48,10 @@ export interface OAuthEndpointDeps {
   readonly state: Pick<LiveState, 'clients' | 'authenticate'>;
   /** The contract's operation: the token endpoint shares its limiter, back-off and signer. */
   readonly tokenRoute: TokenRouteDeps;
-  /** Revocation and introspection: the edge's verifier and revocation store. */
+  /**
+   * Revocation and introspection: the edge's verification, our own tokens whatever their
+   * audience (`createOwnTokensVerifier`), and the edge's revocation store.
+   */
   readonly verifier: Pick<TokenVerifier, 'verify'>;
   readonly revocation: Pick<RevocationStore, 'revokeToken'>;
   /**
@@ -56,6 +59,8 @@ export interface OAuthEndpointDeps {
    * introspection refuses while it is stale, as the edge does. Null: another store.
    */
   readonly freshness: { isStale(): boolean } | null;
+  /** A worker's: the primary's replay store, used instead of one of its own. */
+  readonly sharedReplay?: AssertionReplayStore | undefined;
 }
 
 /** The discovery documents and challenge parameter; none while the OAuth surface is off. */
@@ -100,8 +105,11 @@ export async function createOAuthEndpoints(
     baseDir: dirname(config.clients.file),
     clockSkewSeconds: config.clockSkewSeconds,
     log: (event, detail) => logger.info(detail, `client ${event}`),
+    onFetch: (clientId, trigger, outcome) => metrics.clientKeySetFetch(clientId, trigger, outcome),
   });
-  const replay = config.oauth.enabled ? await openReplayStore(config, clock, logger) : null;
+  const replay = config.oauth.enabled
+    ? (deps.sharedReplay ?? (await openReplayStore(config, clock, logger)))
+    : null;
   const revocationStale = staleRule(config, deps.freshness);
   // Client authentication as every OAuth endpoint uses it (`authenticateOAuthClient`).
   const clientAuthentication: ClientAuthenticationDeps = {

@@ -4,6 +4,7 @@
  * given replaces that field; the others are kept.
  */
 import { setClientAuth } from '../clients/clientsFile.js';
+import { SECRET_METHODS } from '../clients/oauthClientFields.js';
 import {
   type CliContext,
   expectPositionals,
@@ -18,15 +19,17 @@ import { alignHelp } from './helpText.js';
 const SET_AUTH_HELP =
   alignHelp(`Usage: portaria clients set-auth <id> [--auth METHODS] [--jwks FILE | --jwks-uri URL] [--alg ALG] [--audience AUD]… [--permission P]…
 
-Changes how a client authenticates at the OAuth 2.0 endpoints (docs/oauth.md). Each
+Changes how a client authenticates at every token endpoint (docs/oauth.md). Each
 option given replaces that field; the others are kept. --clear-audiences and
---clear-permissions return to the defaults. The contract's JSON operation keeps
-accepting the client's secrets whatever its methods.
+--clear-permissions return to the defaults. Methods without a secret one
+(--auth private_key_jwt) remove the client's secrets, unless --keep-secrets; kept,
+they are refused everywhere, the contract's JSON operation included.
 
 Options:
 ${AUTH_HELP}
   --clear-audiences    back to the gateway's audience only
   --clear-permissions  no permissions
+  --keep-secrets       keep the secrets of a client moved to private_key_jwt only
 ${FILE_HELP}
 `);
 
@@ -38,6 +41,7 @@ export async function runClientsSetAuth(args: readonly string[], ctx: CliContext
     ...AUTH_OPTIONS,
     'clear-audiences': { type: 'boolean' },
     'clear-permissions': { type: 'boolean' },
+    'keep-secrets': { type: 'boolean' },
   });
   const [id] = expectPositionals(cmd, parsed, ['id']) as [string];
   const file = await clientsFile(parsed, ctx);
@@ -54,11 +58,22 @@ export async function runClientsSetAuth(args: readonly string[], ctx: CliContext
     ...(clear('clear-permissions', 'permissions') === null ? { permissions: null } : {}),
   };
   if (Object.keys(change).length === 0) throw new UsageError(cmd, 'nothing to change (see --help)');
-  const entry = await setClientAuth(file, id, change);
-  const methods = entry.authMethods ?? ['client_secret_basic', 'client_secret_post'];
+  const keepSecrets = parsed.values['keep-secrets'] === true;
+  const { entry, droppedSecrets } = await setClientAuth(file, id, change, { keepSecrets });
+  const methods = entry.authMethods ?? SECRET_METHODS;
   ctx.out(
     `Changed client ${JSON.stringify(id)} in ${file}: authenticates with ${methods.join(', ')}`,
   );
   const keys = entry.jwksFile ?? entry.jwksUri;
   ctx.out(keys === undefined ? '.\n' : `, keys from ${keys} (${entry.assertionAlg ?? 'ES256'}).\n`);
+  if (droppedSecrets > 0) {
+    ctx.out(
+      `Removed its ${droppedSecrets === 1 ? 'secret' : `${droppedSecrets} secrets`}: no token endpoint accepts them any more.\n`,
+    );
+  } else if (
+    entry.secrets.length > 0 &&
+    !methods.some((m) => (SECRET_METHODS as readonly string[]).includes(m))
+  ) {
+    ctx.out('Kept its secrets (--keep-secrets): every token endpoint refuses them.\n');
+  }
 }

@@ -134,6 +134,15 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
       'no routes and no upstream.default: every request but the token operation gets 404',
     );
   }
+  if (
+    config.oauth.enabled &&
+    config.oauth.replayStore === 'local' &&
+    config.revocation.store === 'redis'
+  ) {
+    warnings.push(
+      'oauth.replayStore is local beside a Redis revocation store: each replica remembers used client assertions alone, so one private_key_jwt assertion is accepted once per replica (leave oauth.replayStore unset, or set it to redis)',
+    );
+  }
   return {
     ok: problems.length === 0,
     file,

@@ -21,6 +21,7 @@ import { withEditLock } from '../lib/editLock.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
 import { buildClientRegistry, MAX_SECRETS_PER_CLIENT } from './clientRegistry.js';
 import { escapedId, lookalikesOf } from './lookalikeIds.js';
+import { SECRET_METHODS } from './oauthClientFields.js';
 
 export interface ClientsFileSecret {
   hash: string;
@@ -157,15 +158,24 @@ export async function removeClient(file: string, id: string): Promise<void> {
   });
 }
 
+export interface SetAuthResult {
+  readonly entry: ClientsFileEntry;
+  /** Secrets removed because the client no longer allows a secret method. */
+  readonly droppedSecrets: number;
+}
+
 /**
  * Replaces a client's OAuth 2.0 fields with those given (`undefined`: kept; `null`:
- * removed), validated with the gateway's rules before the file is written.
+ * removed), validated with the gateway's rules before the file is written. A client
+ * moved to methods without a secret one loses its secrets unless `keepSecrets`: an
+ * operator moving a client whose secret leaked to its keys must not stay exposed.
  */
 export function setClientAuth(
   file: string,
   id: string,
   change: { readonly [K in keyof ClientAuthFields]?: ClientAuthFields[K] | null },
-): Promise<ClientsFileEntry> {
+  options: { readonly keepSecrets?: boolean } = {},
+): Promise<SetAuthResult> {
   return withEditLock(file, async () => {
     const data = await readClientsFile(file);
     const entry = data.clients.find((c) => c.id === id);
@@ -178,9 +188,14 @@ export function setClientAuth(
     // A new key source replaces the other one.
     if (change.jwksFile) delete entry.jwksUri;
     if (change.jwksUri) delete entry.jwksFile;
+    const secretMethod = (entry.authMethods ?? SECRET_METHODS).some((m) =>
+      (SECRET_METHODS as readonly string[]).includes(m),
+    );
+    const droppedSecrets = secretMethod || options.keepSecrets ? 0 : entry.secrets.length;
+    if (droppedSecrets > 0) entry.secrets = [];
     buildClientRegistry(data, `clients.file (${file})`);
     await writeClientsFile(file, data);
-    return entry;
+    return { entry, droppedSecrets };
   });
 }
 

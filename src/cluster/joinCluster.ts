@@ -1,16 +1,19 @@
 /**
  * A worker's side of the cluster (`server.workers` > 1), made before its app: the
  * channel to the primary, the revocation list mirrored from the primary, the token
- * limiter answered by the primary (local limits; Redis limits are shared already), and
- * the log output sent to the primary. `serve` then answers the primary's questions and
+ * limiter answered by the primary (local limits; Redis limits are shared already), the
+ * assertion replay store answered by the primary (local store; Redis is shared already),
+ * and the log output sent to the primary. `serve` then answers the primary's questions and
  * commands with the app.
  */
 import cluster from 'node:cluster';
 import type { Config } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
+import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream } from '../observability/logger.js';
 import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { IpcLogDestination } from './ipcLogDestination.js';
+import { IpcReplayStore } from './ipcReplayStore.js';
 import { IpcTokenLimiter } from './ipcTokenLimiter.js';
 import { RevocationMirror } from './revocationMirror.js';
 import { WorkerChannel } from './workerChannel.js';
@@ -21,6 +24,8 @@ export interface ClusterWorkerParts {
   readonly revocationFreshness?: { isStale(): boolean };
   /** The limiter to use; undefined: the app makes its own (Redis, or every limit off). */
   readonly limiter?: TokenLimiter;
+  /** The primary's replay store (`oauth.replayStore: local`); undefined: made here (Redis). */
+  readonly replay?: AssertionReplayStore;
   readonly logDestination: DestinationStream;
   readonly logDrops: () => number;
   /** node:cluster's id of this worker (1, 2, …; a replacement gets the next one). */
@@ -63,6 +68,9 @@ export async function joinCluster(
     ...(config.revocation.store === 'redis' ? { revocationFreshness: revocation } : {}),
     ...(anyLimit && limits.store === 'local'
       ? { limiter: new IpcTokenLimiter(channel, limits, clock) }
+      : {}),
+    ...(config.oauth.enabled && config.oauth.replayStore === 'local'
+      ? { replay: new IpcReplayStore(channel) }
       : {}),
     logDestination: log as unknown as DestinationStream,
     logDrops: () => log.dropped,

@@ -26,6 +26,14 @@ export type WorkerMessage =
       readonly method: LimiterMethod;
       readonly args: readonly (string | boolean)[];
     }
+  /** A client assertion's `jti` claimed in the primary's replay store (`oauth.replayStore: local`). */
+  | {
+      readonly portaria: 'replay';
+      readonly id: number;
+      readonly clientId: string;
+      readonly jti: string;
+      readonly untilMs: number;
+    }
   /** A revocation made in a worker (App.revoke): stored and fanned out by the primary. */
   | { readonly portaria: 'revoke'; readonly id: number; readonly record: RevocationRecord }
   /** The answer to a primary's question (`query`, `revocation` with an id). */
@@ -39,7 +47,7 @@ export type PrimaryMessage =
   | { readonly portaria: 'query'; readonly id: number; readonly what: 'metrics' | 'readiness' }
   | { readonly portaria: 'reload' }
   | { readonly portaria: 'shutdown' }
-  /** The answer to a worker's question (`hello`, `limit`, `revoke`). */
+  /** The answer to a worker's question (`hello`, `limit`, `replay`, `revoke`). */
   | { readonly portaria: 'answer'; readonly id: number; readonly value: unknown };
 
 /** The answer to `hello`. */

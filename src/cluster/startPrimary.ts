@@ -8,6 +8,8 @@
  *                   worker, and an admin revocation answered once all applied it
  *                   (revocationFanout.ts)
  *   token limits    with `tokenLimits.store: local`, the one limiter every worker asks
+ *   replay store    with `oauth.replayStore: local`, the one store of used client
+ *                   assertion `jti`s every worker asks
  *   log output      the one writer: workers send their lines here (ipcLogDestination.ts)
  *   workers         forked, replaced when they die (workerPool.ts), told to reload on
  *                   SIGHUP and to drain on SIGTERM; the primary exits after the last one
@@ -20,6 +22,7 @@ import { allOrEveryProblem, checkRevocationFile } from '../app/startupChecks.js'
 import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
 import { systemClock } from '../lib/clock.js';
+import { LocalReplayStore } from '../oauth/localReplayStore.js';
 import { aggregateExposition, createClusterMetrics } from '../observability/clusterMetrics.js';
 import {
   createLoggers,
@@ -32,6 +35,7 @@ import { createMetrics, type MetricsSnapshot } from '../observability/metrics.js
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
 import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
 import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import { answerClaim } from './ipcReplayStore.js';
 import type { LimiterMethod, WorkerMessage } from './messages.js';
 import { primaryReadiness } from './primaryReadiness.js';
 import { RevocationFanout } from './revocationFanout.js';
@@ -79,6 +83,11 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
         })
       : null;
 
+  const replay =
+    config.oauth.enabled && config.oauth.replayStore === 'local'
+      ? new LocalReplayStore(clock)
+      : null;
+
   let draining = false;
   const syncedAtMs = (): number | null => {
     if (redis === null) return clock.now();
@@ -118,6 +127,11 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
         );
         return;
       }
+      case 'replay':
+        void answerClaim(replay, message.clientId, message.jti, message.untilMs).then((value) =>
+          answer(worker, message.id, value),
+        );
+        return;
       case 'revoke':
         void fanout.revoke(message.record).then(
           () => answer(worker, message.id, true),
@@ -152,6 +166,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   const closeStores = async () => {
     await revocation.close();
     await limiter?.close();
+    await replay?.close();
   };
   try {
     await listenOn(adminServer, config.admin.host, config.admin.port, 'admin');

@@ -68,7 +68,7 @@ export const openApiDocument = {
             'The token request is invalid: the body is not UTF-8 JSON, not an object, or has a missing, empty, non-string, extra or duplicated field; or the HTTP message is malformed (`Content-Length` with `Transfer-Encoding`, a missing, repeated or invalid `Host`, a repeated `Content-Type`, `Transfer-Encoding` in HTTP/1.0, an `Upgrade`). `detalhe` names what is wrong.',
           ),
           '401': problem(
-            'The client credentials were not accepted (unknown client, wrong or expired secret, disabled client: one answer).',
+            'The client credentials were not accepted (unknown client, wrong or expired secret, disabled client, a client allowing no secret method: one answer).',
           ),
           '405': {
             ...problem('Only POST is accepted.'),

@@ -12,19 +12,24 @@
  *              issuer; `exp` required, not past (skew allowed) and at most
  *              `assertionMaxLifetimeSeconds` (+ skew) ahead; `nbf`, `iat` not ahead
  *              beyond the skew; `jti` required
- *   replay     the `jti` claimed once until `exp` + skew (`AssertionReplayStore`)
+ *   replay     the `jti` claimed once until `exp` + skew, rounded up to the second
+ *              (`AssertionReplayStore`)
  *
  * The unverified `iss` names the client to look up (`assertionSubject`); nothing read
  * before the signature is trusted for anything else. Every refusal is `invalid_client`
- * with a fixed description; the precise reason is private.
+ * with the description every refused credential gets; the precise reason is private.
+ * A refusal decided before the signature check still spends one, on a decoy key.
  */
+
 import { compactVerify, decodeJwt, decodeProtectedHeader } from 'jose';
 import type { ClientRecord } from '../clients/clientRegistry.js';
+import { ASSERTION_ALGS, type AssertionAlg } from '../clients/oauthClientFields.js';
 import type { FailureReason } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { AssertionReplayStore } from './assertionReplayStore.js';
 import { type ClientKeys, ClientKeysUnavailable } from './clientKeys.js';
-import { OAuthError } from './oauthError.js';
+import { decoyKey } from './decoyKeys.js';
+import { credentialsRefused, type OAuthError } from './oauthError.js';
 
 export const JWT_BEARER_ASSERTION = 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer';
 
@@ -43,7 +48,21 @@ const MAX_ASSERTION_LENGTH = 8192;
 const MAX_JTI_LENGTH = 256;
 
 export function assertionRefused(reason: FailureReason): OAuthError {
-  return new OAuthError('invalid_client', 'The client assertion was not accepted.', { reason });
+  return credentialsRefused(reason);
+}
+
+/**
+ * A refusal decided before the signature check (no such client, a client without
+ * `private_key_jwt`, another `alg`, an unknown `kid`), made after a signature check all
+ * the same, on a decoy key: it then costs what a forged assertion of a real client costs,
+ * so its timing does not tell which clients exist or which keys they have.
+ */
+export async function refusedAfterDecoyCheck(
+  assertion: string,
+  reason: FailureReason,
+): Promise<never> {
+  await checkWithDecoy(assertion);
+  throw assertionRefused(reason);
 }
 
 /**
@@ -79,9 +98,9 @@ export async function verifyClientAssertion(
   settings: AssertionSettings,
 ): Promise<void> {
   const header = decodeProtectedHeader(assertion);
-  if (header.alg !== client.assertionAlg) throw assertionRefused('assertion-alg');
+  if (header.alg !== client.assertionAlg) return refusedAfterDecoyCheck(assertion, 'assertion-alg');
   if (typeof header.kid !== 'string' || header.kid === '')
-    throw assertionRefused('assertion-no-kid');
+    return refusedAfterDecoyCheck(assertion, 'assertion-no-kid');
   let key: Awaited<ReturnType<ClientKeys['keyFor']>>;
   try {
     key = await settings.keys.keyFor(client, header.kid, header.alg);
@@ -89,7 +108,7 @@ export async function verifyClientAssertion(
     if (error instanceof ClientKeysUnavailable) throw assertionRefused('client-keys-unavailable');
     throw error;
   }
-  if (key === null) throw assertionRefused('assertion-unknown-key');
+  if (key === null) return refusedAfterDecoyCheck(assertion, 'assertion-unknown-key');
   let payload: Uint8Array;
   try {
     ({ payload } = await compactVerify(assertion, key.key, { algorithms: [client.assertionAlg] }));
@@ -99,10 +118,28 @@ export async function verifyClientAssertion(
   const claims = parseClaims(payload);
   const jti = checkClaims(claims, client.id, settings);
   const exp = claims.exp as number;
-  // Kept while an assertion could still be accepted: until `exp` plus the skew.
-  const untilMs = (exp + settings.clockSkewSeconds) * 1000;
+  // Kept while an assertion could still be accepted: `checkClaims` compares the
+  // whole-second now with `exp` + skew, so a fractional `exp` (RFC 7519 §2 NumericDate)
+  // is accepted until the next whole second.
+  const untilMs = Math.ceil(exp + settings.clockSkewSeconds) * 1000;
   if (!(await settings.replay.claim(client.id, jti, untilMs))) {
     throw assertionRefused('assertion-replayed');
+  }
+}
+
+/** The signature check of `assertion` with a decoy key of its `alg` (ES256 for any other). */
+async function checkWithDecoy(assertion: string): Promise<void> {
+  let alg: AssertionAlg = 'ES256';
+  try {
+    const named = decodeProtectedHeader(assertion).alg;
+    if (ASSERTION_ALGS.includes(named as AssertionAlg)) alg = named as AssertionAlg;
+  } catch {
+    // The shape was checked already; ES256 all the same.
+  }
+  try {
+    await compactVerify(assertion, decoyKey(alg), { algorithms: [alg] });
+  } catch {
+    // Always refused: no assertion is signed with a decoy key.
   }
 }
 

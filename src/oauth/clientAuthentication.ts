@@ -14,8 +14,10 @@
  * outcome recorded — the same limiter and the same back-off as the contract's operation,
  * so guesses spread over both endpoints count together. Secrets go through the same
  * authenticator (`clients/authenticateClient.ts`): an unknown client and a wrong secret
- * cost the same work and get the same answer. A client must also allow the method it
- * used (`authMethods`), checked after its credentials, so the answer says nothing more.
+ * cost the same work and get the same answer; so do an unknown client's assertion and a
+ * forged one of a real client (a signature check either way, `clientAssertion.ts`). A
+ * client must also allow the method it used (`authMethods`), checked after its
+ * credentials, so the answer says nothing more.
  *
  * The caller takes the address limit before reading the body (as the token operation).
  * With tracing on, the whole step (method, limits, secret or assertion checks) is the
@@ -24,7 +26,7 @@
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
 import type { AuthMethod } from '../clients/oauthClientFields.js';
-import { type FailureReason, isPortariaError } from '../errors.js';
+import { isPortariaError } from '../errors.js';
 import { refuseIfWaiting } from '../token/tokenOperation.js';
 import type { ExchangeSteps } from '../token/tokenService.js';
 import { pairKey } from '../tokenLimits/limitKeys.js';
@@ -35,10 +37,11 @@ import {
   type AssertionSettings,
   assertionSubject,
   JWT_BEARER_ASSERTION,
+  refusedAfterDecoyCheck,
   verifyClientAssertion,
 } from './clientAssertion.js';
 import { decodeFormComponent } from './formBody.js';
-import { OAuthError } from './oauthError.js';
+import { credentialsRefused, OAuthError } from './oauthError.js';
 
 /** What client authentication reads of the request besides its form. */
 export interface ClientAuthenticationCall {
@@ -249,8 +252,11 @@ async function check(
     const registry = deps.registry();
     deps.assertions.keys.sync(registry);
     const client = registry.get(credentials.id);
-    if (client === undefined) throw refused('unknown-client');
-    if (!client.authMethods.includes('private_key_jwt')) throw refused('auth-method-not-allowed');
+    // As costly as a known client's forged assertion: the answer's timing names no client.
+    if (client === undefined)
+      return refusedAfterDecoyCheck(credentials.assertion, 'unknown-client');
+    if (!client.authMethods.includes('private_key_jwt'))
+      return refusedAfterDecoyCheck(credentials.assertion, 'auth-method-not-allowed');
     await verifyClientAssertion(credentials.assertion, client, deps.assertions);
     if (client.disabled) throw refused('disabled-client');
     return client;
@@ -262,6 +268,4 @@ async function check(
   return result.client;
 }
 
-function refused(reason: FailureReason): OAuthError {
-  return new OAuthError('invalid_client', 'The client credentials were not accepted.', { reason });
-}
+const refused = credentialsRefused;

@@ -15,7 +15,7 @@ import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js'
 import type { IssuerConfig } from '../config/types.js';
 import { clientKeySetConfig } from '../issuers/clientKeySetConfig.js';
 import { createIssuerKeySet, type IssuerKey, type IssuerKeySet } from '../issuers/issuerKeySet.js';
-import type { KeySetLog } from '../issuers/remoteKeySet.js';
+import type { FetchOutcome, FetchTrigger, KeySetLog } from '../issuers/remoteKeySet.js';
 import type { Clock } from '../lib/clock.js';
 
 export interface ClientKeysOptions {
@@ -23,7 +23,10 @@ export interface ClientKeysOptions {
   /** The clients file's directory: a relative `jwksFile` is read from there. */
   readonly baseDir: string;
   readonly clockSkewSeconds: number;
+  /** Each line names the client (`client`), not the key-set code's placeholder issuer. */
   readonly log?: KeySetLog;
+  /** A `jwksUri` download ended, by client id (the metrics). */
+  readonly onFetch?: (clientId: string, trigger: FetchTrigger, outcome: FetchOutcome) => void;
   /** Replaces `fetch` for `jwksUri` downloads (tests). */
   readonly fetch?: typeof fetch;
 }
@@ -91,9 +94,19 @@ export class ClientKeys {
     const existing = this.#sets.get(client.id);
     if (existing !== undefined && existing.source === source) return existing;
     existing?.keys.close();
+    const { log, onFetch } = this.#options;
+    const clientId = client.id;
     const keys = createIssuerKeySet(this.#issuerConfig(client), {
       clock: this.#options.clock,
-      ...(this.#options.log === undefined ? {} : { log: this.#options.log }),
+      ...(log === undefined
+        ? {}
+        : {
+            log: (event, { issuer: _placeholder, ...detail }) =>
+              log(event, { client: clientId, ...detail }),
+          }),
+      ...(onFetch === undefined
+        ? {}
+        : { hooks: { fetch: (_id, trigger, outcome) => onFetch(clientId, trigger, outcome) } }),
       ...(this.#options.fetch === undefined ? {} : { fetch: this.#options.fetch }),
     });
     const loaded = keys.load();

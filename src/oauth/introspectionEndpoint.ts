@@ -5,8 +5,9 @@
  *                   limit, client authentication as at the token endpoint (401)
  *   permission      the client holds `introspect` (else 403 `unauthorized_client`)
  *   token           the `token` parameter (invalid_request when absent)
- *   verify          exactly as the edge verifies a bearer token (`TokenVerifier`): our
- *                   tokens and trusted external issuers' alike, revocation included
+ *   verify          as the edge verifies a bearer token (`TokenVerifier`): our tokens
+ *                   (whatever their audience, RFC 8707) and trusted external issuers'
+ *                   alike, revocation included
  *   freshness       an active token while the Redis revocation list is stale: 503 problem
  *                   details, as the edge refuses then, and counted with its stale refusals
  *                   (RFC 7662 §4: the server must determine that no revocation took

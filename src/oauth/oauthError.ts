@@ -75,6 +75,15 @@ export class OAuthError extends Error {
   }
 }
 
+/**
+ * Every refusal of a client's credentials (unknown client, wrong secret, a method it does
+ * not allow, any refused assertion): one description, so the answer never tells which
+ * clients exist or how they authenticate (docs/security.md).
+ */
+export function credentialsRefused(reason: FailureReason): OAuthError {
+  return new OAuthError('invalid_client', 'The client credentials were not accepted.', { reason });
+}
+
 export function isOAuthError(value: unknown): value is OAuthError {
   return value instanceof OAuthError;
 }

@@ -4,7 +4,8 @@
  *   client          the shared steps (`authenticatedForm.ts`): POST, form, address
  *                   limit, client authentication as at the token endpoint
  *   token           the `token` parameter (invalid_request when absent)
- *   own token       verified as the edge verifies it; one we issued to this very client
+ *   own token       verified as the edge verifies it (ours whatever their audience, RFC
+ *                   8707); one we issued to this very client
  *   revoke          by `jti`, through the gateway's revocation store (every replica
  *                   enforces it as an admin revocation), until the token's `exp` + skew
  *

@@ -68,6 +68,12 @@ export interface Metrics {
   setLogDropSource(read: () => number): void;
   /** A key set fetch of a trusted external issuer. */
   keySetFetch(issuer: string, trigger: string, outcome: string): void;
+  /**
+   * A key set fetch of a `private_key_jwt` client (its `jwksUri`), counted with the
+   * issuers' as `issuer="client:<id>"` for the first `maxClientLabels` clients seen, then
+   * `client:_other` (issuer ids cannot hold `:`).
+   */
+  clientKeySetFetch(clientId: string, trigger: string, outcome: string): void;
   /** A reload of the clients file, the keys directory or the routes. */
   configReload(source: string, outcome: string): void;
   /**
@@ -224,6 +230,8 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     registers,
   });
   const labelledClients = new Set<string>();
+  /** Clients whose key-set fetches have their own `issuer` label (up to `maxClientLabels`). */
+  const keySetClients = new Set<string>();
   const issuedByClient =
     options.maxClientLabels > 0
       ? new Counter({
@@ -305,7 +313,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
 
   const keySetFetches = new Counter({
     name: 'portaria_jwks_fetches_total',
-    help: 'Key set fetches of trusted external issuers, by issuer id, trigger (startup, scheduled, unknown-kid, retry) and outcome.',
+    help: 'Key set fetches of trusted external issuers and of private_key_jwt clients (issuer="client:<id>"), by issuer id, trigger (startup, scheduled, unknown-kid, retry) and outcome.',
     labelNames: ['issuer', 'trigger', 'outcome'] as const,
     registers,
   });
@@ -562,6 +570,12 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
       readLogDrops = read;
     },
     keySetFetch(issuer, trigger, outcome) {
+      keySetFetches.labels(issuer, trigger, outcome).inc();
+    },
+    clientKeySetFetch(clientId, trigger, outcome) {
+      const labelled = keySetClients.has(clientId) || keySetClients.size < options.maxClientLabels;
+      if (labelled) keySetClients.add(clientId);
+      const issuer = `client:${labelled ? clientId : OTHER_CLIENTS}`;
       keySetFetches.labels(issuer, trigger, outcome).inc();
     },
     configSources(sources) {

@@ -9,6 +9,7 @@
  */
 import type { AuthenticationResult, ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord } from '../clients/clientRegistry.js';
+import { SECRET_METHODS } from '../clients/oauthClientFields.js';
 import type { ResponseFieldSet } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 import type { SigningKey } from '../keys/keyRing.js';
@@ -58,10 +59,18 @@ export class TokenService {
       authenticated?.('error');
       throw error;
     }
-    authenticated?.(result.ok ? undefined : result.reason);
-    if (!result.ok) {
+    // A client's `authMethods` hold here too: the contract's operation takes a secret, so
+    // a client allowing no secret method (private_key_jwt only) is refused, after the
+    // secret check, as at the OAuth endpoints.
+    const reason = !result.ok
+      ? result.reason
+      : result.client.authMethods.some((m) => SECRET_METHODS.includes(m))
+        ? undefined
+        : 'auth-method-not-allowed';
+    authenticated?.(reason);
+    if (!result.ok || reason !== undefined) {
       throw new PortariaError('invalid-client', 'The client credentials were not accepted.', {
-        reason: result.reason,
+        reason: reason ?? 'error',
       });
     }
     const { client } = result;

@@ -7,6 +7,8 @@
  *   present  iss, aud, jti, iat, exp, sub — the first one missing names the reason
  *   iss      exactly the issuer's identifier (RFC 7519 §4.1.1)               wrong-issuer
  *   aud      one of the issuer's audiences, or an array holding one (§4.1.3) wrong-audience
+ *            (any audience at all when the rules say so: our own tokens at the
+ *            introspection and revocation endpoints)
  *   iat      a number (§4.1.6)                                                bad-iat
  *   nbf      a number, not after now + skew (§4.1.5)                          not-yet-valid
  *   exp      a number (§4.1.4)                                                bad-exp
@@ -25,6 +27,8 @@ export interface ClaimRules {
   readonly audiences: readonly string[];
   readonly clockSkewSeconds: number;
   readonly requireTyp: boolean;
+  /** Any non-empty `aud` is accepted: `audiences` is not consulted. */
+  readonly anyAudience?: boolean;
 }
 
 /** In the order checked: the first absent claim gives its reason. */
@@ -51,7 +55,9 @@ export function checkRegisteredClaims(
     if (!Object.hasOwn(claims, claim)) throw invalid(reason, NOT_FOR_US);
   }
   if (claims.iss !== rules.issuer) throw invalid('wrong-issuer', NOT_FOR_US);
-  if (!hasAudience(claims.aud, rules.audiences)) throw invalid('wrong-audience', NOT_FOR_US);
+  const audienceOk =
+    rules.anyAudience === true ? isAudience(claims.aud) : hasAudience(claims.aud, rules.audiences);
+  if (!audienceOk) throw invalid('wrong-audience', NOT_FOR_US);
   const skew = rules.clockSkewSeconds;
   if (typeof claims.iat !== 'number') throw invalid('bad-iat', NOT_FOR_US);
   const nbf = claims.nbf;
@@ -73,6 +79,12 @@ function isAccessTokenTyp(typ: unknown): boolean {
 function hasAudience(aud: unknown, audiences: readonly string[]): boolean {
   if (typeof aud === 'string') return audiences.includes(aud);
   return Array.isArray(aud) && audiences.some((a) => aud.includes(a));
+}
+
+/** A string, or a non-empty array of strings (RFC 7519 §4.1.3). */
+function isAudience(aud: unknown): boolean {
+  if (typeof aud === 'string') return true;
+  return Array.isArray(aud) && aud.length > 0 && aud.every((a) => typeof a === 'string');
 }
 
 function expired(): PortariaError {

@@ -52,6 +52,8 @@ export interface TrustedIssuer {
   readonly id: string;
   readonly issuer: string;
   readonly audiences: readonly string[];
+  /** Any `aud` at all is accepted (see `buildIssuerTable`). */
+  readonly anyAudience?: boolean;
   readonly algorithms: ReadonlySet<string>;
   readonly clockSkewSeconds: number;
   /** Require `typ: at+jwt` (always for our own tokens). */

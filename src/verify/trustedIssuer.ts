@@ -24,20 +24,24 @@ const OWN_ALGORITHMS: ReadonlySet<string> = new Set(['ES256', 'EdDSA', 'RS256'])
 /**
  * `ownAudiences`: the `aud` values our own tokens are accepted with (the gateway's
  * `audience` and the routes' audiences, RFC 8707); read per verification, as routes reload.
+ * `'any'`: every audience (a token signed with our key is ours whatever resource it was
+ * issued for: the introspection and revocation endpoints).
  */
 export function buildIssuerTable(
   config: Pick<Config, 'issuer' | 'audience' | 'clockSkewSeconds'>,
   ownKeys: () => OwnKeys,
   externals: readonly { readonly config: IssuerConfig; readonly keys: ExternalKeys }[],
-  ownAudiences: () => readonly string[] = () => [config.audience],
+  ownAudiences: (() => readonly string[]) | 'any' = () => [config.audience],
 ): ReadonlyMap<string, TrustedIssuer> {
   const table = new Map<string, TrustedIssuer>();
+  const audiences = ownAudiences === 'any' ? () => [config.audience] : ownAudiences;
   table.set(config.issuer, {
     id: 'self',
     issuer: config.issuer,
     get audiences() {
-      return ownAudiences();
+      return audiences();
     },
+    anyAudience: ownAudiences === 'any',
     algorithms: OWN_ALGORITHMS,
     clockSkewSeconds: config.clockSkewSeconds,
     requireTyp: true,

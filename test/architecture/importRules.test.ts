@@ -76,7 +76,17 @@ const ALLOWED: Record<string, readonly string[]> = {
     'lib',
     'errors',
   ],
-  cluster: ['app', 'http', 'revocation', 'tokenLimits', 'observability', 'config', 'lib', 'errors'],
+  cluster: [
+    'app',
+    'http',
+    'oauth',
+    'revocation',
+    'tokenLimits',
+    'observability',
+    'config',
+    'lib',
+    'errors',
+  ],
   // cli/processFlags: --help and --version, answered before the gateway's modules load.
   main: ['app', 'cluster', 'config', 'demo', 'cli'],
 };

@@ -179,4 +179,48 @@ describe('portaria clients: OAuth client authentication', () => {
     assert.notEqual(keysOff.code, 0, 'keys without private_key_jwt are refused');
     assert.match(keysOff.stderr, /jwksFile and jwksUri are used only with private_key_jwt/);
   });
+
+  test('set-auth to private_key_jwt only removes the secrets; --keep-secrets keeps them, and says they are refused', async (t) => {
+    const cwd = await tempDir(t);
+    const file = join(cwd, 'clients.json');
+    await writeFile(join(cwd, 'k.jwks.json'), JSON.stringify({ keys: [ecKey('k1').jwk] }));
+    for (const id of ['leaked', 'kept']) {
+      const added = await runCli(['clients', 'add', id, '--scopes', 'a', '--clients-file', file], {
+        cwd,
+      });
+      assert.equal(added.code, 0, added.stderr);
+    }
+    const keyOnly = (id: string, ...extra: string[]) =>
+      runCli(
+        [
+          'clients',
+          'set-auth',
+          id,
+          '--auth',
+          'private_key_jwt',
+          '--jwks',
+          'k.jwks.json',
+          ...extra,
+          '--clients-file',
+          file,
+        ],
+        { cwd },
+      );
+    const moved = await keyOnly('leaked');
+    assert.equal(moved.code, 0, moved.stderr);
+    assert.match(moved.stdout, /authenticates with private_key_jwt, keys from k.jwks.json/);
+    assert.match(moved.stdout, /Removed its secret: no token endpoint accepts them any more\./);
+    const kept = await keyOnly('kept', '--keep-secrets');
+    assert.equal(kept.code, 0, kept.stderr);
+    assert.match(
+      kept.stdout,
+      /Kept its secrets \(--keep-secrets\): every token endpoint refuses them\./,
+    );
+    const [leaked, keptEntry] = (await fileOf(file)).clients as Record<string, unknown>[];
+    assert.deepEqual(leaked?.secrets, []);
+    assert.equal((keptEntry?.secrets as unknown[] | undefined)?.length, 1);
+    const registry = await loadClientRegistry(file);
+    assert.deepEqual(registry.get('leaked')?.secrets, []);
+    assert.deepEqual(registry.get('kept')?.authMethods, ['private_key_jwt']);
+  });
 });

@@ -180,6 +180,25 @@ describe('portaria config check', () => {
     );
   });
 
+  test('a local replay store beside a Redis revocation store: a warning, still exit 0', async (t) => {
+    const { cwd, file } = await workingSetup(t, 'oauth:\n  replayStore: local');
+    const env = {
+      PORTARIA_REVOCATION__STORE: 'redis',
+      PORTARIA_REDIS__URL: 'redis://127.0.0.1:6379/0',
+    };
+    const r = await runCli(['config', 'check', '--config', file], { cwd, env });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(
+      r.stderr,
+      'warning: oauth.replayStore is local beside a Redis revocation store: each replica remembers used client assertions alone, so one private_key_jwt assertion is accepted once per replica (leave oauth.replayStore unset, or set it to redis)\n',
+    );
+    // Unset, it follows the revocation store: nothing to warn about.
+    const { cwd: cwd2, file: file2 } = await workingSetup(t);
+    const followed = await runCli(['config', 'check', '--config', file2], { cwd: cwd2, env });
+    assert.equal(followed.code, 0, followed.stderr);
+    assert.equal(followed.stderr, '');
+  });
+
   test('without --config or PORTARIA_CONFIG it is a usage error (exit 2)', async (t) => {
     const cwd = await tempDir(t);
     const r = await runCli(['config', 'check'], { cwd });

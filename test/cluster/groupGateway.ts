@@ -6,7 +6,7 @@
  */
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer, request, type Server } from 'node:http';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -62,11 +62,15 @@ export interface Group {
   workerPids(): number[];
 }
 
-/** Writes the files (keys, clients `acme` and `other`, admin token) and starts the group. */
+/**
+ * Writes the files (keys, clients `acme` and `other` and `extraClients` as written, admin
+ * token) and starts the group.
+ */
 export async function startGroup(
   t: TestContext,
   workers: number,
   settings: Record<string, unknown>,
+  extraClients: readonly Record<string, unknown>[] = [],
 ): Promise<Group> {
   const dir = await tempDir(t, 'portaria-group-');
   await writeFile(join(dir, 'admin.token'), ADMIN_TOKEN);
@@ -80,11 +84,14 @@ export async function startGroup(
     { log: { level: 'info' }, ...settings, server: { ...server, workers } },
   );
   // The admin token file goes in the admin section writeGatewayFiles wrote.
-  const config = JSON.parse(
-    await (await import('node:fs/promises')).readFile(files.configFile, 'utf8'),
-  );
+  const config = JSON.parse(await readFile(files.configFile, 'utf8'));
   config.admin.tokenFile = 'admin.token';
   await writeFile(files.configFile, JSON.stringify(config, null, 2));
+  if (extraClients.length > 0) {
+    const clientsFile = join(dir, 'clients.json');
+    const { clients } = JSON.parse(await readFile(clientsFile, 'utf8'));
+    await writeFile(clientsFile, JSON.stringify({ clients: [...clients, ...extraClients] }));
+  }
 
   const child = spawn(process.execPath, [MAIN_JS, '--config', files.configFile], {
     cwd: dir,

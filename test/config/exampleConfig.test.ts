@@ -49,6 +49,16 @@ function commentedExample(text: string, key: string): Json {
   return parse(block.join('\n')) as Json;
 }
 
+/** A scalar setting shown commented out (`# key: value`, below its description), parsed. */
+function commentedSetting(text: string, key: string): Json {
+  const line = text
+    .split('\n')
+    .filter((l) => new RegExp(`^\\s*#\\s+${key}: \\S+$`).test(l))
+    .at(-1);
+  assert.ok(line !== undefined, `no commented ${key}`);
+  return parse(line.replace(/^\s*#\s+/, '')) as Json;
+}
+
 /** Every setting path of the schema: `server.port`, `routes[].id`, `upstream.default.scopes`. */
 function schemaPaths(schema: Json, at: string): string[] {
   const paths: string[] = [];
@@ -93,6 +103,25 @@ describe('config/portaria.example.yaml', () => {
     assert.equal(example.clients.file, join(dirname(EXAMPLE), 'data/clients.json'));
   });
 
+  test('pins no default that follows another setting: with a Redis revocation store, the replay store is Redis', async () => {
+    const text = await readFile(EXAMPLE, 'utf8');
+    const example = parse(text) as Json;
+    const settings = {
+      ...example,
+      revocation: { ...(example.revocation as Json), store: 'redis' },
+      redis: { ...(example.redis as Json), url: 'redis://127.0.0.1:6379/0' },
+    };
+    const config = validateConfig(settings, { baseDir: dirname(EXAMPLE) });
+    assert.equal(config.oauth.replayStore, 'redis');
+  });
+
+  test('says the token limits cover the OAuth endpoints too', async () => {
+    const text = await readFile(EXAMPLE, 'utf8');
+    const above = text.slice(0, text.indexOf('\ntokenLimits:'));
+    const comment = above.slice(above.lastIndexOf('\n\n'));
+    assert.match(comment, /OAuth 2\.0 token, revocation\s+(#\s+)?and introspection endpoints/);
+  });
+
   test('documents every setting of the schema', async () => {
     const text = await readFile(EXAMPLE, 'utf8');
     const documented = parse(text) as Json;
@@ -100,6 +129,8 @@ describe('config/portaria.example.yaml', () => {
     // Settings whose default is empty are shown in commented examples.
     const withExamples = {
       ...documented,
+      // Its default follows revocation.store: shown commented out, never pinned.
+      oauth: { ...(documented.oauth as Json), ...commentedSetting(text, 'replayStore') },
       routes: commentedExample(text, 'routes').routes,
       issuers: commentedExample(text, 'issuers').issuers,
       upstream: { ...upstream, default: commentedExample(text, 'default').default },

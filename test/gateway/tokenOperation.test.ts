@@ -5,12 +5,13 @@ import { ManualClock } from '../../src/lib/clock.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
+  DEFAULT_CLIENTS,
   problemOf,
   startGateway,
   TOKEN_PATH,
 } from '../helpers/fixture.js';
 import { rawRequest, statusOf } from '../helpers/rawHttp.js';
-import { parsedLogs, waitFor } from '../helpers/wait.js';
+import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
 function post(url: string, body: string, contentType = 'application/json', method = 'POST') {
   return fetch(url + TOKEN_PATH, { method, headers: { 'content-type': contentType }, body });
@@ -249,6 +250,30 @@ describe('token operation', () => {
       return lines.length === 3 ? lines.map((l) => l['portaria.reason']) : undefined;
     });
     assert.deepEqual(reasons, ['unknown-client', 'bad-secret', 'disabled-client']);
+  });
+
+  test('a client allowing private_key_jwt only is refused here even with a secret it still has', async (t) => {
+    const keyOnlySecret = 'keyonly-secret-0123456789abcdefghijklmnop';
+    const gw = await startGateway(t, {
+      clients: [
+        ...DEFAULT_CLIENTS,
+        {
+          id: 'keyonly',
+          secret: keyOnlySecret,
+          scopes: ['orders:read'],
+          extra: { authMethods: ['private_key_jwt'], jwksFile: 'keyonly.jwks.json' },
+        },
+      ],
+    });
+    const res = await post(
+      gw.url,
+      JSON.stringify({ clientId: 'keyonly', clientSecret: keyOnlySecret }),
+    );
+    assert.equal(res.status, 401);
+    const problem = await problemOf(res);
+    assert.equal(problem.detalhe, 'The client credentials were not accepted.');
+    const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
+    assert.equal(line['portaria.reason'], 'auth-method-not-allowed');
   });
 
   const wrongTypes = [

@@ -299,6 +299,24 @@ describe('private_key_jwt', () => {
     assert.equal(store.claim('signer', 'j', (now + 120) * 1000), true);
   });
 
+  test('an assertion with a fractional exp cannot be replayed in its last accepted second', async (t) => {
+    const s = await setup(t);
+    // exp + skew = now + 70.5: accepted while the whole-second now is below it, that is
+    // until now + 71 s; the replay entry must last as long.
+    const token = await assertion(s, { exp: Math.floor(NOW / 1000) + 10.5 });
+    assert.equal((await authenticateOAuthClient(jwtForm(token), CALL, s.deps)).client.id, 'signer');
+    s.clock.advance(70_600);
+    await assert.rejects(
+      authenticateOAuthClient(jwtForm(token), CALL, s.deps),
+      refused('invalid_client', 'assertion-replayed'),
+    );
+    s.clock.advance(400);
+    await assert.rejects(
+      authenticateOAuthClient(jwtForm(token), CALL, s.deps),
+      refused('invalid_client', 'assertion-expired'),
+    );
+  });
+
   const bad: Record<
     string,
     { claims?: Record<string, unknown>; header?: Record<string, unknown>; reason: string }
@@ -439,5 +457,94 @@ describe('limits shared with the contract’s operation', () => {
     // The same back-off the contract's operation reads.
     const pair = await s.limiter.checkPair('acme', '192.0.2.1');
     assert.ok(pair.waitMs > 0);
+  });
+});
+
+describe('no client enumeration (docs/security.md)', () => {
+  /** Counts the signature checks WebCrypto performs (jose verifies through it). */
+  function countSignatureChecks(t: TestContext): { readonly count: number } {
+    const counter = { count: 0 };
+    type Verify = (...args: unknown[]) => Promise<boolean>;
+    const subtle = Object.getPrototypeOf(globalThis.crypto.subtle) as { verify: Verify };
+    const original = subtle.verify;
+    subtle.verify = function (this: unknown, ...args: unknown[]) {
+      counter.count++;
+      return original.apply(this, args);
+    };
+    t.after(() => {
+      subtle.verify = original;
+    });
+    return counter;
+  }
+
+  async function refusal(s: Setup, form: Map<string, string>) {
+    try {
+      await authenticateOAuthClient(form, CALL, s.deps);
+    } catch (error) {
+      assert.ok(error instanceof OAuthError, String(error));
+      return { status: error.status, body: error.body(), headers: error.headers() };
+    }
+    return assert.fail('accepted');
+  }
+
+  test('every refused credential gets the same status, headers and body', async (t) => {
+    const s = await setup(t);
+    const forms: Record<string, Map<string, string>> = {
+      'a forged assertion of a private_key_jwt client': jwtForm(
+        await assertion(s, {}, {}, ecKey('k1')),
+      ),
+      'an assertion of an unknown client': jwtForm(
+        await assertion(s, { iss: 'nobody', sub: 'nobody' }),
+      ),
+      'an assertion of a secret-only client': jwtForm(
+        await assertion(s, { iss: 'acme', sub: 'acme' }),
+      ),
+      'an assertion under an unknown kid': jwtForm(await assertion(s, {}, { kid: 'k9' })),
+      'a wrong secret': new Map([
+        ['client_id', 'acme'],
+        ['client_secret', 'wrong'],
+      ]),
+      'an unknown client’s secret': new Map([
+        ['client_id', 'nobody'],
+        ['client_secret', SECRET],
+      ]),
+      'a secret for a private_key_jwt client': new Map([
+        ['client_id', 'signer'],
+        ['client_secret', SECRET],
+      ]),
+    };
+    const answers = new Map<string, unknown>();
+    for (const [name, form] of Object.entries(forms)) answers.set(name, await refusal(s, form));
+    const expected = {
+      status: 401,
+      body: JSON.stringify({
+        error: 'invalid_client',
+        error_description: 'The client credentials were not accepted.',
+      }),
+      headers: { 'cache-control': 'no-store', pragma: 'no-cache' },
+    };
+    for (const [name, answer] of answers) assert.deepEqual(answer, expected, name);
+  });
+
+  test('an unknown client’s assertion costs a signature check, as a forged one of a real client', async (t) => {
+    const s = await setup(t);
+    const checks = countSignatureChecks(t);
+    const cases: Record<string, Promise<string>> = {
+      'a forged assertion of a private_key_jwt client': assertion(s, {}, {}, ecKey('k1')),
+      'an unknown client': assertion(s, { iss: 'nobody', sub: 'nobody' }),
+      'a secret-only client': assertion(s, { iss: 'acme', sub: 'acme' }),
+      'an unknown kid': assertion(s, {}, { kid: 'k9' }),
+      'another alg than the pinned one': assertion(
+        s,
+        {},
+        { alg: 'ES384' },
+        { ...s.key, privateKey: newKeyPair('ec', { namedCurve: 'P-384' }).privateKey },
+      ),
+    };
+    for (const [name, token] of Object.entries(cases)) {
+      const before = checks.count;
+      await refusal(s, jwtForm(await token));
+      assert.equal(checks.count - before, 1, name);
+    }
   });
 });

@@ -1,14 +1,15 @@
 /**
  * RFC 7662 token introspection for resource servers: only clients holding `introspect`;
  * an active token's claims from the edge's own verification (trusted external issuers
- * included); `{"active":false}` and nothing else for every token the edge would refuse.
+ * included; our own tokens whatever their audience); `{"active":false}` and nothing else
+ * for every token the edge would refuse for another reason.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, type TestContext, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { ManualClock } from '../../src/lib/clock.js';
-import { type Gateway, startGateway } from '../helpers/fixture.js';
+import { type ClientSpec, type Gateway, startGateway } from '../helpers/fixture.js';
 import { ecKey, jwksOf, serve, startJwksServer, type TestKey } from '../helpers/jwksServer.js';
 import { signWith, signWithGatewayKey, validClaims } from '../helpers/tokens.js';
 import {
@@ -19,9 +20,19 @@ import {
   postForm,
   RESOURCE_SERVER,
   REVOKE_PATH,
+  statusThroughRoute,
 } from './formRequests.js';
 
 const PARTNER_ISS = 'https://idp.partner.test';
+const TOKEN_ENDPOINT_PATH = '/oauth2/token';
+const RESOURCE = 'https://api.partner.test/orders';
+/** A client that may ask for a resource (RFC 8707) no route names. */
+const RESOURCE_CLIENT = {
+  id: 'resourceful',
+  secret: 'resourceful-secret-0123456789abcdefghijk',
+  scopes: ['orders:read'],
+  extra: { audiences: ['partner-api', RESOURCE] },
+} satisfies ClientSpec;
 const asResourceServer = () => basic(RESOURCE_SERVER.id, RESOURCE_SERVER.secret);
 
 async function start(
@@ -32,7 +43,7 @@ async function start(
   const partner = ecKey('p1');
   const jwks = await startJwksServer(t, serve(jwksOf(partner)));
   const gw = await startGateway(t, {
-    clients: CLIENTS,
+    clients: [...CLIENTS, RESOURCE_CLIENT],
     ...(clock === undefined ? {} : { clock }),
     settings: () => ({
       issuers: [
@@ -116,7 +127,7 @@ describe('token introspection (RFC 7662)', () => {
 
   test('revoked, expired, foreign, wrong-audience and malformed tokens: active false only', async (t) => {
     const clock = new ManualClock(Date.now());
-    const { gw } = await start(t, {}, clock);
+    const { gw, partner } = await start(t, {}, clock);
     const revoked = await gw.token();
     const revocation = await postForm(gw, REVOKE_PATH, { token: revoked }, basic());
     assert.equal(revocation.status, 200, await revocation.text());
@@ -129,7 +140,13 @@ describe('token introspection (RFC 7662)', () => {
         kid: 'x',
       },
     );
-    const otherAudience = await signWithGatewayKey(gw, validClaims(gw, { aud: 'someone-else' }));
+    const now = Math.floor(clock.now() / 1000);
+    const otherAudience = await signWith(
+      partner.privateKey,
+      'ES256',
+      { iss: PARTNER_ISS, sub: 'p', aud: 'someone-else', iat: now, exp: now + 300, jti: 'j' },
+      { kid: partner.kid },
+    );
     const forged = `${revoked.slice(0, revoked.lastIndexOf('.'))}.${'A'.repeat(86)}`;
     for (const token of [revoked, foreign, otherAudience, forged, 'garbage', 'a.b.c']) {
       assert.deepEqual(await introspect(gw, token), { active: false }, token.slice(0, 20));
@@ -137,6 +154,41 @@ describe('token introspection (RFC 7662)', () => {
     assert.equal((await introspect(gw, soonExpired)).active, true);
     clock.advance(3600_000 + 60_000);
     assert.deepEqual(await introspect(gw, soonExpired), { active: false });
+  });
+
+  test('a token of ours for an RFC 8707 resource no route names: active, then revoked by its client', async (t) => {
+    const { gw } = await start(t);
+    const res = await postForm(
+      gw,
+      TOKEN_ENDPOINT_PATH,
+      { grant_type: 'client_credentials', resource: RESOURCE },
+      basic(RESOURCE_CLIENT.id, RESOURCE_CLIENT.secret),
+    );
+    assert.equal(res.status, 200, await res.clone().text());
+    const token = ((await res.json()) as { access_token: string }).access_token;
+    const claims = decodeJwt(token);
+    assert.equal(claims.aud, RESOURCE);
+    const described = await introspect(gw, token);
+    assert.equal(described.active, true);
+    assert.equal(described.aud, RESOURCE);
+    assert.equal(described.client_id, RESOURCE_CLIENT.id);
+    const revocation = await postForm(
+      gw,
+      REVOKE_PATH,
+      { token },
+      basic(RESOURCE_CLIENT.id, RESOURCE_CLIENT.secret),
+    );
+    assert.equal(revocation.status, 200);
+    await revocation.arrayBuffer();
+    assert.deepEqual(await introspect(gw, token), { active: false });
+    assert.ok(gw.logs.some((line) => line.includes('token revoked by its client')));
+  });
+
+  test('our own token with any audience is ours: active; the edge still refuses it', async (t) => {
+    const { gw } = await start(t);
+    const token = await signWithGatewayKey(gw, validClaims(gw, { aud: 'someone-else' }));
+    assert.equal((await introspect(gw, token)).aud, 'someone-else');
+    assert.equal(await statusThroughRoute(gw, token), 401);
   });
 
   test('a client without the introspect permission gets 403 unauthorized_client', async (t) => {
