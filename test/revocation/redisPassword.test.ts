@@ -14,6 +14,7 @@ import { startUpstream } from '../helpers/fixture.js';
 import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
 import {
   callWith,
+  REDIS_DEFAULTS,
   issueToken,
   readyz,
   revokeVia,
@@ -57,6 +58,7 @@ test('the Redis password comes from redis.passwordFile and never reaches a log l
 
   const raw = createRedisClient(
     {
+      ...REDIS_DEFAULTS,
       url: redis.url,
       passwordFile: join(files.configFile, '..', 'redis-password'),
       keyPrefix: 'portaria:',
