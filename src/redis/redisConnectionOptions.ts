@@ -90,7 +90,9 @@ export function redisConnectionOptions(config: RedisConfig): RedisConnectionOpti
 
 /** Whether keys must share a hash slot per script (Redis Cluster). */
 export function isRedisCluster(config: RedisConfig): boolean {
-  return config.url === null && config.sentinel.nodes.length === 0 && config.cluster.nodes.length > 0;
+  return (
+    config.url === null && config.sentinel.nodes.length === 0 && config.cluster.nodes.length > 0
+  );
 }
 
 function auth(
