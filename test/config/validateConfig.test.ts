@@ -368,7 +368,11 @@ describe('validateConfig', () => {
       },
       redis: {
         url: null,
+        username: null,
         passwordFile: null,
+        tls: { enabled: false, caFile: null, certFile: null, keyFile: null, serverName: null },
+        sentinel: { masterName: null, nodes: [], username: null, passwordFile: null },
+        cluster: { nodes: [] },
         keyPrefix: 'portaria:',
         connectTimeoutMs: 2000,
         commandTimeoutMs: 1000,
