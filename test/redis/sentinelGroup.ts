@@ -1,6 +1,7 @@
 /**
- * A Redis Sentinel deployment on loopback: a primary and a replica that accept only the
- * ACL user `gw`, and one sentinel with its own password watching them as `portaria`, quick
+ * A Redis Sentinel deployment on loopback: a primary and a replica that accept only ACL
+ * users (`gw` for the gateways, with the advised permissions; `admin` for replication and
+ * the sentinel), and one sentinel with its own password watching them as `portaria`, quick
  * to fail over (down after 500 ms). One sentinel is a quorum of one: enough to elect
  * itself and promote the replica.
  */
@@ -30,11 +31,16 @@ export interface SentinelGroup {
   primaryPort(): Promise<number>;
 }
 
+/** Replication and the sentinel use `admin`; the gateways `gw`, as docs/deploying.md advises. */
+export const GATEWAY_ACL =
+  '~portaria:* ~{portaria:* &portaria:* &{portaria:* +@all -@dangerous +info +role';
+const ADMIN_PASSWORD = 'admin-Tz5Wc1Np7Kd3Vh9Q';
 const DATA_ACL = [
   'user default off',
-  `user gw on >${DATA_PASSWORD} ~* &* +@all`,
-  'masteruser gw',
-  `masterauth ${DATA_PASSWORD}`,
+  `user gw on >${DATA_PASSWORD} ${GATEWAY_ACL}`,
+  `user admin on >${ADMIN_PASSWORD} ~* &* +@all`,
+  'masteruser admin',
+  `masterauth ${ADMIN_PASSWORD}`,
   // A replica syncs at once, not after the 5 s wait for more replicas.
   'repl-diskless-sync-delay 0',
 ];
@@ -69,8 +75,8 @@ export async function startSentinelGroup(t: TestContext): Promise<SentinelGroup>
       `sentinel monitor ${MASTER_NAME} 127.0.0.1 ${primary.port} 1`,
       `sentinel down-after-milliseconds ${MASTER_NAME} 500`,
       `sentinel failover-timeout ${MASTER_NAME} 3000`,
-      `sentinel auth-user ${MASTER_NAME} gw`,
-      `sentinel auth-pass ${MASTER_NAME} ${DATA_PASSWORD}`,
+      `sentinel auth-user ${MASTER_NAME} admin`,
+      `sentinel auth-pass ${MASTER_NAME} ${ADMIN_PASSWORD}`,
       `requirepass ${SENTINEL_PASSWORD}`,
     ],
   });

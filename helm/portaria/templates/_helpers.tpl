@@ -179,8 +179,7 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- end -}}
 {{- $tlsValues := .Values.redis.tls -}}
 {{- if $tlsValues.enabled -}}
-{{- $tls := deepCopy ($redis.tls | default dict) -}}
-{{- $_ := set $tls "enabled" true -}}
+{{- $tls := dict "enabled" true -}}
 {{- with $tlsValues.serverName -}}
 {{- $_ := set $tls "serverName" . -}}
 {{- end -}}
