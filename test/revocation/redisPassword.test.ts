@@ -14,8 +14,8 @@ import { startUpstream } from '../helpers/fixture.js';
 import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
 import {
   callWith,
-  REDIS_DEFAULTS,
   issueToken,
+  REDIS_DEFAULTS,
   readyz,
   revokeVia,
   writeAdminToken,
