@@ -22,6 +22,10 @@ export const CHART_OWNED_SETTINGS: readonly (readonly string[])[] = [
   ['revocation', 'queueFile'],
   ['redis', 'url'],
   ['redis', 'passwordFile'],
+  ['redis', 'username'],
+  ['redis', 'tls'],
+  ['redis', 'sentinel'],
+  ['redis', 'cluster'],
 ];
 
 type JsonObject = { [key: string]: unknown };

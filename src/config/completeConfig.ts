@@ -54,12 +54,20 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   config.clients.file = resolvePath(options.baseDir, config.clients.file);
   config.revocation.file = resolvePath(options.baseDir, config.revocation.file);
   config.revocation.queueFile = resolvePath(options.baseDir, config.revocation.queueFile);
-  if (config.redis.passwordFile)
-    config.redis.passwordFile = resolvePath(options.baseDir, config.redis.passwordFile);
+  const { redis } = config;
+  redis.passwordFile = resolveOptional(options.baseDir, redis.passwordFile);
+  redis.tls.caFile = resolveOptional(options.baseDir, redis.tls.caFile);
+  redis.tls.certFile = resolveOptional(options.baseDir, redis.tls.certFile);
+  redis.tls.keyFile = resolveOptional(options.baseDir, redis.tls.keyFile);
+  redis.sentinel.passwordFile = resolveOptional(options.baseDir, redis.sentinel.passwordFile);
   if (config.admin.tokenFile)
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;
   return config as Config;
+}
+
+function resolveOptional(baseDir: string, path: string | null): string | null {
+  return path ? resolvePath(baseDir, path) : null;
 }
 
 function resolvePath(baseDir: string, path: string): string {

@@ -1,6 +1,6 @@
 /**
  * `oauth`: its endpoints on paths of their own (not one the gateway already answers, not
- * each other's), assertion audiences as URLs, a Redis replay store only with a URL.
+ * each other's), assertion audiences as URLs, a Redis replay store only with Redis.
  */
 import { type Loose, strings, text } from './looseValues.js';
 import { checkUrl } from './urlRules.js';
@@ -12,7 +12,7 @@ const OTHER_OPEN_PATHS = [
   '/v1/openapi.json',
 ];
 
-export function oauthProblems(oauth: Loose, redisUrl: unknown): string[] {
+export function oauthProblems(oauth: Loose, redisTarget: unknown): string[] {
   const problems: string[] = [];
   const seen = new Map<string, string>();
   for (const key of ['tokenPath', 'revocationPath', 'introspectionPath']) {
@@ -28,8 +28,10 @@ export function oauthProblems(oauth: Loose, redisUrl: unknown): string[] {
   for (const [i, audience] of strings(oauth.assertionAudiences)) {
     checkUrl(problems, `oauth.assertionAudiences[${i}]`, audience, ['http:', 'https:']);
   }
-  if (oauth.replayStore === 'redis' && redisUrl === null) {
-    problems.push('oauth.replayStore: "redis" needs redis.url (or PORTARIA_REDIS_URL)');
+  if (oauth.replayStore === 'redis' && redisTarget === null) {
+    problems.push(
+      'oauth.replayStore: "redis" needs redis.url, redis.sentinel.nodes or redis.cluster.nodes (or PORTARIA_REDIS_URL)',
+    );
   }
   return problems;
 }

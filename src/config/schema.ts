@@ -16,6 +16,16 @@ const scopeList = { ...scopeItems, default: [] } as const;
 /** An OAuth endpoint's path: canonical segments of unreserved characters (RFC 3986 §2.3). */
 const oauthPath = { type: 'string', pattern: '^(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$' } as const;
 
+const nullableText = { type: ['string', 'null'], minLength: 1, default: null } as const;
+/** Redis nodes as `host:port` (`[v6]:port` for an IPv6 address). */
+const redisNodes = {
+  type: 'array',
+  maxItems: 64,
+  uniqueItems: true,
+  items: { type: 'string', minLength: 3, maxLength: 300 },
+  default: [],
+} as const;
+
 /** A token bucket's settings (`tokenLimits.perAddress`, `tokenLimits.perClient`). */
 function tokenBucket(ratePerSecond: number, burst: number) {
   return {
@@ -176,7 +186,37 @@ export const configSchema = {
       default: {},
       properties: {
         url: { type: ['string', 'null'], minLength: 1, default: null },
-        passwordFile: { type: ['string', 'null'], minLength: 1, default: null },
+        username: { ...nullableText, maxLength: 256 },
+        passwordFile: nullableText,
+        tls: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: false },
+            caFile: nullableText,
+            certFile: nullableText,
+            keyFile: nullableText,
+            serverName: { ...nullableText, maxLength: 253 },
+          },
+        },
+        sentinel: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            masterName: { ...nullableText, maxLength: 256 },
+            nodes: redisNodes,
+            username: { ...nullableText, maxLength: 256 },
+            passwordFile: nullableText,
+          },
+        },
+        cluster: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: { nodes: redisNodes },
+        },
         keyPrefix: { type: 'string', pattern: '^[A-Za-z0-9:_.-]{1,64}$', default: 'portaria:' },
         connectTimeoutMs: { ...positiveMs, default: 2000 },
         commandTimeoutMs: { ...positiveMs, default: 1000 },

@@ -182,14 +182,50 @@ export interface RevocationConfig {
 }
 
 export interface RedisConfig {
-  /** `redis://[user@]host:port[/db]` (or `rediss://`); null: no Redis. Override with PORTARIA_REDIS_URL. */
+  /**
+   * One Redis server: `redis://[user@]host:port[/db]` (or `rediss://`). Null with
+   * `sentinel.nodes` or `cluster.nodes`, or without Redis. Override with PORTARIA_REDIS_URL.
+   */
   readonly url: string | null;
-  /** File holding the Redis password (kept out of the URL and the config). */
+  /** ACL user (Redis ≥ 6) of the data nodes; or in the URL's user part, not both. */
+  readonly username: string | null;
+  /** File holding the data nodes' password (kept out of the URL and the config). */
   readonly passwordFile: string | null;
+  readonly tls: RedisTlsConfig;
+  readonly sentinel: RedisSentinelConfig;
+  readonly cluster: RedisClusterConfig;
   /** Prefix of every key and channel Portaria uses (several gateways may share one Redis). */
   readonly keyPrefix: string;
   readonly connectTimeoutMs: number;
   readonly commandTimeoutMs: number;
+}
+
+/** TLS to every Redis connection (data nodes and sentinels alike). */
+export interface RedisTlsConfig {
+  /** TLS on (also implied by a `rediss://` URL). */
+  readonly enabled: boolean;
+  /** PEM CA bundle the server's certificate must chain to (else the system's). */
+  readonly caFile: string | null;
+  /** PEM client certificate and its key (Redis `tls-auth-clients`). */
+  readonly certFile: string | null;
+  readonly keyFile: string | null;
+  /** The name checked against the server's certificate (else the host connected to). */
+  readonly serverName: string | null;
+}
+
+/** Redis Sentinel: the primary of `masterName` as the sentinels report it. */
+export interface RedisSentinelConfig {
+  readonly masterName: string | null;
+  /** Sentinels as `host:port`; non-empty turns Sentinel on. */
+  readonly nodes: readonly string[];
+  /** The sentinels' own ACL user and password file. */
+  readonly username: string | null;
+  readonly passwordFile: string | null;
+}
+
+/** Redis Cluster: seed nodes as `host:port`; non-empty turns Cluster on. */
+export interface RedisClusterConfig {
+  readonly nodes: readonly string[];
 }
 
 export interface TokenBucketConfig {

@@ -14,7 +14,7 @@ import { callerHeaderProblems, identityHeaderProblems } from './headerRules.js';
 import { issuerProblems } from './issuerRules.js';
 import { type Loose, section, text } from './looseValues.js';
 import { oauthProblems } from './oauthRules.js';
-import { redisProblems, redisUrlOf } from './redisRules.js';
+import { redisProblems, redisTargetOf } from './redisRules.js';
 import { routeProblems } from './routeRules.js';
 import { schemaProblems } from './schemaProblems.js';
 import { portProblems, trustedProxyProblems } from './serverRules.js';
@@ -47,13 +47,13 @@ function ruleProblems(config: Loose): string[] {
   if (issuer !== null) checkUrl(problems, 'issuer', issuer, ['http:', 'https:']);
   const problemTypeBase = text(config.problemTypeBase);
   if (problemTypeBase !== null) checkUrl(problems, 'problemTypeBase', problemTypeBase, null);
-  const redisUrl = redisUrlOf(config);
+  const redisTarget = redisTargetOf(config);
   problems.push(
     ...routeProblems(config),
     ...identityHeaderProblems(config),
     ...issuerProblems(config),
-    ...redisProblems(config, redisUrl),
-    ...oauthProblems(section(config.oauth), redisUrl),
+    ...redisProblems(config, redisTarget),
+    ...oauthProblems(section(config.oauth), redisTarget),
     ...tokenLimitProblems(config),
     ...trustedProxyProblems(config),
     ...callerHeaderProblems(config),

@@ -1,19 +1,22 @@
 /**
- * The one place a Redis connection is made (ioredis's home). The revocation store and
- * the shared token limits each take a client from here.
+ * The one place a Redis connection is made (ioredis's home). The revocation store, the
+ * shared token limits and the replay store each take a client from here: one server by
+ * URL, the primary Redis Sentinel names, or a Redis Cluster (`redisConnectionOptions.ts`).
  *
  * Commands never queue while disconnected (`enableOfflineQueue: false`): a caller gets an
  * error at once and applies its own policy (keep enforcing the last known list, fall
  * back, refuse), instead of piling requests up behind a dead connection. Reconnection is
- * automatic with a capped back-off. The password comes from `redis.passwordFile`, never
- * from logs: the URL is not logged by this module.
+ * automatic with a capped back-off; behind Sentinel it asks the sentinels for the primary
+ * again, so a failover is a reconnection. Secrets come from files, never from logs: the
+ * URL is not logged by this module.
  */
-import { readFileSync } from 'node:fs';
-import { Redis } from 'ioredis';
-import { ConfigError } from '../config/configError.js';
+import { Cluster, Redis, type RedisOptions } from 'ioredis';
 import type { RedisConfig } from '../config/types.js';
+import { type RedisAuth, redisConnectionOptions } from './redisConnectionOptions.js';
 
-export type RedisClient = Redis;
+export { isRedisCluster } from './redisConnectionOptions.js';
+
+export type RedisClient = Redis | Cluster;
 
 export interface RedisClientOptions {
   /** Role in the connection name (`CLIENT SETNAME`), e.g. `revocation`, `limits`, `subscriber`. */
@@ -22,11 +25,15 @@ export interface RedisClientOptions {
   readonly offlineQueue?: boolean;
 }
 
+/** Capped exponential back-off between reconnection attempts (ms). */
+function backoff(attempt: number): number {
+  return Math.min(50 * 2 ** Math.min(attempt, 10), 2000);
+}
+
 export function createRedisClient(config: RedisConfig, options: RedisClientOptions): RedisClient {
-  if (config.url === null) throw new Error('redis.url is not set');
-  const password = config.passwordFile ? readPassword(config.passwordFile) : undefined;
-  return new Redis(config.url, {
-    ...(password === undefined ? {} : { password }),
+  const { target, auth } = redisConnectionOptions(config);
+  const common = {
+    ...authOptions(auth),
     connectionName: `portaria-${options.role}`,
     connectTimeout: config.connectTimeoutMs,
     commandTimeout: config.commandTimeoutMs,
@@ -34,24 +41,55 @@ export function createRedisClient(config: RedisConfig, options: RedisClientOptio
     // arms this timer even for a socket that already closed (Redis down): bound it, so a
     // closed client does not keep the process alive for the 2 s default.
     disconnectTimeout: config.commandTimeoutMs,
-    enableOfflineQueue: options.offlineQueue === true,
     maxRetriesPerRequest: 1,
+  } satisfies RedisOptions;
+  const offlineQueue = options.offlineQueue === true;
+  if (target.kind === 'cluster') {
+    // Pub/sub: a PUBLISH reaches every node's subscribers (Redis Cluster broadcasts it),
+    // so the one subscriber connection ioredis keeps, to any node, hears every message.
+    return new Cluster(
+      target.nodes.map((node) => ({ host: node.host, port: node.port })),
+      {
+        redisOptions: common,
+        enableOfflineQueue: offlineQueue,
+        lazyConnect: true,
+        slotsRefreshTimeout: config.connectTimeoutMs,
+        clusterRetryStrategy: backoff,
+      },
+    );
+  }
+  const shared = {
+    ...common,
+    enableOfflineQueue: offlineQueue,
     lazyConnect: true,
-    retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 10), 2000),
-  });
+    retryStrategy: backoff,
+  } satisfies RedisOptions;
+  if (target.kind === 'sentinel') {
+    const sentinelAuth = target.sentinelAuth;
+    return new Redis({
+      ...shared,
+      sentinels: target.sentinels.map((node) => ({ host: node.host, port: node.port })),
+      name: target.masterName,
+      ...(sentinelAuth.username === undefined ? {} : { sentinelUsername: sentinelAuth.username }),
+      ...(sentinelAuth.password === undefined ? {} : { sentinelPassword: sentinelAuth.password }),
+      ...(sentinelAuth.tls === undefined
+        ? {}
+        : { sentinelTLS: sentinelAuth.tls, enableTLSForSentinelMode: true }),
+      sentinelRetryStrategy: backoff,
+      // No `failoverDetector`: its disconnect, arriving while a connection is being
+      // re-established, ends that connection for good (seen in the failover test). A
+      // failover is noticed as the connection to the old primary closes.
+    });
+  }
+  return new Redis({ ...shared, host: target.node.host, port: target.node.port, db: target.db });
 }
 
-/** The password file's content, trimmed; a problem names the file, never its content. */
-function readPassword(file: string): string {
-  let password: string;
-  try {
-    password = readFileSync(file, 'utf8').trim();
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code ?? 'error';
-    throw new ConfigError([`redis.passwordFile: cannot read ${file} (${code})`]);
-  }
-  if (password === '') throw new ConfigError([`redis.passwordFile: ${file} is empty`]);
-  return password;
+function authOptions(auth: RedisAuth): Pick<RedisOptions, 'username' | 'password' | 'tls'> {
+  return {
+    ...(auth.username === undefined ? {} : { username: auth.username }),
+    ...(auth.password === undefined ? {} : { password: auth.password }),
+    ...(auth.tls === undefined ? {} : { tls: auth.tls }),
+  };
 }
 
 /**

@@ -9,6 +9,10 @@
  *   <prefix>revocation:events    pub/sub channel: one message per revocation
  *   <prefix>revocation:marker    string, no TTL: the list's generation, a random id
  *
+ * In a Redis Cluster the names carry the hash tag `{<prefix>revocation}` (e.g.
+ * `{portaria:revocation}:tokens`), so that every script's keys share one slot; elsewhere
+ * they stay as above, the names earlier releases wrote.
+ *
  * Sorted sets make a full load a `ZSCAN` of the list alone and merging order-free
  * (`ZADD GT`); the generation tells every replica that Redis lost data. Why:
  * docs/architecture.md.
@@ -23,13 +27,14 @@ export interface RevocationKeys {
   readonly marker: string;
 }
 
-export function revocationKeys(prefix: string): RevocationKeys {
+export function revocationKeys(prefix: string, clustered = false): RevocationKeys {
+  const base = clustered ? `{${prefix}revocation}:` : `${prefix}revocation:`;
   return {
-    tokens: `${prefix}revocation:tokens`,
-    clients: `${prefix}revocation:clients`,
-    cutoffs: `${prefix}revocation:cutoffs`,
-    channel: `${prefix}revocation:events`,
-    marker: `${prefix}revocation:marker`,
+    tokens: `${base}tokens`,
+    clients: `${base}clients`,
+    cutoffs: `${base}cutoffs`,
+    channel: `${base}events`,
+    marker: `${base}marker`,
   };
 }
 

@@ -8,7 +8,12 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type Clock, epochSeconds } from '../lib/clock.js';
-import { createRedisClient, quitWithin, type RedisClient } from '../redis/redisClient.js';
+import {
+  createRedisClient,
+  isRedisCluster,
+  quitWithin,
+  type RedisClient,
+} from '../redis/redisClient.js';
 import { MemoryRevocationStore } from './memoryRevocationStore.js';
 import {
   checkListWhole,
@@ -83,7 +88,7 @@ export class RedisRevocationStore implements RevocationStore {
     this.#options = options;
     this.#clock = options.clock;
     this.#log = options.log ?? (() => {});
-    this.#keys = revocationKeys(options.redis.keyPrefix);
+    this.#keys = revocationKeys(options.redis.keyPrefix, isRedisCluster(options.redis));
     this.#maxLagMs = options.maxSyncLagSeconds * 1000;
     this.#memory = new MemoryRevocationStore(options.clock);
     this.#queue = queue;

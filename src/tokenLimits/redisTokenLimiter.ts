@@ -8,7 +8,7 @@
  */
 import type { RedisConfig, TokenLimitsConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
-import type { RedisClient } from '../redis/redisClient.js';
+import { isRedisCluster, type RedisClient } from '../redis/redisClient.js';
 import { MAX_CLIENTS_PER_ADDRESS } from './addressBackoff.js';
 import { backoffEntryKey, clientKey, pairKey } from './limitKeys.js';
 import {
@@ -41,6 +41,8 @@ export class RedisTokenLimiter implements TokenLimiter {
   readonly #clock: Clock;
   readonly #hooks: RedisLimiterHooks;
   readonly #prefix: string;
+  /** Redis Cluster: a pair's two keys carry the address as hash tag (one slot per script). */
+  readonly #clustered: boolean;
   /** Per-millisecond rates, computed once. */
   readonly #addressRate: number;
   readonly #clientRate: number;
@@ -66,6 +68,7 @@ export class RedisTokenLimiter implements TokenLimiter {
     this.#clock = options.clock;
     this.#hooks = options.hooks;
     this.#prefix = `${options.redisConfig.keyPrefix}limits:`;
+    this.#clustered = isRedisCluster(options.redisConfig);
     this.#addressRate = options.config.perAddress.ratePerSecond / 1000;
     this.#clientRate = options.config.perClient.ratePerSecond / 1000;
     this.#down = options.down === true;
@@ -184,11 +187,18 @@ export class RedisTokenLimiter implements TokenLimiter {
 
   /** The address's back-off hash and the pair's known mark (KEYS of the pair scripts). */
   #pairKeys(clientId: string, address: string): string[] {
-    return [`${this.#prefix}backoff:${address}`, this.#knownKey(clientId, address)];
+    return [`${this.#prefix}backoff:${this.#tag(address)}`, this.#knownKey(clientId, address)];
   }
 
   #knownKey(clientId: string, address: string): string {
-    return `${this.#prefix}known:${pairKey(clientId, address)}`;
+    if (!this.#clustered) return `${this.#prefix}known:${pairKey(clientId, address)}`;
+    // The address comes first, so its tag is the key's first `{…}`: a client id's braces
+    // never decide the slot.
+    return `${this.#prefix}known:${this.#tag(address)} ${clientKey(clientId)}`;
+  }
+
+  #tag(address: string): string {
+    return this.#clustered ? `{${address}}` : address;
   }
 
   /** Runs `remote` when Redis is usable, else (or when it fails) `local`. */

@@ -38,7 +38,11 @@ const EVERY_SETTING = {
   },
   redis: {
     url: null,
+    username: null,
     passwordFile: null,
+    tls: { enabled: false, caFile: null, certFile: null, keyFile: null, serverName: null },
+    sentinel: { masterName: null, nodes: [], username: null, passwordFile: null },
+    cluster: { nodes: [] },
     keyPrefix: 'p:',
     connectTimeoutMs: 1,
     commandTimeoutMs: 1,

@@ -68,6 +68,7 @@ function candidates(node: Node): [string, unknown][] {
     return [
       ['10.0.0.0/8, 127.0.0.1', ['10.0.0.0/8', '127.0.0.1']],
       ['x-client-ip,x-host', ['x-client-ip', 'x-host']],
+      ['redis-0:6379,redis-1:6379', ['redis-0:6379', 'redis-1:6379']],
       ['["env:a","env:b"]', ['env:a', 'env:b']],
       [
         'https://env.example/a,https://env.example/b',
@@ -128,7 +129,20 @@ async function problemsOf(run: () => Promise<unknown>): Promise<readonly string[
   return assert.fail('no ConfigError was thrown');
 }
 
-const COMPANIONS = { PORTARIA_REDIS__URL: 'redis://127.0.0.1:6390/0' };
+/** Settings another one may need beside it, tried in turn (a Redis store needs Redis, …). */
+const COMPANIONS: readonly Record<string, string>[] = [
+  {},
+  { PORTARIA_REDIS__URL: 'redis://127.0.0.1:6390/0' },
+  {
+    PORTARIA_REDIS__URL: 'rediss://127.0.0.1:6390/0',
+    PORTARIA_REDIS__TLS__CERT_FILE: '/tmp/env-client.pem',
+    PORTARIA_REDIS__TLS__KEY_FILE: '/tmp/env-client-key.pem',
+  },
+  {
+    PORTARIA_REDIS__SENTINEL__NODES: 'sentinel-0:26379',
+    PORTARIA_REDIS__SENTINEL__MASTER_NAME: 'm',
+  },
+];
 
 describe('settings from the environment', () => {
   const all = leaves(configSchema as unknown as Node);
@@ -147,9 +161,9 @@ describe('settings from the environment', () => {
     test(`${path.join('.')} is set by ${name}`, async (t) => {
       const { dir, file } = await configDir(t);
       const refused: string[] = [];
-      // Alone, then beside the settings another one may need (redis.url for a Redis store).
+      // Alone, then beside the settings another one may need.
       const tries = candidates(node).flatMap(([text, expected]) =>
-        [{}, COMPANIONS].map((more) => [{ ...more, [name]: text }, text, expected] as const),
+        COMPANIONS.map((more) => [{ ...more, [name]: text }, text, expected] as const),
       );
       for (const [env, text, expected] of tries) {
         let config: unknown;

@@ -177,7 +177,7 @@ describe('validateConfig', () => {
       'oauth.introspectionPath: /v1/openapi.json is a path the gateway already answers',
       'oauth.introspectionPath: same path as oauth.revocationPath',
       'oauth.assertionAudiences[0]: must be an absolute URL',
-      'oauth.replayStore: "redis" needs redis.url (or PORTARIA_REDIS_URL)',
+      'oauth.replayStore: "redis" needs redis.url, redis.sentinel.nodes or redis.cluster.nodes (or PORTARIA_REDIS_URL)',
     ]);
   });
 
@@ -368,7 +368,11 @@ describe('validateConfig', () => {
       },
       redis: {
         url: null,
+        username: null,
         passwordFile: null,
+        tls: { enabled: false, caFile: null, certFile: null, keyFile: null, serverName: null },
+        sentinel: { masterName: null, nodes: [], username: null, passwordFile: null },
+        cluster: { nodes: [] },
         keyPrefix: 'portaria:',
         connectTimeoutMs: 2000,
         commandTimeoutMs: 1000,

@@ -254,12 +254,12 @@ describe('fail guards', () => {
     [
       'the redis revocation store without a URL',
       { config: { revocation: { store: 'redis' } } },
-      /set redis.url or redis.existingSecret/,
+      /set redis.url, redis.existingSecret, redis.sentinel.nodes or redis.cluster.nodes/,
     ],
     [
       'redis token limits without a URL',
       { config: { tokenLimits: { store: 'redis' } } },
-      /set redis.url or redis.existingSecret/,
+      /set redis.url, redis.existingSecret, redis.sentinel.nodes or redis.cluster.nodes/,
     ],
     [
       'several replicas with a local OAuth replay store',
@@ -273,12 +273,52 @@ describe('fail guards', () => {
     [
       'a redis OAuth replay store without a URL',
       { config: { oauth: { replayStore: 'redis' } } },
-      /set redis.url or redis.existingSecret/,
+      /set redis.url, redis.existingSecret, redis.sentinel.nodes or redis.cluster.nodes/,
     ],
     [
       'a Redis URL from values and from a Secret',
       { redis: { url: 'redis://redis:6379', existingSecret: 'redis-url' } },
       /choose one source for the Redis URL/,
+    ],
+    [
+      'a Redis URL and Sentinel nodes',
+      { redis: { url: 'redis://redis:6379', sentinel: { masterName: 'm', nodes: ['s:26379'] } } },
+      /redis.url\/existingSecret and redis.sentinel.nodes are all set: Redis is reached one way/,
+    ],
+    [
+      'Sentinel and Cluster nodes',
+      {
+        redis: {
+          sentinel: { masterName: 'm', nodes: ['s:26379'] },
+          cluster: { nodes: ['c:6379'] },
+        },
+      },
+      /redis.sentinel.nodes and redis.cluster.nodes are all set/,
+    ],
+    [
+      'Sentinel nodes without the primary name',
+      { redis: { sentinel: { nodes: ['s:26379'] } } },
+      /redis.sentinel.nodes needs redis.sentinel.masterName/,
+    ],
+    [
+      'a Redis TLS Secret with TLS off',
+      { ...redis, redis: { ...redis.redis, tls: { secret: { name: 'ca' } } } },
+      /redis.tls.secret is set but redis.tls.enabled is false/,
+    ],
+    [
+      'Redis TLS on with a redis:// URL',
+      { redis: { url: 'redis://redis:6379', tls: { enabled: true } } },
+      /use rediss:\/\/ for TLS/,
+    ],
+    [
+      'a Redis client certificate without its key',
+      {
+        redis: {
+          url: 'rediss://redis:6379',
+          tls: { enabled: true, secret: { name: 'c', certKey: 'tls.crt' } },
+        },
+      },
+      /redis.tls.secret.certKey needs redis.tls.secret.keyKey/,
     ],
     [
       'existingSecret together with inline secrets',

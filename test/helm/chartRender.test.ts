@@ -403,6 +403,55 @@ describe('Deployment', () => {
     ]);
   });
 
+  test('Redis Sentinel wiring: sentinels, primary name, ACL user, TLS files and both passwords as files', async () => {
+    const objects = await rendered('redis-sentinel');
+    const redis = rawConfig(objects).redis;
+    assert.equal(redis?.url, undefined);
+    assert.equal(redis?.username, 'portaria');
+    assert.equal(redis?.passwordFile, '/etc/portaria/redis/password');
+    assert.deepEqual(redis?.sentinel, {
+      masterName: 'mymaster',
+      nodes: [0, 1, 2].map((i) => `redis-node-${i}.redis-headless.redis.svc:26379`),
+      passwordFile: '/etc/portaria/redis-sentinel/password',
+    });
+    assert.deepEqual(redis?.tls, {
+      enabled: true,
+      serverName: 'redis.redis.svc',
+      caFile: '/etc/portaria/redis-tls/ca.crt',
+      certFile: '/etc/portaria/redis-tls/tls.crt',
+      keyFile: '/etc/portaria/redis-tls/tls.key',
+    });
+    const volumes = deploymentOf(objects).spec?.template.spec?.volumes ?? [];
+    const tlsSecret = volumes.find((v) => v.name === 'redis-tls')?.secret;
+    assert.equal(tlsSecret?.secretName, 'redis-client-tls');
+    assert.deepEqual(tlsSecret?.items, [
+      { key: 'ca.crt', path: 'ca.crt' },
+      { key: 'tls.crt', path: 'tls.crt' },
+      { key: 'tls.key', path: 'tls.key' },
+    ]);
+    assert.deepEqual(volumes.find((v) => v.name === 'redis-sentinel-password')?.secret?.items, [
+      { key: 'sentinel-password', path: 'password' },
+    ]);
+  });
+
+  test('Redis Cluster wiring: seed nodes and a private CA, nothing of Sentinel', async () => {
+    const objects = await rendered('redis-cluster');
+    const redis = rawConfig(objects).redis;
+    assert.deepEqual(redis?.cluster, {
+      nodes: [0, 1, 2].map((i) => `redis-cluster-${i}.redis-cluster-headless.redis.svc:6379`),
+    });
+    assert.equal(redis?.sentinel, undefined);
+    assert.deepEqual(redis?.tls, { enabled: true, caFile: '/etc/portaria/redis-tls/ca.crt' });
+    const volumes = deploymentOf(objects).spec?.template.spec?.volumes ?? [];
+    assert.deepEqual(volumes.find((v) => v.name === 'redis-tls')?.secret?.items, [
+      { key: 'ca.crt', path: 'ca.crt' },
+    ]);
+    assert.equal(
+      volumes.find((v) => v.name === 'redis-sentinel-password'),
+      undefined,
+    );
+  });
+
   test('existingSecret: no Secret rendered, the pods mount the named one', async () => {
     const objects = await rendered('existing-secret');
     assert.equal(installed(objects).filter((o) => o.kind === 'Secret').length, 0);
@@ -655,10 +704,21 @@ describe("the rendered configuration passes the gateway's own loader and validat
       assert.equal(mountOf(config.revocation.queueFile).readOnly, false);
       if (config.admin.tokenFile !== null)
         assert.equal(mountOf(config.admin.tokenFile).path, '/etc/portaria/secret');
-      if (config.redis.passwordFile !== null)
-        assert.equal(mountOf(config.redis.passwordFile).readOnly, true);
+      const redisFiles = [
+        config.redis.passwordFile,
+        config.redis.sentinel.passwordFile,
+        config.redis.tls.caFile,
+        config.redis.tls.certFile,
+        config.redis.tls.keyFile,
+      ];
+      for (const redisFile of redisFiles) {
+        if (redisFile !== null) assert.equal(mountOf(redisFile).readOnly, true);
+      }
       assert.equal(mountOf('/etc/portaria/config/portaria.yaml').readOnly, true);
-      if (config.revocation.store === 'redis') assert.ok(config.redis.url, 'a Redis URL');
+      if (config.revocation.store === 'redis') {
+        const { url, sentinel, cluster } = config.redis;
+        assert.ok(url || sentinel.nodes.length > 0 || cluster.nodes.length > 0, 'a Redis');
+      }
     });
   }
 

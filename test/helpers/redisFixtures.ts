@@ -10,11 +10,23 @@ export const TOKEN_PATH = '/v1/authentication/accesstoken';
 /** The key prefix the store tests use (the default). */
 export const PREFIX = 'portaria:';
 
+/** The settings of `redis` left at their defaults (no user, TLS, Sentinel or Cluster). */
+export const REDIS_DEFAULTS = {
+  username: null,
+  passwordFile: null,
+  tls: { enabled: false, caFile: null, certFile: null, keyFile: null, serverName: null },
+  sentinel: { masterName: null, nodes: [], username: null, passwordFile: null },
+  cluster: { nodes: [] },
+} as const satisfies Partial<RedisConfig>;
+
 /** The Redis settings of a store under test: short timeouts, the test server's URL. */
-export function redisConfig(server: RedisServer, extra: Partial<RedisConfig> = {}): RedisConfig {
+export function redisConfig(
+  server: RedisServer | string,
+  extra: Partial<RedisConfig> = {},
+): RedisConfig {
   return {
-    url: server.url,
-    passwordFile: null,
+    ...REDIS_DEFAULTS,
+    url: typeof server === 'string' ? server : server.url,
     keyPrefix: PREFIX,
     connectTimeoutMs: 500,
     commandTimeoutMs: 500,

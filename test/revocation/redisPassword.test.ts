@@ -15,6 +15,7 @@ import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helper
 import {
   callWith,
   issueToken,
+  REDIS_DEFAULTS,
   readyz,
   revokeVia,
   writeAdminToken,
@@ -57,6 +58,7 @@ test('the Redis password comes from redis.passwordFile and never reaches a log l
 
   const raw = createRedisClient(
     {
+      ...REDIS_DEFAULTS,
       url: redis.url,
       passwordFile: join(files.configFile, '..', 'redis-password'),
       keyPrefix: 'portaria:',

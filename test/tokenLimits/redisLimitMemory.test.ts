@@ -12,6 +12,7 @@ import { createRedisClient, type RedisClient } from '../../src/redis/redisClient
 import { createTokenLimiter } from '../../src/tokenLimits/createTokenLimiter.js';
 import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
 import type { TokenLimiter } from '../../src/tokenLimits/tokenLimiter.js';
+import { REDIS_DEFAULTS } from '../helpers/redisFixtures.js';
 import { startRedis } from '../helpers/redisServer.js';
 
 const PREFIX = 'memory-test:';
@@ -40,8 +41,8 @@ async function sharedLimiter(
   config: TokenLimitsConfig = CONFIG,
 ): Promise<{ limiter: TokenLimiter; redis: RedisClient; fallbacks: string[] }> {
   const redisConfig = {
+    ...REDIS_DEFAULTS,
     url,
-    passwordFile: null,
     keyPrefix: PREFIX,
     connectTimeoutMs: 1000,
     commandTimeoutMs: 1000,

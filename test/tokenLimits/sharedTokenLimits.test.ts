@@ -12,6 +12,7 @@ import { createRedisClient, type RedisClient } from '../../src/redis/redisClient
 import { KNOWN_PAIR_MS } from '../../src/tokenLimits/tokenLimiter.js';
 import { CLIENT_ID, type Gateway, startGateway } from '../helpers/fixture.js';
 import { metric } from '../helpers/metrics.js';
+import { REDIS_DEFAULTS } from '../helpers/redisFixtures.js';
 import { startRedis } from '../helpers/redisServer.js';
 import { parsedLogs, waitFor } from '../helpers/wait.js';
 import { attempt } from './tokenRequests.js';
@@ -42,7 +43,7 @@ async function sharedGateway(
 
 async function redisClient(t: TestContext, url: string): Promise<RedisClient> {
   const client = createRedisClient(
-    { url, passwordFile: null, keyPrefix: PREFIX, connectTimeoutMs: 1000, commandTimeoutMs: 1000 },
+    { ...REDIS_DEFAULTS, url, keyPrefix: PREFIX, connectTimeoutMs: 1000, commandTimeoutMs: 1000 },
     { role: 'test' },
   );
   await client.connect();

@@ -94,6 +94,8 @@ app.kubernetes.io/part-of: portaria
 {{- define "portaria.configDir" -}}/etc/portaria/config{{- end -}}
 {{- define "portaria.secretDir" -}}/etc/portaria/secret{{- end -}}
 {{- define "portaria.redisPasswordDir" -}}/etc/portaria/redis{{- end -}}
+{{- define "portaria.redisTlsDir" -}}/etc/portaria/redis-tls{{- end -}}
+{{- define "portaria.redisSentinelPasswordDir" -}}/etc/portaria/redis-sentinel{{- end -}}
 {{- define "portaria.dataDir" -}}/data{{- end -}}
 
 {{/* The revocation and token-limit stores chosen in config. */}}
@@ -172,6 +174,41 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- if .Values.redis.passwordSecret.name -}}
 {{- $_ := set $redis "passwordFile" (printf "%s/password" (include "portaria.redisPasswordDir" .)) -}}
 {{- end -}}
+{{- with .Values.redis.username -}}
+{{- $_ := set $redis "username" . -}}
+{{- end -}}
+{{- $tlsValues := .Values.redis.tls -}}
+{{- if $tlsValues.enabled -}}
+{{- $tls := dict "enabled" true -}}
+{{- with $tlsValues.serverName -}}
+{{- $_ := set $tls "serverName" . -}}
+{{- end -}}
+{{- if $tlsValues.secret.name -}}
+{{- $dir := include "portaria.redisTlsDir" . -}}
+{{- if $tlsValues.secret.caKey -}}
+{{- $_ := set $tls "caFile" (printf "%s/ca.crt" $dir) -}}
+{{- end -}}
+{{- if $tlsValues.secret.certKey -}}
+{{- $_ := set $tls "certFile" (printf "%s/tls.crt" $dir) -}}
+{{- $_ := set $tls "keyFile" (printf "%s/tls.key" $dir) -}}
+{{- end -}}
+{{- end -}}
+{{- $_ := set $redis "tls" $tls -}}
+{{- end -}}
+{{- $sentinelValues := .Values.redis.sentinel -}}
+{{- if $sentinelValues.nodes -}}
+{{- $sentinel := dict "masterName" $sentinelValues.masterName "nodes" $sentinelValues.nodes -}}
+{{- with $sentinelValues.username -}}
+{{- $_ := set $sentinel "username" . -}}
+{{- end -}}
+{{- if $sentinelValues.passwordSecret.name -}}
+{{- $_ := set $sentinel "passwordFile" (printf "%s/password" (include "portaria.redisSentinelPasswordDir" .)) -}}
+{{- end -}}
+{{- $_ := set $redis "sentinel" $sentinel -}}
+{{- end -}}
+{{- with .Values.redis.cluster.nodes -}}
+{{- $_ := set $redis "cluster" (dict "nodes" .) -}}
+{{- end -}}
 {{- if $redis -}}
 {{- $_ := set $cfg "redis" $redis -}}
 {{- end -}}
@@ -211,8 +248,30 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if and (ne (include "portaria.replayStore" .) "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
 {{- fail "replicaCount > 1 or autoscaling.enabled needs config.oauth.replayStore: redis (a local replay store lets a client assertion be used once per replica)" -}}
 {{- end -}}
-{{- if and (include "portaria.usesRedis" .) (not (or .Values.redis.url .Values.redis.existingSecret)) -}}
-{{- fail "config.revocation.store, config.tokenLimits.store or config.oauth.replayStore is redis: set redis.url or redis.existingSecret" -}}
+{{- $redisWays := list -}}
+{{- if or .Values.redis.url .Values.redis.existingSecret -}}{{- $redisWays = append $redisWays "redis.url/existingSecret" -}}{{- end -}}
+{{- if .Values.redis.sentinel.nodes -}}{{- $redisWays = append $redisWays "redis.sentinel.nodes" -}}{{- end -}}
+{{- if .Values.redis.cluster.nodes -}}{{- $redisWays = append $redisWays "redis.cluster.nodes" -}}{{- end -}}
+{{- if and (include "portaria.usesRedis" .) (not $redisWays) -}}
+{{- fail "config.revocation.store, config.tokenLimits.store or config.oauth.replayStore is redis: set redis.url, redis.existingSecret, redis.sentinel.nodes or redis.cluster.nodes" -}}
+{{- end -}}
+{{- if gt (len $redisWays) 1 -}}
+{{- fail (printf "%s are all set: Redis is reached one way (one server, Sentinel or Cluster)" (join " and " $redisWays)) -}}
+{{- end -}}
+{{- if and .Values.redis.sentinel.nodes (not .Values.redis.sentinel.masterName) -}}
+{{- fail "redis.sentinel.nodes needs redis.sentinel.masterName (the name the sentinels monitor the primary under)" -}}
+{{- end -}}
+{{- if and (not .Values.redis.tls.enabled) .Values.redis.tls.secret.name -}}
+{{- fail "redis.tls.secret is set but redis.tls.enabled is false" -}}
+{{- end -}}
+{{- if and .Values.redis.tls.secret.name (not (or .Values.redis.tls.secret.caKey .Values.redis.tls.secret.certKey)) -}}
+{{- fail "redis.tls.secret.name needs redis.tls.secret.caKey or redis.tls.secret.certKey (what to mount from it)" -}}
+{{- end -}}
+{{- if and .Values.redis.tls.enabled (hasPrefix "redis://" .Values.redis.url) -}}
+{{- fail "redis.tls.enabled with a redis:// url: use rediss:// for TLS" -}}
+{{- end -}}
+{{- if and .Values.redis.tls.secret.certKey (not .Values.redis.tls.secret.keyKey) -}}
+{{- fail "redis.tls.secret.certKey needs redis.tls.secret.keyKey (the client certificate's key)" -}}
 {{- end -}}
 {{- if and .Values.redis.url .Values.redis.existingSecret -}}
 {{- fail "redis.url and redis.existingSecret are both set: choose one source for the Redis URL" -}}
