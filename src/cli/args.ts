@@ -5,6 +5,7 @@
  * commands never touch `process` themselves.
  */
 import { type ParseArgsConfig, parseArgs } from 'node:util';
+import { likelyMeant } from '../lib/nearestName.js';
 
 export interface CliContext {
   readonly env: Readonly<Record<string, string | undefined>>;
@@ -17,6 +18,8 @@ export interface CliContext {
   readonly now: () => Date;
   /** The working directory relative paths start from. */
   readonly cwd: string;
+  /** `--config FILE` given before the group (`portaria --config FILE clients list`). */
+  readonly configFile?: string;
 }
 
 /** Wrong invocation: exit code 2, one line naming the command and what is wrong. */
@@ -64,8 +67,19 @@ export function parseCommandArgs(
     return { values: values as ParsedCommand['values'], positionals };
   } catch (err) {
     if (err instanceof UsageError) throw err;
-    throw new UsageError(command, describeParseError(err, args));
+    throw new UsageError(command, describeParseError(err, args, options));
   }
+}
+
+/** `unknown command "lsit" (did you mean "list"?)`: a group's or the top level's. */
+export function unknownCommand(
+  command: string,
+  given: string,
+  known: readonly string[],
+): UsageError {
+  const meant = likelyMeant(given, known);
+  const hint = meant === null ? '' : ` (did you mean ${JSON.stringify(meant)}?)`;
+  return new UsageError(command, `unknown command ${JSON.stringify(given)}${hint}`);
 }
 
 /** Exactly the named positionals, in order; anything missing or extra is a usage error. */
@@ -121,10 +135,18 @@ export function envValue(ctx: CliContext, name: string): string | undefined {
   return value === undefined || value === '' ? undefined : value;
 }
 
-function describeParseError(err: unknown, args: readonly string[]): string {
+function describeParseError(err: unknown, args: readonly string[], options: OptionsConfig): string {
   const { code, message } = err as { code?: string; message?: string };
   const option = /'(-[^' ]+)/.exec(message ?? '')?.[1] ?? 'option';
-  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') return `unknown option ${option}`;
+  if (code === 'ERR_PARSE_ARGS_UNKNOWN_OPTION') {
+    const meant = option.startsWith('--')
+      ? likelyMeant(
+          option,
+          Object.keys(options).map((name) => `--${name}`),
+        )
+      : null;
+    return `unknown option ${option}${meant === null ? '' : ` (did you mean ${meant}?)`}`;
+  }
   if (code === 'ERR_PARSE_ARGS_INVALID_OPTION_VALUE') {
     if (message?.includes('does not take')) return `option ${option} does not take a value`;
     // `--lifetime -5`, `--jti -6v4…`: parseArgs reads a value starting with "-" as an option.

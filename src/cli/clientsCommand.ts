@@ -15,6 +15,7 @@ import {
   outputFormat,
   parseCommandArgs,
   UsageError,
+  unknownCommand,
   wantsHelp,
 } from './args.js';
 import { runClientsAdd } from './clientsAddCommand.js';
@@ -104,7 +105,15 @@ export async function runClientsCommand(args: readonly string[], ctx: CliContext
   if (command === 'rotate-secret') return runClientsRotateSecret(rest, ctx);
   if (command === 'set-auth') return runClientsSetAuth(rest, ctx);
   if (command === 'remove') return remove(rest, ctx);
-  throw new UsageError('clients', `unknown command ${JSON.stringify(command)}`);
+  throw unknownCommand('clients', command, [
+    'add',
+    'list',
+    'enable',
+    'disable',
+    'rotate-secret',
+    'set-auth',
+    'remove',
+  ]);
 }
 
 async function list(args: readonly string[], ctx: CliContext): Promise<void> {

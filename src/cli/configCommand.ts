@@ -17,17 +17,17 @@ import { compileRouteTable } from '../proxy/routeTable.js';
 import {
   AlreadyReported,
   type CliContext,
-  envValue,
   expectPositionals,
   jsonLines,
   OUTPUT_HELP,
   OUTPUT_OPTION,
   outputFormat,
   parseCommandArgs,
-  stringValue,
   UsageError,
+  unknownCommand,
   wantsHelp,
 } from './args.js';
+import { configFileOf } from './gatewayConfig.js';
 import { alignHelp } from './helpText.js';
 
 export const CONFIG_GROUP_HELP = alignHelp(`Usage: portaria config <command> [options]
@@ -80,7 +80,7 @@ export async function runConfigCommand(args: readonly string[], ctx: CliContext)
   if (command === undefined) throw new UsageError('config', 'missing command');
   if (command === '--help' || command === '-h') return ctx.out(CONFIG_GROUP_HELP);
   if (command === 'check') return check(rest, ctx);
-  throw new UsageError('config', `unknown command ${JSON.stringify(command)}`);
+  throw unknownCommand('config', command, ['check']);
 }
 
 async function check(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -89,7 +89,7 @@ async function check(args: readonly string[], ctx: CliContext): Promise<void> {
   const parsed = parseCommandArgs(cmd, args, { config: { type: 'string' }, ...OUTPUT_OPTION });
   expectPositionals(cmd, parsed, []);
   const format = outputFormat(cmd, parsed);
-  const file = stringValue(parsed, 'config') ?? envValue(ctx, 'PORTARIA_CONFIG');
+  const file = configFileOf(parsed, ctx);
   if (file === undefined) throw new UsageError(cmd, 'missing --config (or $PORTARIA_CONFIG)');
   const report = await checkConfiguration(file, ctx);
   if (format === 'json') {

@@ -28,12 +28,20 @@ export const CONFIG_OPTION: OptionsConfig = { config: { type: 'string' } };
 export const CONFIG_HELP = `  --config FILE        the gateway's configuration file (default: $PORTARIA_CONFIG);
                        its settings are this command's defaults`;
 
+/**
+ * The configuration file: the command's `--config`, else one given before the group
+ * (`portaria --config FILE clients list`), else $PORTARIA_CONFIG.
+ */
+export function configFileOf(parsed: ParsedCommand, ctx: CliContext): string | undefined {
+  return stringValue(parsed, 'config') ?? ctx.configFile ?? envValue(ctx, 'PORTARIA_CONFIG');
+}
+
 /** The configuration named by `--config` or $PORTARIA_CONFIG; null when neither is given. */
 export async function gatewayConfig(
   parsed: ParsedCommand,
   ctx: CliContext,
 ): Promise<Config | null> {
-  const file = stringValue(parsed, 'config') ?? envValue(ctx, 'PORTARIA_CONFIG');
+  const file = configFileOf(parsed, ctx);
   if (file === undefined) return null;
   return loadConfig({ file, env: ctx.env, cwd: ctx.cwd });
 }

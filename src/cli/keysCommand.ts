@@ -29,6 +29,7 @@ import {
   parseCommandArgs,
   stringValue,
   UsageError,
+  unknownCommand,
   wantsHelp,
 } from './args.js';
 import {
@@ -147,7 +148,7 @@ export async function runKeysCommand(args: readonly string[], ctx: CliContext): 
   if (command === 'rotate') return rotate(rest, ctx);
   if (command === 'list') return list(rest, ctx);
   if (command === 'remove') return remove(rest, ctx);
-  throw new UsageError('keys', `unknown command ${JSON.stringify(command)}`);
+  throw unknownCommand('keys', command, ['generate', 'rotate', 'list', 'remove']);
 }
 
 async function generate(args: readonly string[], ctx: CliContext): Promise<void> {

@@ -6,7 +6,8 @@
  * Every error is one line on stderr, `portaria: <command>: <what>` (a file with several
  * problems lists them one per line below it); never a stack trace.
  */
-import { AlreadyReported, type CliContext, UsageError } from './args.js';
+import { likelyMeant } from '../lib/nearestName.js';
+import { AlreadyReported, type CliContext, UsageError, unknownCommand } from './args.js';
 import { runClientsCommand } from './clientsCommand.js';
 import { runConfigCommand } from './configCommand.js';
 import { alignHelp } from './helpText.js';
@@ -29,14 +30,16 @@ Options:
   -h, --help      show help (also after a group or command)
   -V, --version   show the version
 
-Gateway settings: --config FILE / $PORTARIA_CONFIG, the gateway's configuration file:
-  every command then takes its files, algorithm, timing and admin listener from it
-  (its own options still win). Without one:
+Gateway settings: --config FILE / $PORTARIA_CONFIG, the gateway's configuration file,
+  before or after the command ("portaria --config FILE clients list"): every command
+  then takes its files, algorithm, timing and admin listener from it (its own options
+  still win). Without one:
 Files: --clients-file / $PORTARIA_CLIENTS__FILE (default ./data/clients.json),
   --keys-dir / $PORTARIA_KEYS__DIR (default ./data/keys).
 Admin API (revoke): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
   --token-file / $PORTARIA_ADMIN__TOKEN_FILE.
 Lists (clients list, keys list, revoke list) take -o json (--output json).
+These options go after the command; only --config may also come before the group.
 `);
 
 const GROUPS: Readonly<
@@ -47,6 +50,43 @@ const GROUPS: Readonly<
   revoke: runRevokeCommand,
   config: runConfigCommand,
 };
+
+/** Options of the commands, named when given before the group (where only --config goes). */
+const COMMAND_OPTIONS = new Set([
+  '--clients-file',
+  '--keys-dir',
+  '--admin-url',
+  '--token-file',
+  '--output',
+  '-o',
+  '--alg',
+]);
+
+/**
+ * `--config FILE` (or `--config=FILE`) before the group, as the top-level help offers it:
+ * the file and the arguments after it. A repeated one and the command's own win, as
+ * parseArgs lets a later option win.
+ */
+function leadingConfig(args: readonly string[]): { file?: string; rest: readonly string[] } {
+  let file: string | undefined;
+  let at = 0;
+  for (;;) {
+    const arg = args[at];
+    if (arg === '--config') {
+      const value = args[at + 1];
+      if (value === undefined || value.startsWith('-')) {
+        throw new UsageError('', 'option --config needs a value');
+      }
+      file = value;
+      at += 2;
+    } else if (arg?.startsWith('--config=')) {
+      file = arg.slice('--config='.length);
+      at += 1;
+    } else break;
+    if (file === '') throw new UsageError('', 'option --config needs a non-empty value');
+  }
+  return { ...(file === undefined ? {} : { file }), rest: args.slice(at) };
+}
 
 async function run(args: readonly string[], ctx: CliContext): Promise<void> {
   const [group, ...rest] = args;
@@ -59,8 +99,21 @@ async function run(args: readonly string[], ctx: CliContext): Promise<void> {
   if (group === 'help') return rest.length === 0 ? ctx.out(HELP) : run([...rest, '--help'], ctx);
   const command = GROUPS[group];
   if (command !== undefined && Object.hasOwn(GROUPS, group)) return command(rest, ctx);
-  if (group.startsWith('-')) throw new UsageError('', `unknown option ${group}`);
-  throw new UsageError('', `unknown command ${JSON.stringify(group)}`);
+  if (group.startsWith('-')) {
+    const name = group.split('=')[0] ?? group;
+    if (COMMAND_OPTIONS.has(name)) {
+      throw new UsageError(
+        '',
+        `option ${name} goes after the command (portaria <group> <command> ${name} …)`,
+      );
+    }
+    const meant = likelyMeant(name, ['--config', '--help', '--version']);
+    throw new UsageError(
+      '',
+      `unknown option ${group}${meant === null ? '' : ` (did you mean ${meant}?)`}`,
+    );
+  }
+  throw unknownCommand('', group, [...Object.keys(GROUPS), 'help']);
 }
 
 /** The one stderr line (plus a file's problem list) and exit code for a failure. */
@@ -91,7 +144,7 @@ process.stdout.on('error', (err: NodeJS.ErrnoException) => {
   if (err.code !== 'EPIPE') throw err;
 });
 
-const argv = process.argv.slice(2);
+let argv: readonly string[] = process.argv.slice(2);
 const context: CliContext = {
   env: process.env,
   out: (text) => process.stdout.write(text),
@@ -101,7 +154,10 @@ const context: CliContext = {
   cwd: process.cwd(),
 };
 try {
-  await run(argv, context);
+  const { file, rest } = leadingConfig(argv);
+  // Errors name the command as given after the leading options.
+  argv = rest;
+  await run(rest, file === undefined ? context : { ...context, configFile: file });
 } catch (err) {
   if (err instanceof AlreadyReported) process.exitCode = 1;
   else reportFailure(err);

@@ -17,6 +17,7 @@ import { escapedId, lookalikesOf } from '../clients/lookalikeIds.js';
 import { environmentText } from '../config/environment.js';
 import type { Config } from '../config/types.js';
 import { clientIdProblem } from '../domain/clientId.js';
+import { likelyMeant } from '../lib/nearestName.js';
 import {
   type CliContext,
   envValue,
@@ -30,6 +31,7 @@ import {
   parseCommandArgs,
   stringValue,
   UsageError,
+  unknownCommand,
   wantsHelp,
 } from './args.js';
 import {
@@ -106,6 +108,11 @@ ${CONFIG_HELP}
 export async function runRevokeCommand(args: readonly string[], ctx: CliContext): Promise<void> {
   if (args[0] === 'list') return list(args.slice(1), ctx);
   if (wantsHelp(args)) return ctx.out(REVOKE_HELP);
+  // `revoke` takes options, and one command: a misspelt `list` is named as such.
+  const first = args[0];
+  if (first !== undefined && !first.startsWith('-') && likelyMeant(first, ['list']) !== null) {
+    throw unknownCommand(CMD, first, ['list']);
+  }
   const parsed = parseCommandArgs(CMD, args, {
     jti: { type: 'string' },
     'expires-at': { type: 'string' },

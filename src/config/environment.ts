@@ -16,6 +16,7 @@
  * `PORTARIA_*` variable that names no setting is a configuration problem (a misspelt
  * override must not be ignored silently).
  */
+import { nearestName } from '../lib/nearestName.js';
 import { configSchema } from './schema.js';
 import { isServiceLink } from './serviceLinks.js';
 
@@ -246,36 +247,10 @@ function typesOf(node: SchemaNode): Set<string> {
 
 /** ` (did you mean PORTARIA_X?)`: the known name with the fewest edits from `name`. */
 function nearestHint(name: string): string {
-  const known = [
+  const best = nearestName(name, [
     ...BY_NAME.keys(),
     ...Object.keys(VARIABLE_ALIASES),
     ...Object.keys(NON_SETTING_VARIABLES),
-  ];
-  let best = '';
-  let bestDistance = Number.POSITIVE_INFINITY;
-  for (const candidate of known) {
-    const d = editDistance(name, candidate);
-    if (d < bestDistance) {
-      best = candidate;
-      bestDistance = d;
-    }
-  }
-  return ` (did you mean ${best}?)`;
-}
-
-function editDistance(a: string, b: string): number {
-  let previous = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    const current = [i];
-    for (let j = 1; j <= b.length; j++) {
-      const cost = a[i - 1] === b[j - 1] ? 0 : 1;
-      current[j] = Math.min(
-        (previous[j] ?? 0) + 1,
-        (current[j - 1] ?? 0) + 1,
-        (previous[j - 1] ?? 0) + cost,
-      );
-    }
-    previous = current;
-  }
-  return previous[b.length] ?? 0;
+  ]);
+  return best === null ? '' : ` (did you mean ${best.name}?)`;
 }

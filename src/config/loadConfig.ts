@@ -10,6 +10,7 @@ import { dirname, resolve } from 'node:path';
 import { isCollection, LineCounter, parseDocument, visit } from 'yaml';
 import { ConfigError } from './configError.js';
 import { environmentOverrides } from './environment.js';
+import { configSchema } from './schema.js';
 import type { Config } from './types.js';
 import { urlPassword, validateConfig } from './validateConfig.js';
 
@@ -57,6 +58,7 @@ export async function loadConfig(options: LoadOptions): Promise<Config> {
     if (refused !== null) problems.push(`${refused}: must be a mapping (${variable} cannot apply)`);
     else applied.push([path.join('.'), variable]);
   }
+  if (!file && options.demo) demoIssuer(raw);
   let config: Config;
   try {
     config = validateConfig(raw, { baseDir, demo: options.demo === true });
@@ -88,6 +90,19 @@ function redisUrlHasPassword(raw: Record<string, unknown>): boolean {
   if (typeof redis !== 'object' || redis === null) return false;
   const url = (redis as Record<string, unknown>).url;
   return typeof url === 'string' && urlPassword(url) !== '';
+}
+
+/**
+ * The demo's issuer is where it listens (127.0.0.1, its port after the environment's
+ * overrides), not the schema's `http://localhost:8080`: the RFC 9728 `resource_metadata`
+ * of its challenges and its discovery documents then name a URL that reaches it.
+ * `PORTARIA_ISSUER` still wins. Port 0 (chosen at start) cannot be named here.
+ */
+function demoIssuer(raw: Record<string, unknown>): void {
+  if (raw.issuer !== undefined) return;
+  const server = raw.server as Record<string, unknown> | undefined;
+  const port = server?.port ?? configSchema.properties.server.properties.port.default;
+  raw.issuer = `http://127.0.0.1:${String(port)}`;
 }
 
 /** The embedded demo: local data directory, one scoped route and a default upstream. */

@@ -1,6 +1,5 @@
 import assert from 'node:assert/strict';
 import { mkdir, readdir, readFile, stat, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
 import { displayWidth } from '../../src/cli/displayWidth.js';
@@ -9,6 +8,7 @@ import { loadClientRegistry } from '../../src/clients/clientRegistry.js';
 import { verifySecret } from '../../src/clients/secretHash.js';
 import { ManualClock, systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
+import { NOBODY_LISTENS } from '../helpers/process.js';
 import { runCli, tempDir } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { startAdminApi } from './adminApi.js';
@@ -394,10 +394,6 @@ describe('portaria clients', () => {
     assert.equal(added.code, 0, added.stderr);
     const tokenFile = join(cwd, 'admin-token');
     await writeFile(tokenFile, ADMIN_TOKEN);
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const { port } = closed.address() as { port: number };
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
     const removed = await runCli(
       [
         'clients',
@@ -407,7 +403,7 @@ describe('portaria clients', () => {
         '--clients-file',
         file,
         '--admin-url',
-        `http://127.0.0.1:${port}`,
+        NOBODY_LISTENS,
         '--token-file',
         tokenFile,
       ],

@@ -181,6 +181,87 @@ describe('portaria CLI with the gateway configuration', () => {
     assert.deepEqual(await readdir(l.cwd), []);
   });
 
+  test('--config before the group is the same as after the command, as the top-level help offers it', async (t) => {
+    const l = await layout(t, KEYS_CONFIG);
+    const added = await runCli(
+      ['--config', l.configFile, 'clients', 'add', 'acme', '--scopes', 'orders:read'],
+      { cwd: l.cwd },
+    );
+    assert.equal(added.code, 0, added.stderr);
+    assert.ok(added.stdout.includes(`to ${join(l.configDir, 'clients.json')}.`), added.stdout);
+    const before = await runCli(['--config', l.configFile, 'clients', 'list', '-o', 'json'], {
+      cwd: l.cwd,
+    });
+    const equals = await runCli([`--config=${l.configFile}`, 'clients', 'list', '-o', 'json'], {
+      cwd: l.cwd,
+    });
+    const after = await runCli(['clients', 'list', '-o', 'json', '--config', l.configFile], {
+      cwd: l.cwd,
+    });
+    assert.equal(before.code, 0, before.stderr);
+    assert.equal(before.stdout, after.stdout);
+    assert.equal(equals.stdout, after.stdout);
+    assert.deepEqual(
+      (JSON.parse(before.stdout) as { id: string }[]).map((c) => c.id),
+      ['acme'],
+    );
+    const generated = await runCli(['--config', l.configFile, 'keys', 'generate'], {
+      cwd: l.cwd,
+    });
+    assert.equal(generated.code, 0, generated.stderr);
+    assert.match(generated.stdout, /^alg: +EdDSA$/m);
+    const checked = await runCli(['--config', l.configFile, 'config', 'check', '-o', 'json'], {
+      cwd: l.cwd,
+    });
+    assert.equal((JSON.parse(checked.stdout) as { file: string }).file, l.configFile);
+    // It wins over $PORTARIA_CONFIG; the command's own --config wins over it.
+    const other = await layout(t, 'clients:\n  file: other.json\n');
+    const overEnv = await runCli(['--config', l.configFile, 'clients', 'list', '-o', 'json'], {
+      cwd: l.cwd,
+      env: { PORTARIA_CONFIG: other.configFile },
+    });
+    assert.equal(overEnv.stdout, after.stdout);
+    const own = await runCli(
+      ['--config', l.configFile, 'clients', 'list', '--config', other.configFile],
+      { cwd: l.cwd },
+    );
+    assert.equal(own.code, 1);
+    assert.match(own.stderr, /^portaria: clients list: .*other\.json/);
+  });
+
+  test('--config before the group: a missing value and the failures name the command after it', async (t) => {
+    const l = await layout(t, 'clockSkewSeconds: 9999\n');
+    const cases: [string[], number, string][] = [
+      [['--config'], 2, 'portaria: option --config needs a value (see "portaria --help")'],
+      [
+        ['--config', '--help'],
+        2,
+        'portaria: option --config needs a value (see "portaria --help")',
+      ],
+      [
+        ['--config=', 'keys', 'list'],
+        2,
+        'portaria: option --config needs a non-empty value (see "portaria --help")',
+      ],
+      [['--config', l.configFile], 2, 'portaria: missing command (see "portaria --help")'],
+      [
+        ['--config', l.configFile, 'keys', 'list'],
+        1,
+        'portaria: keys list: invalid configuration:\n  - clockSkewSeconds: must be <= 600',
+      ],
+      [
+        ['--keys-dir', 'k', 'keys', 'list'],
+        2,
+        'portaria: option --keys-dir goes after the command (portaria <group> <command> --keys-dir …) (see "portaria --help")',
+      ],
+    ];
+    for (const [args, code, stderr] of cases) {
+      const r = await runCli(args, { cwd: l.cwd });
+      assert.equal(r.code, code, args.join(' '));
+      assert.equal(r.stderr, `${stderr}\n`, args.join(' '));
+    }
+  });
+
   test('revoke reaches the admin listener named by the configuration, with its token file', async (t) => {
     const ADMIN_TOKEN = 'config-admin-token-0123456789abcdefghij';
     const store = new MemoryRevocationStore(systemClock);

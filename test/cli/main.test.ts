@@ -48,6 +48,39 @@ describe('portaria command line', () => {
       ['clients', 'list', '--secret-stdin'],
       'portaria: clients list: unknown option --secret-stdin (see "portaria clients list --help")',
     ],
+    [
+      ['client', 'list'],
+      'portaria: unknown command "client" (did you mean "clients"?) (see "portaria --help")',
+    ],
+    [['kyes'], 'portaria: unknown command "kyes" (did you mean "keys"?) (see "portaria --help")'],
+    [
+      ['clients', 'lsit'],
+      'portaria: clients: unknown command "lsit" (did you mean "list"?) (see "portaria clients --help")',
+    ],
+    [
+      ['clients', 'rotate-secrets', 'acme'],
+      'portaria: clients: unknown command "rotate-secrets" (did you mean "rotate-secret"?) (see "portaria clients --help")',
+    ],
+    [
+      ['keys', 'rotat'],
+      'portaria: keys: unknown command "rotat" (did you mean "rotate"?) (see "portaria keys --help")',
+    ],
+    [
+      ['config', 'chek'],
+      'portaria: config: unknown command "chek" (did you mean "check"?) (see "portaria config --help")',
+    ],
+    [
+      ['revoke', 'lst'],
+      'portaria: revoke: unknown command "lst" (did you mean "list"?) (see "portaria revoke --help")',
+    ],
+    [
+      ['clients', 'list', '--client-file', 'x'],
+      'portaria: clients list: unknown option --client-file (did you mean --clients-file?) (see "portaria clients list --help")',
+    ],
+    [
+      ['--confg', 'x'],
+      'portaria: unknown option --confg (did you mean --config?) (see "portaria --help")',
+    ],
     [['keys'], 'portaria: keys: missing command (see "portaria keys --help")'],
     [
       ['keys', 'generate', '--alg', 'HS256'],

@@ -4,12 +4,12 @@
  */
 import assert from 'node:assert/strict';
 import { mkdir, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { systemClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import type { RevocationStore } from '../../src/revocation/revocationStore.js';
+import { NOBODY_LISTENS } from '../helpers/process.js';
 import { runCli, tempDir } from '../helpers/runCli.js';
 import { NFC_ID, NFD_ID, UNICODE_CLIENT_IDS } from '../helpers/unicodeIds.js';
 import { ADMIN_LIFETIME, ADMIN_SKEW, startAdminApi } from './adminApi.js';
@@ -160,20 +160,8 @@ describe('portaria revoke', () => {
 
   test('an unreachable gateway: exit 1 with the reason', async (t) => {
     const s = await setup(t);
-    const closed = createServer();
-    await new Promise<void>((resolve) => closed.listen(0, '127.0.0.1', resolve));
-    const { port } = closed.address() as { port: number };
-    await new Promise<void>((resolve) => closed.close(() => resolve()));
     const r = await runCli(
-      [
-        'revoke',
-        '--jti',
-        'tok-1',
-        '--admin-url',
-        `http://127.0.0.1:${port}`,
-        '--token-file',
-        s.tokenFile,
-      ],
+      ['revoke', '--jti', 'tok-1', '--admin-url', NOBODY_LISTENS, '--token-file', s.tokenFile],
       { cwd: s.dir },
     );
     assert.equal(r.code, 1);

@@ -9,7 +9,7 @@ import { appendFile } from 'node:fs/promises';
 import { Agent, request } from 'node:http';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { freePort } from '../helpers/process.js';
+import { NOBODY_LISTENS } from '../helpers/process.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import {
   accessToken,
@@ -83,7 +83,7 @@ describe('the access log of a group of workers', () => {
 
   test("every line a worker writes names the worker: access lines, pino access events and events alike; the primary's own lines do not", async (t) => {
     const upstream = await startUpstream(t);
-    const nobody = `http://127.0.0.1:${await freePort()}`;
+    const nobody = NOBODY_LISTENS;
     const group = await startGroup(t, WORKERS, {
       upstream: { default: { upstream: upstream.url } },
       routes: [{ id: 'down', prefix: '/v1/down', upstream: nobody }],

@@ -12,6 +12,8 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import {
   type GatewayFiles,
+  type ListeningUrls,
+  listeningUrlsIn,
   MAIN_JS,
   tempDir,
   testEnv,
@@ -50,7 +52,8 @@ export async function startUpstream(t: TestContext): Promise<Upstream> {
 
 export interface Group {
   readonly dir: string;
-  readonly files: GatewayFiles;
+  /** The files, and the ports the group took (its primary's "listening" line). */
+  readonly files: GatewayFiles & ListeningUrls;
   readonly child: ChildProcess;
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** stdout lines so far, parsed. */
@@ -75,7 +78,7 @@ export async function startGroup(
   const dir = await tempDir(t, 'portaria-group-');
   await writeFile(join(dir, 'admin.token'), ADMIN_TOKEN);
   const server = (settings.server ?? {}) as Record<string, unknown>;
-  const files = await writeGatewayFiles(
+  const written = await writeGatewayFiles(
     dir,
     [
       ['acme', SECRET, ['orders:read']],
@@ -84,16 +87,16 @@ export async function startGroup(
     { log: { level: 'info' }, ...settings, server: { ...server, workers } },
   );
   // The admin token file goes in the admin section writeGatewayFiles wrote.
-  const config = JSON.parse(await readFile(files.configFile, 'utf8'));
+  const config = JSON.parse(await readFile(written.configFile, 'utf8'));
   config.admin.tokenFile = 'admin.token';
-  await writeFile(files.configFile, JSON.stringify(config, null, 2));
+  await writeFile(written.configFile, JSON.stringify(config, null, 2));
   if (extraClients.length > 0) {
     const clientsFile = join(dir, 'clients.json');
     const { clients } = JSON.parse(await readFile(clientsFile, 'utf8'));
     await writeFile(clientsFile, JSON.stringify({ clients: [...clients, ...extraClients] }));
   }
 
-  const child = spawn(process.execPath, [MAIN_JS, '--config', files.configFile], {
+  const child = spawn(process.execPath, [MAIN_JS, '--config', written.configFile], {
     cwd: dir,
     env: testEnv(),
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -110,9 +113,18 @@ export async function startGroup(
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((done) => {
     child.once('exit', (code, signal) => done({ code, signal }));
   });
+  let files: GatewayFiles & ListeningUrls = {
+    ...written,
+    publicUrl: '',
+    adminUrl: '',
+    publicPort: 0,
+    adminPort: 0,
+  };
   const group: Group = {
     dir,
-    files,
+    get files() {
+      return files;
+    },
     child,
     exited,
     lines: () =>
@@ -146,12 +158,15 @@ export async function startGroup(
   });
   try {
     // Loaded machines start each worker in seconds.
-    await Promise.race([
-      waitForStatus(`${files.adminUrl}/readyz`, 200, 60_000),
-      exited.then(({ code }) => {
-        throw new Error(`the gateway exited (${code})`);
-      }),
+    const stopped = exited.then(({ code }) => {
+      throw new Error(`the gateway exited (${code})`);
+    });
+    const urls = await Promise.race([
+      waitFor('the "listening" line', () => listeningUrlsIn(out), 60_000, 50),
+      stopped,
     ]);
+    files = { ...written, ...urls };
+    await Promise.race([waitForStatus(`${files.adminUrl}/readyz`, 200, 60_000), stopped]);
   } catch (error) {
     throw new Error(`group did not get ready: ${(error as Error).message}\n${out}\n${err}`);
   }

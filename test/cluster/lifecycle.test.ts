@@ -9,7 +9,13 @@ import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import { describe, type TestContext, test } from 'node:test';
 import { metric } from '../helpers/metrics.js';
-import { runGateway, tempDir, waitForStatus, writeGatewayFiles } from '../helpers/process.js';
+import {
+  NOBODY_LISTENS,
+  runGateway,
+  tempDir,
+  waitForStatus,
+  writeGatewayFiles,
+} from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
 import {
   accessToken,
@@ -144,15 +150,15 @@ describe('a group of workers over time', () => {
 
   test('a worker that cannot start fails the start: exit 1, its reason on stderr', async (t) => {
     const dir = await tempDir(t, 'portaria-group-');
-    const files = await writeGatewayFiles(dir, [['acme', 'x'.repeat(43), ['orders:read']]], {
-      server: { workers: WORKERS },
-      upstream: { default: { upstream: 'http://127.0.0.1:9' } },
-    });
-    // The public port is taken: each worker's listen fails.
+    // The public port is taken, for the whole test: each worker's listen fails.
     const taken = createServer();
-    taken.listen(files.publicPort, '127.0.0.1');
+    taken.listen(0, '127.0.0.1');
     await once(taken, 'listening');
     t.after(() => new Promise<void>((done) => taken.close(() => done())));
+    const files = await writeGatewayFiles(dir, [['acme', 'x'.repeat(43), ['orders:read']]], {
+      server: { workers: WORKERS, port: (taken.address() as { port: number }).port },
+      upstream: { default: { upstream: NOBODY_LISTENS } },
+    });
     const proc = runGateway(t, ['--config', files.configFile], { cwd: dir });
     const { code } = await proc.exited;
     assert.equal(code, 1);

@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { freePort, runGateway, tempDir, waitForStatus } from '../helpers/process.js';
+import { runGateway, tempDir, waitForStatus } from '../helpers/process.js';
 import { startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
 import {
@@ -34,23 +34,22 @@ describe('a group of workers with Redis', () => {
       tokenLimits: { store: 'redis' },
       redis: { url: redis.url },
     });
-    // Replica B: one process, the group's keys, clients and admin token, its own ports.
+    // Replica B: one process, the group's keys, clients and admin token, its own ports (0).
     const dir = await tempDir(t, 'portaria-replica-b-');
     const config = JSON.parse(await readFile(group.files.configFile, 'utf8'));
-    const adminPort = await freePort();
     const configFile = join(dir, 'portaria.yaml');
     await writeFile(
       configFile,
       JSON.stringify({
         ...config,
-        server: { ...config.server, port: await freePort(), workers: 1 },
-        admin: { host: '127.0.0.1', port: adminPort, tokenFile: join(group.dir, 'admin.token') },
+        server: { ...config.server, port: 0, workers: 1 },
+        admin: { host: '127.0.0.1', port: 0, tokenFile: join(group.dir, 'admin.token') },
         keys: { dir: join(group.dir, 'keys') },
         clients: { file: join(group.dir, 'clients.json') },
       }),
     );
     const b = runGateway(t, ['--config', configFile], { cwd: dir });
-    const bAdmin = `http://127.0.0.1:${adminPort}`;
+    const bAdmin = (await b.listening(30_000)).adminUrl;
     await waitForStatus(`${bAdmin}/readyz`, 200, 30_000);
 
     const first = await accessToken(group);

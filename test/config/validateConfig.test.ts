@@ -640,6 +640,27 @@ describe('loadConfig', () => {
     ]);
   });
 
+  test("the demo's issuer is the address it listens on: 127.0.0.1 and its port, unless PORTARIA_ISSUER says otherwise", async () => {
+    const demo = (env: Record<string, string>) =>
+      loadConfig({ env, cwd: BASE, demo: true, demoUpstream: 'http://127.0.0.1:9' });
+    assert.equal((await demo({})).issuer, 'http://127.0.0.1:8080');
+    assert.equal((await demo({ PORTARIA_SERVER__PORT: '18080' })).issuer, 'http://127.0.0.1:18080');
+    assert.equal((await demo({ PORTARIA_SERVER__PORT: '18081' })).issuer, 'http://127.0.0.1:18081');
+    assert.equal(
+      (await demo({ PORTARIA_ISSUER: 'https://demo.example' })).issuer,
+      'https://demo.example',
+    );
+    // A configuration file keeps the schema's default.
+    const dir = await mkdtemp(join(tmpdir(), 'portaria-issuer-'));
+    try {
+      await writeFile(join(dir, 'portaria.yaml'), 'server:\n  port: 18082\n');
+      const file = await loadConfig({ file: join(dir, 'portaria.yaml'), env: {}, cwd: dir });
+      assert.equal(file.issuer, 'http://localhost:8080');
+    } finally {
+      await rm(dir, { recursive: true, force: true });
+    }
+  });
+
   test('no config file and no demo is a ConfigError naming --config', async () => {
     const problems = await problemsOf(() => loadConfig({ env: {}, cwd: BASE }));
     assert.equal(problems.length, 1);

@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import {
-  freePort,
+  NOBODY_LISTENS,
   runGateway,
   tempDir,
   waitForStatus,
@@ -33,15 +33,16 @@ test('every line type the gateway writes has time as an ISO 8601 UTC string with
     upstream.close();
   });
   const upstreamUrl = `http://127.0.0.1:${(upstream.address() as { port: number }).port}`;
-  const nobody = `http://127.0.0.1:${await freePort()}`;
+  const nobody = NOBODY_LISTENS;
 
   const dir = await tempDir(t, 'portaria-log-schema-');
-  const files = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
+  const { configFile } = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
     upstream: { default: { upstream: upstreamUrl } },
     routes: [{ id: 'down', prefix: '/v1/down', upstream: nobody }],
     log: { level: 'info' },
   });
-  const proc = runGateway(t, ['--config', files.configFile], { cwd: dir });
+  const proc = runGateway(t, ['--config', configFile], { cwd: dir });
+  const files = await proc.listening();
   await waitForStatus(`${files.adminUrl}/readyz`, 200);
 
   const tokenRes = await fetch(`${files.publicUrl}/v1/authentication/accesstoken`, {

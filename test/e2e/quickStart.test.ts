@@ -1,6 +1,7 @@
 /**
  * The README's quick start, as a newcomer runs it: `node dist/main.js --demo` in a fresh
- * directory (ports from PORTARIA_SERVER__PORT / PORTARIA_ADMIN__PORT), the printed secret, then
+ * directory (PORTARIA_SERVER__PORT / PORTARIA_ADMIN__PORT 0: the demo takes free ports and prints
+ * them, so no port is found free and bound later by another test file), the printed secret, then
  * the printed walkthrough — token, a call through the gateway, a refusal without a token,
  * a refusal for a missing scope — and a second run that keeps the data and the secret.
  */
@@ -12,24 +13,25 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { problemOf, TOKEN_PATH } from '../helpers/fixture.js';
-import { freePort, runGateway } from '../helpers/process.js';
+import { runGateway } from '../helpers/process.js';
 
 const READY = /Stop with Ctrl-C\./;
 
+/** Both listeners on port 0: the demo picks its ports. */
+const ANY_PORTS = { PORTARIA_SERVER__PORT: '0', PORTARIA_ADMIN__PORT: '0' };
+
 async function startDemo(t: TestContext, cwd: string) {
-  const publicPort = await freePort();
-  const adminPort = await freePort();
-  const proc = runGateway(t, ['--demo'], {
-    cwd,
-    env: { PORTARIA_SERVER__PORT: String(publicPort), PORTARIA_ADMIN__PORT: String(adminPort) },
-  });
+  const proc = runGateway(t, ['--demo'], { cwd, env: ANY_PORTS });
   const stderr = await proc.waitForOutput('stderr', READY, 5000);
-  return {
-    proc,
-    stderr,
-    publicUrl: `http://127.0.0.1:${publicPort}`,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
-  };
+  return { proc, stderr, ...printedUrls(stderr) };
+}
+
+/** The URLs the walkthrough prints (`Gateway:  http://…`, `Admin:    http://…`). */
+function printedUrls(stderr: string): { publicUrl: string; adminUrl: string } {
+  const publicUrl = /^ {2}Gateway: +(http:\/\/\S+)$/m.exec(stderr)?.[1];
+  const adminUrl = /^ {2}Admin: +(http:\/\/\S+)/m.exec(stderr)?.[1];
+  assert.ok(publicUrl !== undefined && adminUrl !== undefined, stderr);
+  return { publicUrl, adminUrl };
 }
 
 async function tokenFor(publicUrl: string, clientSecret: string) {
@@ -58,14 +60,9 @@ describe('the quick start (npm start → --demo)', () => {
 
   test('a first run creates .portaria-demo/, prints the secret once and the walkthrough works', async (t) => {
     const demo = await startDemo(t, cwd);
-    assert.ok(
-      demo.stderr.includes(`Gateway:  ${demo.publicUrl}`),
-      'PORTARIA_SERVER__PORT is honoured',
-    );
-    assert.ok(
-      demo.stderr.includes(`Admin:    ${demo.adminUrl}`),
-      'PORTARIA_ADMIN__PORT is honoured',
-    );
+    // Port 0 from the environment: not the defaults 8080 and 9091.
+    assert.notEqual(new URL(demo.publicUrl).port, '8080', 'PORTARIA_SERVER__PORT is honoured');
+    assert.notEqual(new URL(demo.adminUrl).port, '9091', 'PORTARIA_ADMIN__PORT is honoured');
     const match = /clientSecret: (\S+)/.exec(demo.stderr);
     assert.ok(match, 'the secret is printed');
     firstSecret = match[1] as string;
@@ -93,6 +90,11 @@ describe('the quick start (npm start → --demo)', () => {
     // 3. No token: 401 problem details.
     const anonymous = await fetch(`${demo.publicUrl}/v1/orders/42`);
     assert.equal(anonymous.status, 401);
+    // RFC 9728 §5.1: the metadata URL names the address the demo listens on, 127.0.0.1.
+    assert.match(
+      anonymous.headers.get('www-authenticate') ?? '',
+      /resource_metadata="http:\/\/127\.0\.0\.1:\d+\/\.well-known\/oauth-protected-resource\/v1\/orders"/,
+    );
     assert.equal((await problemOf(anonymous)).tipo, 'urn:portaria:problem:token-missing');
 
     // 4. A route needing a scope the demo client lacks: 403.
@@ -142,10 +144,7 @@ test('a first run that cannot listen (port in use) leaves no unseen demo secret 
   const busyPort = (busy.address() as AddressInfo).port;
   const failed = runGateway(t, ['--demo'], {
     cwd,
-    env: {
-      PORTARIA_SERVER__PORT: String(busyPort),
-      PORTARIA_ADMIN__PORT: String(await freePort()),
-    },
+    env: { PORTARIA_SERVER__PORT: String(busyPort), PORTARIA_ADMIN__PORT: '0' },
   });
   const { code } = await failed.exited;
   assert.equal(code, 1);
@@ -170,13 +169,7 @@ test('a stop signal after the demo client is created but before its secret is sh
   const cwd = await mkdtemp(join(tmpdir(), 'portaria-quickstart-stopped-'));
   t.after(() => rm(cwd, { recursive: true, force: true }));
   const clientsFile = join(cwd, '.portaria-demo', 'clients.json');
-  const starting = runGateway(t, ['--demo'], {
-    cwd,
-    env: {
-      PORTARIA_SERVER__PORT: String(await freePort()),
-      PORTARIA_ADMIN__PORT: String(await freePort()),
-    },
-  });
+  const starting = runGateway(t, ['--demo'], { cwd, env: ANY_PORTS });
   // SIGTERM as soon as the demo client exists: the gateway is still starting (loading
   // keys, building the app), its secret not yet printed.
   for (;;) {
@@ -210,13 +203,7 @@ test('damaged demo data is reported with the way out: delete .portaria-demo', as
   const first = await startDemo(t, cwd);
   await stop(first.proc);
   await writeFile(join(cwd, '.portaria-demo', 'clients.json'), '{"clients": [');
-  const damaged = runGateway(t, ['--demo'], {
-    cwd,
-    env: {
-      PORTARIA_SERVER__PORT: String(await freePort()),
-      PORTARIA_ADMIN__PORT: String(await freePort()),
-    },
-  });
+  const damaged = runGateway(t, ['--demo'], { cwd, env: ANY_PORTS });
   const { code } = await damaged.exited;
   assert.equal(code, 1);
   assert.match(damaged.stderr(), /clients\.json/);

@@ -7,22 +7,52 @@
  *   - `sudo ` is dropped: creating the data directory is the only step that needs root,
  *     so without it every step must still work (and does, here, as a plain user);
  *   - `/var/lib/portaria` is a temporary directory;
- *   - ports 8080, 9091 and 9000 are free ports, in the commands and in the copy of
- *     config/portaria.production.yaml the block copies.
+ *   - ports 8080, 9091 and 9000 are other ports, in the commands and in the copy of
+ *     config/portaria.production.yaml the block copies: ports below the kernel's
+ *     ephemeral range, which no server a test starts on port 0 can be given (the block
+ *     names its ports before anything listens, so they cannot be chosen by a bind).
  * It must end with a 200 from the sample upstream through the configuration's route.
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
 import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { createServer } from 'node:net';
 import { delimiter, dirname, join } from 'node:path';
 import { describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { startGateway } from '../helpers/fixture.js';
-import { freePort, MAIN_JS, tempDir, testEnv } from '../helpers/process.js';
+import { MAIN_JS, tempDir, testEnv } from '../helpers/process.js';
 import { CLI } from '../helpers/runCli.js';
 
 const ROOT = fileURLToPath(new URL('../../../', import.meta.url));
+
+/**
+ * `count` distinct ports nothing listens on now, below the ephemeral range (Linux's
+ * ip_local_port_range, where port-0 binds land) and above 1023: only a process naming
+ * the same port itself could take one before the block binds it.
+ */
+async function portsBelowEphemeralRange(count: number): Promise<number[]> {
+  const range = await readFile('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').catch(
+    () => '32768 60999',
+  );
+  const low = Number(range.trim().split(/\s+/)[0]);
+  const ports: number[] = [];
+  while (ports.length < count) {
+    const port = 10_000 + Math.floor(Math.random() * (Math.max(low, 10_001) - 10_000));
+    if (port >= low || ports.includes(port) || !(await unused(port))) continue;
+    ports.push(port);
+  }
+  return ports;
+}
+
+function unused(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
 
 /** The first ```sh block after the heading `title`. */
 function shellBlock(markdown: string, title: string): string {
@@ -36,10 +66,11 @@ describe('README "Running it for real"', () => {
   test('followed literally, it ends with a 200 through a route, state in the data directory', async (t) => {
     const work = await tempDir(t, 'portaria-real-');
     const data = join(work, 'var-lib-portaria');
+    const [gatewayPort, adminPort, upstreamPort] = await portsBelowEphemeralRange(3);
     const ports = new Map([
-      ['8080', String(await freePort())],
-      ['9091', String(await freePort())],
-      ['9000', String(await freePort())],
+      ['8080', String(gatewayPort)],
+      ['9091', String(adminPort)],
+      ['9000', String(upstreamPort)],
     ]);
     const onFreePorts = (text: string) =>
       text.replace(/\b(8080|9091|9000)\b/g, (port) => ports.get(port) ?? port);

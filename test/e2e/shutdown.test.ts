@@ -72,20 +72,34 @@ async function startProcess(
   keepAliveTimeoutMs = 1000,
 ) {
   const dir = await tempDir(t, 'portaria-shutdown-');
-  const files = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
+  const { configFile } = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
     server: { shutdownGraceMs, keepAliveTimeoutMs },
     upstream: { default: { upstream: upstreamUrl } },
     log: { level: 'info' },
   });
-  const proc = runGateway(t, ['--config', files.configFile], { cwd: dir });
+  const proc = runGateway(t, ['--config', configFile], { cwd: dir });
+  const files = await proc.listening();
   await waitForStatus(`${files.adminUrl}/readyz`, 200);
-  const res = await fetch(`${files.publicUrl}/v1/authentication/accesstoken`, {
-    method: 'POST',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ clientId: 'acme', clientSecret: SECRET }),
-  });
-  assert.equal(res.status, 200);
-  const token = ((await res.json()) as { token_de_acesso: string }).token_de_acesso;
+  // On a connection of its own that closes after the answer: none is left idle to hold a stop.
+  const { status, body } = await new Promise<{ status: number; body: string }>(
+    (resolve, reject) => {
+      const req = request(
+        `${files.publicUrl}/v1/authentication/accesstoken`,
+        { method: 'POST', agent: false, headers: { 'content-type': 'application/json' } },
+        (res) => {
+          let text = '';
+          res.setEncoding('utf8').on('data', (chunk: string) => {
+            text += chunk;
+          });
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+        },
+      );
+      req.on('error', reject);
+      req.end(JSON.stringify({ clientId: 'acme', clientSecret: SECRET }));
+    },
+  );
+  assert.equal(status, 200);
+  const token = (JSON.parse(body) as { token_de_acesso: string }).token_de_acesso;
   return { proc, files, token };
 }
 
@@ -373,6 +387,49 @@ describe('keep-alive connections during the drain', () => {
     assert.equal(headerOf(second, 'connection'), 'close');
     assert.deepEqual(upstream.arrivals, ['/v1/orders/before', '/v1/orders/after']);
     assert.equal((await proc.exited).code, 0);
+  });
+
+  test('a stop with an idle keep-alive client ends when its keep-alive time runs out, closing it cleanly; with none, at once', async (t) => {
+    const upstream = await slowUpstream(t, 0);
+    upstream.release();
+    const keepAliveMs = 1500;
+    const { proc, files, token } = await startProcess(t, upstream.url, 20_000, keepAliveMs);
+    const socket = connect({ host: '127.0.0.1', port: files.publicPort });
+    const errors: string[] = [];
+    socket.on('error', (error: NodeJS.ErrnoException) => errors.push(error.code ?? 'error'));
+    t.after(() => socket.destroy());
+    const ended = once(socket, 'end');
+    let received = '';
+    socket.on('data', (chunk: Buffer) => {
+      received += chunk.toString('latin1');
+    });
+    socket.write(`GET /v1/orders/1 HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${token}\r\n\r\n`);
+    await waitFor('the answer', () => (received.includes('"}') ? true : undefined));
+    const answeredAt = performance.now();
+    assert.equal(headerOf(onlyResponse(received), 'connection'), 'keep-alive');
+    proc.child.kill('SIGTERM');
+    assert.equal((await proc.exited).code, 0);
+    const stoppedAfter = performance.now() - answeredAt;
+    await ended;
+    // Node closes an idle connection when its keep-alive time is up (checked about once a
+    // second): the stop waits for that, far less than the 20 s grace.
+    assert.ok(
+      stoppedAfter >= keepAliveMs - 100,
+      `stopped ${Math.round(stoppedAfter)} ms after the answer`,
+    );
+    assert.ok(
+      stoppedAfter < keepAliveMs + 3000,
+      `stopped ${Math.round(stoppedAfter)} ms after the answer`,
+    );
+    assert.deepEqual(errors, [], 'closed with a FIN, not a reset');
+
+    // No connection open: the stop does not wait for any keep-alive time.
+    const idle = await startProcess(t, upstream.url, 20_000, 10_000);
+    const signalledAt = performance.now();
+    idle.proc.child.kill('SIGTERM');
+    assert.equal((await idle.proc.exited).code, 0);
+    const alone = performance.now() - signalledAt;
+    assert.ok(alone < 5000, `stopped ${Math.round(alone)} ms after the signal`);
   });
 
   test('clients that send their next request as soon as each answer arrives see no reset across drains', async (t) => {

@@ -17,7 +17,7 @@ import { decodeJwt } from 'jose';
 import { WebSocketServer } from 'ws';
 import { type Gateway, startGateway } from '../helpers/fixture.js';
 import { sample, scrape } from '../helpers/metrics.js';
-import { freePort } from '../helpers/process.js';
+import { NOBODY_LISTENS } from '../helpers/process.js';
 import { rawRequest } from '../helpers/rawHttp.js';
 import { headerOf, onlyResponse, rawProblemOf } from '../helpers/rawResponse.js';
 import { startRedis } from '../helpers/redisServer.js';
@@ -283,7 +283,7 @@ describe('upgrade access lines and request metrics', () => {
     const mute = await wsUpstream(t, -1);
     const gw = await gatewayFor(t, [
       { id: 'live', upstream: live.url },
-      { id: 'down', upstream: `http://127.0.0.1:${await freePort()}` },
+      { id: 'down', upstream: NOBODY_LISTENS },
       { id: 'mute', upstream: mute.url, timeoutMs: 300 },
     ]);
     const token = await gw.token();

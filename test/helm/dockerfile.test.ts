@@ -15,7 +15,8 @@ import { describe, test } from 'node:test';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { configSchema } from '../../src/config/schema.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
-import { freePort, waitForStatus } from '../helpers/process.js';
+import { type ListeningUrls, listeningUrlsIn, waitForStatus } from '../helpers/process.js';
+import { waitFor } from '../helpers/wait.js';
 import { run } from './helm.js';
 import { REPO_ROOT } from './paths.js';
 
@@ -211,13 +212,12 @@ describe('the image layout, built like the Dockerfile and started with its entry
         ],
       }),
     );
-    const publicPort = await freePort();
-    const adminPort = await freePort();
+    // Port 0: the gateway picks its ports and its "listening" line says which.
     await writeFile(
       join(etc, 'portaria.yaml'),
       [
-        `server: {host: 127.0.0.1, port: ${publicPort}, shutdownGraceMs: 2000}`,
-        `admin: {host: 127.0.0.1, port: ${adminPort}}`,
+        'server: {host: 127.0.0.1, port: 0, shutdownGraceMs: 2000}',
+        'admin: {host: 127.0.0.1, port: 0}',
         `keys: {dir: ${join(etc, 'keys')}}`,
         `clients: {file: ${join(etc, 'clients.json')}}`,
         `revocation: {file: ${join(data, 'revocations.log')}, queueFile: ${join(data, 'revocations-pending.log')}}`,
@@ -255,12 +255,14 @@ describe('the image layout, built like the Dockerfile and started with its entry
       if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
     });
 
+    let urls: ListeningUrls;
     try {
-      await waitForStatus(`http://127.0.0.1:${adminPort}/readyz`, 200, 15_000);
+      urls = await waitFor('the "listening" line', () => listeningUrlsIn(output), 15_000, 20);
+      await waitForStatus(`${urls.adminUrl}/readyz`, 200, 15_000);
     } catch (error) {
       assert.fail(`not ready: ${(error as Error).message}\n${output}`);
     }
-    const res = await fetch(`http://127.0.0.1:${publicPort}/v1/authentication/accesstoken`, {
+    const res = await fetch(`${urls.publicUrl}/v1/authentication/accesstoken`, {
       method: 'POST',
       headers: { 'content-type': 'application/json' },
       body: JSON.stringify({ clientId: 'acme', clientSecret: secret }),

@@ -1,12 +1,11 @@
 /**
- * Runs the real gateway process (`dist-test/src/main.js`) for end-to-end tests: free
- * loopback ports, a config directory with real keys and a real clients file, the child's
- * output collected, and the child killed in `t.after` if a test left it running.
+ * Runs the real gateway process (`dist-test/src/main.js`) for end-to-end tests: a config
+ * directory with real keys and a real clients file, listeners on loopback port 0 (the
+ * gateway picks its ports and its "listening" line says which: `listening()`), the
+ * child's output collected, and the child killed in `t.after` if a test left it running.
  */
 import { type ChildProcess, spawn } from 'node:child_process';
-import { once } from 'node:events';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import type { TestContext } from 'node:test';
@@ -65,15 +64,13 @@ export function testEnv(extra: Record<string, string> = {}): Record<string, stri
   return Object.assign(env, extra);
 }
 
-/** A loopback port nothing listens on (bound once by port 0, then released). */
-export async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((done) => server.close(() => done()));
-  return port;
-}
+/**
+ * An origin nothing listens on, for refused connections: port 47 is privileged and below
+ * the kernel's ephemeral range, so no server a test starts on port 0 takes it (a port
+ * found free and released could be bound by another test file meanwhile), and fetch
+ * does not block it (it blocks 9, discard, as a "bad port").
+ */
+export const NOBODY_LISTENS = 'http://127.0.0.1:47';
 
 export async function tempDir(t: TestContext, prefix: string): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), prefix));
@@ -83,14 +80,13 @@ export async function tempDir(t: TestContext, prefix: string): Promise<string> {
 
 export interface GatewayFiles {
   readonly configFile: string;
-  readonly publicUrl: string;
-  readonly adminUrl: string;
-  readonly publicPort: number;
 }
 
 /**
  * Writes a signing key, a clients file (one client per `[id, secret, scopes]`) and a
- * config file (JSON, which is YAML) into `dir`, with free ports and the given settings.
+ * config file (JSON, which is YAML) into `dir`, with the given settings and both
+ * listeners on 127.0.0.1 port 0 unless `settings` name a port: the running process says
+ * which ports it took (`RunningProcess.listening()`).
  */
 export async function writeGatewayFiles(
   dir: string,
@@ -104,23 +100,57 @@ export async function writeGatewayFiles(
     scopes,
   }));
   await writeFile(join(dir, 'clients.json'), JSON.stringify({ clients: entries }));
-  const publicPort = await freePort();
-  const adminPort = await freePort();
   const server = (settings.server ?? {}) as Record<string, unknown>;
+  const admin = (settings.admin ?? {}) as Record<string, unknown>;
   const config = {
     ...settings,
-    server: { host: '127.0.0.1', port: publicPort, ...server },
-    admin: { host: '127.0.0.1', port: adminPort },
+    server: { host: '127.0.0.1', port: 0, ...server },
+    admin: { host: '127.0.0.1', port: 0, ...admin },
     keys: { dir: 'keys' },
     clients: { file: 'clients.json' },
   };
   const configFile = join(dir, 'portaria.yaml');
   await writeFile(configFile, JSON.stringify(config, null, 2));
+  return { configFile };
+}
+
+/** Where a started gateway listens, from its "listening" log line. */
+export interface ListeningUrls {
+  readonly publicUrl: string;
+  readonly adminUrl: string;
+  readonly publicPort: number;
+  readonly adminPort: number;
+}
+
+/**
+ * The URLs of the first "listening" line in `text` naming both listeners (a worker of a
+ * group names only the public one; its primary names both): JSON lines, or pino-pretty's
+ * `publicUrl: "…"` lines. Undefined while there is none.
+ */
+export function listeningUrlsIn(text: string): ListeningUrls | undefined {
+  // Complete lines only: the last one may still be arriving.
+  for (const line of text.split('\n').slice(0, -1)) {
+    if (!line.startsWith('{') || !line.includes('"listening"')) continue;
+    const { msg, publicUrl, adminUrl } = JSON.parse(line) as Record<string, unknown>;
+    if (msg === 'listening' && typeof publicUrl === 'string' && typeof adminUrl === 'string') {
+      if (adminUrl !== '') return urlsOf(publicUrl, adminUrl);
+    }
+  }
+  // pino-pretty: `[time] INFO: listening`, then one indented `name: value` line per field.
+  const block = /: listening\n((?: {4}\S.*\n)+)/.exec(text)?.[1] ?? '';
+  const publicUrl = /^ {4}publicUrl: "(http:\/\/[^"]+)"$/m.exec(block)?.[1];
+  const adminUrl = /^ {4}adminUrl: "(http:\/\/[^"]+)"$/m.exec(block)?.[1];
+  return publicUrl === undefined || adminUrl === undefined
+    ? undefined
+    : urlsOf(publicUrl, adminUrl);
+}
+
+function urlsOf(publicUrl: string, adminUrl: string): ListeningUrls {
   return {
-    configFile,
-    publicPort,
-    publicUrl: `http://127.0.0.1:${publicPort}`,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
+    publicUrl,
+    adminUrl,
+    publicPort: Number(new URL(publicUrl).port),
+    adminPort: Number(new URL(adminUrl).port),
   };
 }
 
@@ -133,6 +163,8 @@ export interface RunningProcess {
   readonly exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
   /** Waits until the stream's text matches, or throws after `timeoutMs`. */
   waitForOutput(stream: 'stdout' | 'stderr', pattern: RegExp, timeoutMs?: number): Promise<string>;
+  /** Waits for the "listening" line on stdout: the ports the gateway took. */
+  listening(timeoutMs?: number): Promise<ListeningUrls>;
 }
 
 /** Spawns `node MAIN_JS ...args` without inherited PORTARIA_* variables; killed in `t.after`. */
@@ -180,6 +212,21 @@ export function runGateway(
           if (pattern.test(text)) return text;
           if (child.exitCode !== null) {
             throw new Error(`process exited (${child.exitCode}) before ${pattern}: ${out}${err}`);
+          }
+          return undefined;
+        },
+        timeoutMs,
+        20,
+      );
+    },
+    listening(timeoutMs = 10_000) {
+      return waitFor(
+        'the "listening" line on stdout',
+        () => {
+          const urls = listeningUrlsIn(out);
+          if (urls !== undefined) return urls;
+          if (child.exitCode !== null) {
+            throw new Error(`process exited (${child.exitCode}) before listening: ${out}${err}`);
           }
           return undefined;
         },

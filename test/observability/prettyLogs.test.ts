@@ -18,8 +18,9 @@ test('PORTARIA_LOG_PRETTY=true writes human-readable lines, still without secret
   const gateway = runGateway(t, ['--config', files.configFile], {
     env: { PORTARIA_LOG_PRETTY: 'true', NO_COLOR: '1' },
   });
-  await waitForStatus(`${files.adminUrl}/readyz`, 200, 10_000);
-  const res = await fetch(`${files.publicUrl}${TOKEN_PATH}`, {
+  const urls = await gateway.listening();
+  await waitForStatus(`${urls.adminUrl}/readyz`, 200, 10_000);
+  const res = await fetch(`${urls.publicUrl}${TOKEN_PATH}`, {
     method: 'POST',
     headers: { 'content-type': 'application/json' },
     body: JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),

@@ -3,7 +3,8 @@ import { createHash, randomBytes } from 'node:crypto';
 import http, { type IncomingHttpHeaders } from 'node:http';
 import { describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { closedPort, listen, route, send, startGateway } from './gateway.js';
+import { NOBODY_LISTENS } from '../helpers/process.js';
+import { listen, route, send, startGateway } from './gateway.js';
 
 function sha256(data: Buffer): string {
   return createHash('sha256').update(data).digest('hex');
@@ -100,8 +101,7 @@ describe('forwarder', () => {
   });
 
   test('an upstream that refuses connections gives a 502 problem without internals', async (t) => {
-    const port = await closedPort();
-    const gateway = await startGateway(t, [route('down', '/v1/down', `http://127.0.0.1:${port}`)]);
+    const gateway = await startGateway(t, [route('down', '/v1/down', NOBODY_LISTENS)]);
 
     const reply = await send(`${gateway.url}/v1/down/x`);
 

@@ -51,16 +51,6 @@ export async function listen(t: TestContext, server: Server): Promise<number> {
   return (server.address() as AddressInfo).port;
 }
 
-/** A port with nothing listening on it. */
-export async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
-}
-
 export function route(id: string, prefix: string, upstream: string, timeoutMs = 5000): RouteConfig {
   return { id, prefix, upstream, scopes: [], timeoutMs, audience: null };
 }

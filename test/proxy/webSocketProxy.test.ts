@@ -8,8 +8,9 @@ import { TrustedProxies } from '../../src/lib/trustedProxies.js';
 import { createHeaderPolicy } from '../../src/proxy/headers.js';
 import { compileRouteTable } from '../../src/proxy/routeTable.js';
 import { createWebSocketProxy, RELAYED_BODY_LIMIT } from '../../src/proxy/webSocketProxy.js';
+import { NOBODY_LISTENS } from '../helpers/process.js';
 import { IDENTITY_HEADERS, principal } from './fixtures.js';
-import { closedPort, listen, PROBLEM_BASE, route, startGateway } from './gateway.js';
+import { listen, PROBLEM_BASE, route, startGateway } from './gateway.js';
 
 async function echoUpstream(
   t: TestContext,
@@ -122,10 +123,9 @@ describe('webSocketProxy', () => {
   });
 
   test('an upstream that is down gives the client a 502 problem and the gateway keeps serving', async (t) => {
-    const port = await closedPort();
     const upstreamPort = await echoUpstream(t);
     const gateway = await startGateway(t, [
-      route('down', '/v1/down', `http://127.0.0.1:${port}`),
+      route('down', '/v1/down', NOBODY_LISTENS),
       route('live', '/v1/live', `http://127.0.0.1:${upstreamPort}`),
     ]);
 

@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import type { TestContext } from 'node:test';
 import { startUpstream } from '../helpers/fixture.js';
 import {
-  freePort,
   type RunningProcess,
   runGateway,
   tempDir,
@@ -55,25 +54,21 @@ export async function startReplicas(
   const replicas: Replica[] = [];
   for (let i = 0; i < count; i += 1) {
     let configFile = first.configFile;
-    let publicUrl = first.publicUrl;
-    let adminUrl = first.adminUrl;
     if (i > 0) {
-      const publicPort = await freePort();
-      const adminPort = await freePort();
+      // Port 0: each replica takes its own ports and its "listening" line says which.
       configFile = join(dir, `replica-${i}.yaml`);
       await writeFile(
         configFile,
         JSON.stringify({
           ...config,
-          server: { ...(config.server as object), port: publicPort },
-          admin: { host: '127.0.0.1', port: adminPort },
+          server: { ...(config.server as object), port: 0 },
+          admin: { host: '127.0.0.1', port: 0 },
           revocation: { ...(config.revocation as object), queueFile: `pending-${i}.log` },
         }),
       );
-      publicUrl = `http://127.0.0.1:${publicPort}`;
-      adminUrl = `http://127.0.0.1:${adminPort}`;
     }
     const process = runGateway(t, ['--config', configFile], { cwd: dir, env });
+    const { publicUrl, adminUrl } = await process.listening(15_000);
     replicas.push({ publicUrl, adminUrl, process });
   }
   await Promise.all(replicas.map((r) => waitForStatus(`${r.adminUrl}/readyz`, 200, 15_000)));

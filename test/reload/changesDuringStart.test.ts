@@ -69,7 +69,7 @@ function tokenStatus(publicUrl: string, clientId: string, secret: string): Promi
 }
 
 test('a clients file changed while the gateway starts is reloaded once it runs', async (t) => {
-  const { dir, files, gateway } = await startingGateway(t);
+  const { dir, gateway } = await startingGateway(t);
   const clients = [
     [CLIENT_ID, CLIENT_SECRET],
     [LATE_ID, LATE_SECRET],
@@ -79,11 +79,10 @@ test('a clients file changed while the gateway starts is reloaded once it runs',
     scopes: ['orders:read'],
   }));
   await writeFile(join(dir, 'clients.json'), JSON.stringify({ clients }));
-  await gateway.waitForOutput('stdout', /"msg":"listening"/, 10_000);
+  const { publicUrl } = await gateway.listening();
   await waitFor(
     'the late client gets a token',
-    async () =>
-      (await tokenStatus(files.publicUrl, LATE_ID, LATE_SECRET)) === 200 ? true : undefined,
+    async () => ((await tokenStatus(publicUrl, LATE_ID, LATE_SECRET)) === 200 ? true : undefined),
     5000,
     100,
   );

@@ -4,7 +4,7 @@
  * half-started gateway process alive.
  */
 import assert from 'node:assert/strict';
-import { createServer } from 'node:net';
+import { type AddressInfo, createServer } from 'node:net';
 import { test } from 'node:test';
 import { CLIENT_ID, CLIENT_SECRET } from '../helpers/fixture.js';
 import { runGateway, tempDir, writeGatewayFiles } from '../helpers/process.js';
@@ -13,14 +13,16 @@ import { startRedis } from '../helpers/redisServer.js';
 test('a failed start with the Redis store connected exits 1 promptly', async (t) => {
   const redis = await startRedis(t);
   const dir = await tempDir(t, 'portaria-failed-start-');
+  // A port held for the whole test, which the config names as the public port.
+  const blocker = createServer();
+  await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
+  const taken = (blocker.address() as AddressInfo).port;
   const files = await writeGatewayFiles(dir, [[CLIENT_ID, CLIENT_SECRET, ['orders:read']]], {
+    server: { port: taken },
     revocation: { store: 'redis' },
     redis: { url: redis.url },
   });
-  // Occupy the public port the config names.
-  const blocker = createServer();
-  await new Promise<void>((resolve) => blocker.listen(files.publicPort, '127.0.0.1', resolve));
-  t.after(() => new Promise<void>((resolve) => blocker.close(() => resolve())));
 
   const gateway = runGateway(t, ['--config', files.configFile]);
   const timeout = new Promise<'hung'>((resolve) =>

@@ -35,15 +35,15 @@ async function gatewayWithPassword(
   const upstream = await startUpstream(t);
   const dir = await tempDir(t, 'portaria-redis-auth-');
   await writeFile(join(dir, 'redis-password'), `${password}\n`, { mode: 0o600 });
-  const files = await writeGatewayFiles(dir, [[CLIENT, SECRET, ['orders:read']]], {
+  const { configFile } = await writeGatewayFiles(dir, [[CLIENT, SECRET, ['orders:read']]], {
     upstream: { default: { upstream: upstream.url } },
     revocation: { store: 'redis' },
     redis: { url, passwordFile: 'redis-password', connectTimeoutMs: 500 },
     log: { level: 'debug' },
   });
   const env = { PORTARIA_ADMIN_TOKEN_FILE: await writeAdminToken(dir) };
-  const proc = runGateway(t, ['--config', files.configFile], { cwd: dir, env });
-  return { files, proc };
+  const proc = runGateway(t, ['--config', configFile], { cwd: dir, env });
+  return { files: { configFile, ...(await proc.listening()) }, proc };
 }
 
 test('the Redis password comes from redis.passwordFile and never reaches a log line', async (t) => {

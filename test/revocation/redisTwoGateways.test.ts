@@ -10,7 +10,6 @@ import { type TestContext, test } from 'node:test';
 import { decodeJwt } from 'jose';
 import { startUpstream } from '../helpers/fixture.js';
 import {
-  freePort,
   type GatewayFiles,
   runGateway,
   tempDir,
@@ -29,45 +28,36 @@ import { startRedis } from '../helpers/redisServer.js';
 const CLIENT = 'acme';
 const SECRET = 'acme-redis-secret-0123456789abcdefghijklmnop';
 
-/** Replica B: replica A's config with its own ports, keys and clients from A's directory. */
+/** Replica B: replica A's config (port 0 too), keys and clients from A's directory. */
 async function secondReplica(t: TestContext, a: GatewayFiles, aDir: string) {
   const dir = await tempDir(t, 'portaria-replica-b-');
   const config = JSON.parse(await readFile(a.configFile, 'utf8')) as Record<string, unknown>;
-  const publicPort = await freePort();
-  const adminPort = await freePort();
   const configFile = join(dir, 'portaria.yaml');
-  const server = config.server as Record<string, unknown>;
   await writeFile(
     configFile,
     JSON.stringify({
       ...config,
-      server: { ...server, port: publicPort },
-      admin: { host: '127.0.0.1', port: adminPort },
       keys: { dir: join(aDir, 'keys') },
       clients: { file: join(aDir, 'clients.json') },
     }),
   );
-  return {
-    dir,
-    configFile,
-    publicUrl: `http://127.0.0.1:${publicPort}`,
-    adminUrl: `http://127.0.0.1:${adminPort}`,
-  };
+  return { dir, configFile };
 }
 
 test('a token revoked through replica A is refused by replica B within 1 s, and a client cut-off through B by A', async (t) => {
   const redis = await startRedis(t);
   const upstream = await startUpstream(t);
   const aDir = await tempDir(t, 'portaria-replica-a-');
-  const a = await writeGatewayFiles(aDir, [[CLIENT, SECRET, ['orders:read']]], {
+  const aFiles = await writeGatewayFiles(aDir, [[CLIENT, SECRET, ['orders:read']]], {
     upstream: { default: { upstream: upstream.url } },
     revocation: { store: 'redis' },
     redis: { url: redis.url },
   });
-  const b = await secondReplica(t, a, aDir);
+  const bFiles = await secondReplica(t, aFiles, aDir);
   const env = { PORTARIA_ADMIN_TOKEN_FILE: await writeAdminToken(aDir) };
-  const procA = runGateway(t, ['--config', a.configFile], { cwd: aDir, env });
-  const procB = runGateway(t, ['--config', b.configFile], { cwd: b.dir, env });
+  const procA = runGateway(t, ['--config', aFiles.configFile], { cwd: aDir, env });
+  const procB = runGateway(t, ['--config', bFiles.configFile], { cwd: bFiles.dir, env });
+  const [a, b] = await Promise.all([procA.listening(), procB.listening()]);
   await Promise.all([
     waitForStatus(`${a.adminUrl}/readyz`, 200, 10_000),
     waitForStatus(`${b.adminUrl}/readyz`, 200, 10_000),

@@ -14,7 +14,6 @@ import { type TestContext, test } from 'node:test';
 import { lockPathFor } from '../../src/lib/lockFile.js';
 import { RevocationQueue } from '../../src/revocation/revocationQueue.js';
 import {
-  freePort,
   MAIN_JS,
   runGateway,
   runToEnd,
@@ -30,35 +29,22 @@ function literal(text: string): string {
   return text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 }
 
-/** Gateway A's files, and B: A's config with other ports (same keys, clients and revocation file). */
+/** Gateway A's config, and B: a copy (both on port 0: same keys, clients and revocation file). */
 async function twoConfigs(t: TestContext) {
   const dir = await tempDir(t, 'portaria-shared-log-');
   const a = await writeGatewayFiles(dir, [['acme', SECRET, ['orders:read']]], {
     upstream: { default: { upstream: 'http://127.0.0.1:9' } },
   });
-  const config = JSON.parse(await readFile(a.configFile, 'utf8')) as Record<string, unknown>;
-  const adminPort = await freePort();
   const b = join(dir, 'portaria-b.yaml');
-  await writeFile(
-    b,
-    JSON.stringify({
-      ...config,
-      server: { ...(config.server as Record<string, unknown>), port: await freePort() },
-      admin: { host: '127.0.0.1', port: adminPort },
-    }),
-  );
-  return {
-    dir,
-    a,
-    b: { configFile: b, adminUrl: `http://127.0.0.1:${adminPort}` },
-    logFile: join(dir, 'data', 'revocations.log'),
-  };
+  await writeFile(b, await readFile(a.configFile, 'utf8'));
+  return { dir, a, b: { configFile: b }, logFile: join(dir, 'data', 'revocations.log') };
 }
 
 test('a second gateway on the same revocation.file exits 1 naming the file and the first one, and starts once the first has stopped', async (t) => {
   const { dir, a, b, logFile } = await twoConfigs(t);
   const first = runGateway(t, ['--config', a.configFile], { cwd: dir });
-  await waitForStatus(`${a.adminUrl}/readyz`, 200, 10_000);
+  const firstUrls = await first.listening();
+  await waitForStatus(`${firstUrls.adminUrl}/readyz`, 200, 10_000);
 
   const second = await runToEnd(process.execPath, [MAIN_JS, '--config', b.configFile], {
     cwd: dir,
@@ -73,27 +59,31 @@ test('a second gateway on the same revocation.file exits 1 naming the file and t
       `^portaria: invalid configuration:\\n  - revocation\\.file: ${literal(logFile)} is in use by pid ${first.child.pid} on ${literal(hostname())} since \\S+ \\(lock ${literal(lockPathFor(logFile))}\\): two gateways must not share one revocation file; stop the other one or give each its own file\\n$`,
     ),
   );
-  assert.equal((await fetch(`${a.adminUrl}/readyz`)).status, 200, 'the first keeps running');
+  assert.equal(
+    (await fetch(`${firstUrls.adminUrl}/readyz`)).status,
+    200,
+    'the first keeps running',
+  );
 
   first.child.kill('SIGTERM');
   assert.deepEqual(await first.exited, { code: 0, signal: null });
   assert.deepEqual(await readdir(dirname(logFile)), ['revocations.log'], 'the lock is removed');
   const next = runGateway(t, ['--config', b.configFile], { cwd: dir });
-  await waitForStatus(`${b.adminUrl}/readyz`, 200, 10_000);
+  await waitForStatus(`${(await next.listening()).adminUrl}/readyz`, 200, 10_000);
   assert.equal(next.child.exitCode, null);
 });
 
 test('a lock left by a SIGKILLed gateway does not block the next start', async (t) => {
   const { dir, a, b, logFile } = await twoConfigs(t);
   const killed = runGateway(t, ['--config', a.configFile], { cwd: dir });
-  await waitForStatus(`${a.adminUrl}/readyz`, 200, 10_000);
+  await waitForStatus(`${(await killed.listening()).adminUrl}/readyz`, 200, 10_000);
   killed.child.kill('SIGKILL');
   assert.equal((await killed.exited).signal, 'SIGKILL');
   const left = JSON.parse(await readFile(lockPathFor(logFile), 'utf8')) as { pid: number };
   assert.equal(left.pid, killed.child.pid);
 
   const next = runGateway(t, ['--config', b.configFile], { cwd: dir });
-  await waitForStatus(`${b.adminUrl}/readyz`, 200, 10_000);
+  await waitForStatus(`${(await next.listening()).adminUrl}/readyz`, 200, 10_000);
   const taken = JSON.parse(await readFile(lockPathFor(logFile), 'utf8')) as { pid: number };
   assert.equal(taken.pid, next.child.pid);
 });

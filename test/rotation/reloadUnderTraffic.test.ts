@@ -340,12 +340,13 @@ describe('hot reload under traffic', () => {
     const upstream = await startUpstream(t);
     const dir = await tempDir(t, 'portaria-sighup-');
     const secret = newSecret();
-    const files = await writeGatewayFiles(dir, [['acme', secret, ['orders:read']]], {
+    const { configFile } = await writeGatewayFiles(dir, [['acme', secret, ['orders:read']]], {
       reload: { enabled: false },
       upstream: { default: { upstream: upstream.url } },
       log: { level: 'info' },
     });
-    const proc = runGateway(t, ['--config', files.configFile], { cwd: dir });
+    const proc = runGateway(t, ['--config', configFile], { cwd: dir });
+    const files = await proc.listening();
     await waitForStatus(`${files.adminUrl}/readyz`, 200);
 
     const newbieSecret = newSecret();
