@@ -5,7 +5,7 @@
  * it evenly, so their requests/s ratio is their cost ratio, and both feel the same moment
  * of a noisy machine (sequential runs of one build differ by up to 20 %). The rounds run
  * in both positions (A first, then B first, alternately) and the verdict is the median of
- * the per-round ratios B / A. Not the issue's figure (that is `run.js`): a tool for
+ * the per-round ratios B / A. Not the forwarding verdict (that is `run.js`): a tool for
  * comparing builds or Node flags.
  *
  *   git worktree add /tmp/old <commit> && (cd /tmp/old && npm ci && npx tsc -p tsconfig.json --outDir out)

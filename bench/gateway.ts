@@ -20,7 +20,7 @@
  * variables read from the environment; absent, no `tracing` section at all.
  *
  * `--profile FILE`: a V8 CPU profile from SIGUSR2 to the stop (start-up left out), written
- * to FILE — the differential profiles of docs/performance.md (load with wrk, SIGUSR2,
+ * to FILE — the differential profiles of bench/RESULTS.md (load with wrk, SIGUSR2,
  * then SIGTERM).
  *
  * (`--log-level silent` exists for diagnosis only: the bench's figure is with the log on.)
@@ -102,7 +102,7 @@ const config = validateConfig(
 );
 // Production logs to stdout, a pipe the container runtime reads: `--log-to <fifo>` (the
 // bench's default, see logSink.ts) models that. Without it, a file in the work directory
-// (an ext4 file write costs this process far more than a pipe write: docs/performance.md).
+// (an ext4 file write costs this process far more than a pipe write: bench/RESULTS.md).
 const logFile = values['log-to'] ?? join(dir, 'gateway.log');
 // Chosen as production chooses for its stdout (observability/logger.ts): a pipe is
 // written from the event loop, a file through pino's asynchronous destination. Opening a

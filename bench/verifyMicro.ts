@@ -1,6 +1,7 @@
 /**
- * Micro-measurements behind issue 17's choices (docs/performance.md, "Verification,
- * signing and cache memory"), two modes:
+ * Micro-measurements behind the choice of Node's `crypto.verify`/`crypto.sign` over jose
+ * and the verified-token cache's layout (bench/RESULTS.md, "Verification, signing and
+ * cache memory"), two modes:
  *
  *   node dist-test/bench/verifyMicro.js [--ms 1500]
  *     one JWS signature check and one signature, jose (WebCrypto) against Node's

@@ -1,4 +1,4 @@
-/** Formats the bench results as Markdown tables (pasted as is into docs/performance.md). */
+/** Formats the bench results as Markdown tables (pasted as is into bench/RESULTS.md). */
 import { mean, median } from './stats.js';
 
 export interface Sample {

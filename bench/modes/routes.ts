@@ -9,7 +9,7 @@
  * The last row (`--control`, on by default) is a second gateway with the first count:
  * nothing differs from the first row but the process, so its ratio is the spread two
  * identical gateways show in this run — a count outside ±10 % by no more than the control
- * is not evidence of a cost growing with the routes (docs/performance.md, "Routes").
+ * is not evidence of a cost growing with the routes (bench/RESULTS.md, "Routes").
  */
 import { intList, parseModeArgs, TIMING_OPTIONS, timingOf } from '../lib/modeArgs.js';
 import { runScale, type Variant } from '../lib/scale.js';

@@ -4,7 +4,7 @@
  * SEQUENCE of two INTEGERs, each minimal, ITU-T X.690 §8.3.2). It is what Node does
  * for `dsaEncoding: 'ieee-p1363'`; done here, `crypto.verify` takes the bare KeyObject,
  * where an options object costs Node 24 two thrown and caught TypeErrors per call
- * (docs/performance.md). The conversion is one-to-one: each r‖s has one DER form, and
+ * (bench/RESULTS.md). The conversion is one-to-one: each r‖s has one DER form, and
  * OpenSSL refuses any DER but the minimal one, so no second spelling verifies. The
  * reverse turns the DER `crypto.sign` writes back into r‖s.
  */

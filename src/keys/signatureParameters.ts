@@ -26,7 +26,7 @@ export interface SignatureParameters {
    * What `crypto.sign`/`crypto.verify` take as the key: the bare KeyObject wherever no
    * option is needed (ECDSA with DER signatures, `ecdsaDer.ts`; RSASSA-PKCS1-v1_5,
    * OpenSSL's default for RSA; EdDSA), else `key`. Node 24 throws and catches two
-   * TypeErrors per call to tell an options object from a KeyObject (docs/performance.md).
+   * TypeErrors per call to tell an options object from a KeyObject (bench/RESULTS.md).
    */
   readonly keyArgument: KeyObject | SignatureParameters['key'];
   /** ECDSA: octets of r and of s in the JWS signature (RFC 7518 §3.4); null otherwise. */

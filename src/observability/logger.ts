@@ -98,7 +98,7 @@ export async function prettyDestination(): Promise<DestinationStream> {
  *   from the event loop, without blocking it and without a thread-pool hop: what the pipe
  *   takes is written at once, the rest is queued until it drains. A thread-pool write
  *   (pino's asynchronous destination) cost ~50 µs of CPU per write on the bench machine
- *   against ~6 µs for the write itself (docs/performance.md). If the reader goes away
+ *   against ~6 µs for the write itself (bench/RESULTS.md). If the reader goes away
  *   (EPIPE) logging stops instead of crashing the gateway.
  * - a **file or terminal**: pino's asynchronous destination (sonic-boom): a
  *   non-blocking write to a file is not possible, and a slow disk must not block the loop.

@@ -5,7 +5,7 @@
  *
  * The compact JWS (RFC 7515 §7.1) is written here, with the members in that order, and
  * signed by Node's synchronous `crypto.sign` on the key ring's KeyObject — a sixth of the
- * CPU of an asynchronous WebCrypto signature (docs/performance.md). The protected header
+ * CPU of an asynchronous WebCrypto signature (bench/RESULTS.md). The protected header
  * is encoded once per key.
  */
 import { randomBytes } from 'node:crypto';

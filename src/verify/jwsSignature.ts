@@ -4,7 +4,7 @@
  * written in the token, with Node's synchronous `crypto.verify` on the cached KeyObject:
  * one OpenSSL call on this thread, where WebCrypto (jose) queues a job on the thread pool
  * and settles promises around it, at about twice the CPU per signature
- * (docs/performance.md).
+ * (bench/RESULTS.md).
  *
  * It checks the signature only: the token's form and canonical encoding
  * (`compactJws.ts`), the signature's length for the key (`signatureLength.ts`) and the

@@ -2,7 +2,7 @@
  * The principal of a verified token, as the verified-token cache holds one per token: the
  * frozen claims, the trusted issuer and the shared scope set, with every other member
  * read from them. Three references where a plain object would hold ten: a cache of
- * 100 000 tokens is that much smaller (docs/performance.md).
+ * 100 000 tokens is that much smaller (bench/RESULTS.md).
  */
 import type { Principal } from '../domain/principal.js';
 import type { SharedScope } from './scopeSets.js';

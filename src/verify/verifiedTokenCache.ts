@@ -8,7 +8,7 @@
  * token's signature has another digest. `clear()` starts a generation so a verification
  * begun before it cannot refill the cache. Why this is safe: docs/architecture.md.
  *
- * Layout (docs/performance.md): one slot number per entry, indexing parallel typed arrays
+ * Layout (bench/RESULTS.md, "verified-token cache memory"): one slot number per entry, indexing parallel typed arrays
  * (the digests, the recency list) and one array of principals, with an open-addressing
  * table from digest to slot. Apart from the principal, an entry costs no object on the
  * heap: about 60 octets, most of them outside it.
