@@ -70,6 +70,8 @@ export function redisProblems(config: Loose, target: RedisTarget | null | undefi
 function urlProblems(redis: Loose, url: string): string[] {
   const problems: string[] = [];
   checkUrl(problems, 'redis.url', url, ['redis:', 'rediss:']);
+  if (decodedCredential(url, 'username') === null || decodedCredential(url, 'password') === null)
+    problems.push('redis.url: its user name or password is not valid percent-encoding (%XX)');
   // Two passwords or two users: which one ioredis uses is not something to leave to its
   // option merge.
   if (urlPassword(url) !== '' && text(redis.passwordFile) !== null)
@@ -112,14 +114,24 @@ export function parseRedisNode(node: string): { host: string; port: number } | u
 
 /** The password a Redis URL carries (userinfo or a `password` query parameter), or ''. */
 export function urlPassword(value: string): string {
-  if (!URL.canParse(value)) return '';
-  const url = new URL(value);
-  return url.password || url.searchParams.get('password') || '';
+  return decodedCredential(value, 'password') ?? '';
 }
 
 /** The user name a Redis URL carries (userinfo or a `username` query parameter), or ''. */
 export function urlUsername(value: string): string {
+  return decodedCredential(value, 'username') ?? '';
+}
+
+/**
+ * A credential of a Redis URL, percent-decoded (RFC 3986 §2.1: userinfo is
+ * percent-encoded); '' when absent, and null when it is not valid percent-encoding.
+ */
+function decodedCredential(value: string, part: 'username' | 'password'): string | null {
   if (!URL.canParse(value)) return '';
   const url = new URL(value);
-  return url.username || url.searchParams.get('username') || '';
+  try {
+    return decodeURIComponent(url[part]) || url.searchParams.get(part) || '';
+  } catch {
+    return null;
+  }
 }

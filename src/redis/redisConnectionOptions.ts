@@ -9,7 +9,7 @@
 import { readFileSync } from 'node:fs';
 import type { ConnectionOptions } from 'node:tls';
 import { ConfigError } from '../config/configError.js';
-import { parseRedisNode } from '../config/redisRules.js';
+import { parseRedisNode, urlPassword, urlUsername } from '../config/redisRules.js';
 import type { RedisConfig } from '../config/types.js';
 
 export interface RedisNode {
@@ -47,8 +47,7 @@ export function redisConnectionOptions(config: RedisConfig): RedisConnectionOpti
     : undefined;
   if (config.url !== null) {
     const url = new URL(config.url);
-    const username = decodeURIComponent(url.username) || url.searchParams.get('username') || '';
-    const urlPassword = decodeURIComponent(url.password) || url.searchParams.get('password') || '';
+    const username = urlUsername(config.url);
     const db = url.pathname.length > 1 ? Number(url.pathname.slice(1)) : 0;
     return {
       target: {
@@ -58,7 +57,7 @@ export function redisConnectionOptions(config: RedisConfig): RedisConnectionOpti
       },
       auth: auth(
         username || config.username || undefined,
-        urlPassword || password,
+        urlPassword(config.url) || password,
         url.protocol === 'rediss:' ? (tls ?? {}) : tls,
       ),
     };

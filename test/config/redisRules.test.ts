@@ -22,6 +22,15 @@ function problems(redis: unknown, extra: Record<string, unknown> = {}): readonly
 }
 
 describe('redis settings', () => {
+  test('a URL whose user name or password is not valid percent-encoding is a problem naming redis.url', () => {
+    for (const url of ['redis://gw%zz@127.0.0.1:6379', 'redis://gw:p%@127.0.0.1:6379']) {
+      assert.deepEqual(problems({ url }), [
+        'redis.url: its user name or password is not valid percent-encoding (%XX)',
+      ]);
+    }
+    assert.deepEqual(problems({ url: 'redis://g%77:p%40ss@127.0.0.1:6379' }), []);
+  });
+
   test('Sentinel: nodes, the primary name, the sentinels own user and password file', () => {
     const config = validateConfig(
       {
