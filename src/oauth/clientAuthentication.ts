@@ -258,14 +258,12 @@ async function check(
     if (!client.authMethods.includes('private_key_jwt'))
       return refusedAfterDecoyCheck(credentials.assertion, 'auth-method-not-allowed');
     await verifyClientAssertion(credentials.assertion, client, deps.assertions);
-    if (client.disabled) throw refused('disabled-client');
+    if (client.disabled) throw credentialsRefused('disabled-client');
     return client;
   }
   const result = await deps.authenticate()(credentials.id, credentials.secret);
-  if (!result.ok) throw refused(result.reason);
+  if (!result.ok) throw credentialsRefused(result.reason);
   if (!result.client.authMethods.includes(credentials.method))
-    throw refused('auth-method-not-allowed');
+    throw credentialsRefused('auth-method-not-allowed');
   return result.client;
 }
-
-const refused = credentialsRefused;

@@ -230,6 +230,13 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     registers,
   });
   const labelledClients = new Set<string>();
+  /** `clientId` while `seen` has room for it (the first `maxClientLabels`), else `_other`. */
+  const clientLabel = (seen: Set<string>, clientId: string): string => {
+    if (seen.has(clientId)) return clientId;
+    if (seen.size >= options.maxClientLabels) return OTHER_CLIENTS;
+    seen.add(clientId);
+    return clientId;
+  };
   /** Clients whose key-set fetches have their own `issuer` label (up to `maxClientLabels`). */
   const keySetClients = new Set<string>();
   const issuedByClient =
@@ -529,15 +536,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
       oauthRequests.labels(endpoint, outcome).inc();
     },
     tokenIssuedTo(clientId) {
-      if (issuedByClient === null) return;
-      if (!labelledClients.has(clientId)) {
-        if (labelledClients.size >= options.maxClientLabels) {
-          issuedByClient.labels(OTHER_CLIENTS).inc();
-          return;
-        }
-        labelledClients.add(clientId);
-      }
-      issuedByClient.labels(clientId).inc();
+      issuedByClient?.labels(clientLabel(labelledClients, clientId)).inc();
     },
     tokenVerified(issuer, seconds, ageSeconds) {
       verifications.labels(issuer, 'valid').inc();
@@ -573,10 +572,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
       keySetFetches.labels(issuer, trigger, outcome).inc();
     },
     clientKeySetFetch(clientId, trigger, outcome) {
-      const labelled = keySetClients.has(clientId) || keySetClients.size < options.maxClientLabels;
-      if (labelled) keySetClients.add(clientId);
-      const issuer = `client:${labelled ? clientId : OTHER_CLIENTS}`;
-      keySetFetches.labels(issuer, trigger, outcome).inc();
+      keySetFetches
+        .labels(`client:${clientLabel(keySetClients, clientId)}`, trigger, outcome)
+        .inc();
     },
     configSources(sources) {
       for (const source of sources) {
