@@ -1,5 +1,5 @@
 /**
- * Writes `openapi.json` at the repository root from `src/http/openApiDocument.ts`
+ * Writes `openapi.json` at the repository root from `src/documents/openApiDocument.ts`
  * (`npm run openapi`). The drift test renders the same text and compares, so the
  * committed file and the served document cannot disagree.
  *
@@ -8,7 +8,7 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { openApiDocument } from '../src/http/openApiDocument.js';
+import { openApiDocument } from '../src/documents/openApiDocument.js';
 import { repoRoot } from './repoRoot.js';
 
 /** The committed text: 2-space indentation and a trailing newline. */

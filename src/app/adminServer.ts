@@ -4,9 +4,9 @@
  * metrics text, the revocation store and readiness come from.
  */
 import type { Server } from 'node:http';
+import type { RevocationAdminStore } from '../admin/adminRevocations.js';
+import { type AdminDeps, createAdminHandler } from '../admin/adminRoutes.js';
 import type { Config } from '../config/types.js';
-import type { RevocationAdminStore } from '../http/adminRevocations.js';
-import { type AdminDeps, createAdminHandler } from '../http/adminRoutes.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';

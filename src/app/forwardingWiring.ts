@@ -5,7 +5,7 @@
  * parameter when the OAuth surface is on.
  */
 import type { Config } from '../config/types.js';
-import type { OAuthDiscovery } from '../http/oauthDiscovery.js';
+import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { TrustedProxies } from '../lib/trustedProxies.js';
 import type { Metrics } from '../observability/metrics.js';
 import { createForwarder, type Forwarder } from '../proxy/forwarder.js';

@@ -5,11 +5,11 @@
  * of it), the `revocation.whenStale` policy.
  */
 import type { Config } from '../config/types.js';
-import type { OAuthDiscovery } from '../http/oauthDiscovery.js';
+import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
+import { openApiDocumentFor } from '../documents/openApiDocument.js';
+import { StaticDocument } from '../documents/staticDocument.js';
 import type { OAuthRoutes } from '../http/oauthRoutes.js';
-import { openApiDocumentFor } from '../http/openApiDocument.js';
 import { PublicGateway } from '../http/publicGateway.js';
-import { StaticDocument } from '../http/staticDocument.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';

@@ -11,14 +11,14 @@
  */
 import { dirname } from 'node:path';
 import type { Config } from '../config/types.js';
-import { OAuthDiscovery } from '../http/oauthDiscovery.js';
+import { issuerUrl } from '../documents/authorizationServerMetadata.js';
+import { OAuthDiscovery } from '../documents/oauthDiscovery.js';
+import { JWKS_PATH } from '../documents/openPaths.js';
 import { OAuthRoutes } from '../http/oauthRoutes.js';
 import type { OAuthTokenRouteDeps } from '../http/oauthTokenRoute.js';
-import { JWKS_PATH } from '../http/openPaths.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
-import { issuerUrl } from '../oauth/authorizationServerMetadata.js';
 import type { ClientAuthenticationDeps } from '../oauth/clientAuthentication.js';
 import { ClientKeys } from '../oauth/clientKeys.js';
 import { assertionAudiences } from '../oauth/endpointUrls.js';

@@ -21,6 +21,9 @@
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { Config } from '../config/types.js';
+import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
+import { JWKS_PATH, OPENAPI_PATH } from '../documents/openPaths.js';
+import type { StaticDocument } from '../documents/staticDocument.js';
 import { parseRequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
 import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
@@ -43,15 +46,13 @@ import {
   tooManyHeaderLines,
 } from './framingChecks.js';
 import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
-import type { OAuthDiscovery } from './oauthDiscovery.js';
 import type { OAuthRoutes } from './oauthRoutes.js';
-import { JWKS_PATH, OPENAPI_PATH } from './openPaths.js';
 import { ProtectedRequest } from './protectedRequest.js';
 import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
 import { continueBody, type GatewayResponse, RequestScope } from './requestScope.js';
+import { serveDocument } from './serveDocument.js';
 import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js';
-import type { StaticDocument } from './staticDocument.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
 import { refuseUpgradeOn, refuseUpgradeOnOpenPath, shuttingDown } from './upgradeRefusals.js';
 
@@ -311,7 +312,7 @@ export class PublicGateway {
     // A GET or HEAD is served: its pending `100 Continue` goes out first, as Node would
     // send it (Node closes the connection of an Expect request answered without one).
     if (req.method === 'GET' || req.method === 'HEAD') continueBody(res);
-    document.serve(req, res);
+    serveDocument(req, res, document);
     return undefined;
   }
 

@@ -4,10 +4,10 @@
  * whole grace).
  */
 import type { IncomingMessage } from 'node:http';
+import { OPEN_ROUTES } from '../documents/openPaths.js';
 import { TOKEN_PATH } from '../domain/requestPath.js';
 import { PortariaError } from '../errors.js';
 import type { OAuthRoute } from './oauthRoutes.js';
-import { OPEN_ROUTES } from './openPaths.js';
 import type { RequestScope } from './requestScope.js';
 
 /**

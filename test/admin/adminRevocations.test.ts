@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { createServer, request } from 'node:http';
 import { describe, type TestContext, test } from 'node:test';
-import { type AdminDeps, createAdminHandler } from '../../src/http/adminRoutes.js';
+import { type AdminDeps, createAdminHandler } from '../../src/admin/adminRoutes.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStore.js';
 import type { RevocationStore } from '../../src/revocation/revocationStore.js';

@@ -42,6 +42,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'errors',
   ],
   http: [
+    'documents',
     'oauth',
     'token',
     'verify',
@@ -53,11 +54,17 @@ const ALLOWED: Record<string, readonly string[]> = {
     'lib',
     'errors',
   ],
+  // What the gateway serves about itself: OpenAPI, RFC 8414 / RFC 9728 metadata, JWKS.
+  documents: ['proxy', 'domain', 'config', 'lib', 'errors'],
+  // The admin listener: an entry of its own, sharing the public entry's HTTP replies.
+  admin: ['http', 'revocation', 'domain', 'config', 'lib', 'errors'],
   reload: ['config', 'lib', 'errors'],
   // `config check` loads issuers' key files and compiles the routes as the gateway does.
   cli: ['clients', 'keys', 'issuers', 'proxy', 'config', 'domain', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
+    'admin',
+    'documents',
     'http',
     'oauth',
     'token',

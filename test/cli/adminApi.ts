@@ -1,7 +1,7 @@
 /** A real admin listener (node:http + createAdminHandler) for the CLI's revoke command to call. */
 import { createServer } from 'node:http';
 import type { TestContext } from 'node:test';
-import { createAdminHandler } from '../../src/http/adminRoutes.js';
+import { createAdminHandler } from '../../src/admin/adminRoutes.js';
 import type { RevocationStore } from '../../src/revocation/revocationStore.js';
 
 export const ADMIN_LIFETIME = 3600;

@@ -5,7 +5,7 @@ import { describe, test } from 'node:test';
 import { compileErrors, dereference, validate } from '@readme/openapi-parser';
 import { Ajv2020, type ValidateFunction } from 'ajv/dist/2020.js';
 import { readCommittedOpenApi, renderOpenApi } from '../../scripts/writeOpenApi.js';
-import { openApiDocument, openApiDocumentFor } from '../../src/http/openApiDocument.js';
+import { openApiDocument, openApiDocumentFor } from '../../src/documents/openApiDocument.js';
 import { SCHEDULE_FILE } from '../../src/keys/keySchedule.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { CLIENT_ID, CLIENT_SECRET, startGateway, TOKEN_PATH } from '../helpers/fixture.js';

@@ -6,16 +6,16 @@
  * and a request only looks its path up.
  */
 import { PortariaError } from '../errors.js';
+import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
 import {
   type AuthorizationServerSettings,
   authorizationServerMetadata,
   authorizationServerMetadataPath,
-} from '../oauth/authorizationServerMetadata.js';
+} from './authorizationServerMetadata.js';
 import {
   protectedResourceDocuments,
   protectedResourceMetadataPath,
-} from '../oauth/protectedResourceMetadata.js';
-import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
+} from './protectedResourceMetadata.js';
 import { StaticDocument } from './staticDocument.js';
 
 /** Clients may keep the documents this long; a route reload shows within it. */

@@ -10,10 +10,10 @@ import { CLIENT_ID_RULE, isClientId } from '../domain/clientId.js';
 import { isRevocableId, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
 import { type FailureReason, PortariaError } from '../errors.js';
+import { BodyTooLarge, readBoundedBody } from '../http/readBoundedBody.js';
+import { instanceOf, sendJson, sendProblem } from '../http/replies.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
-import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
-import { instanceOf, sendJson, sendProblem } from './replies.js';
 
 export const REVOCATIONS_PATH = '/admin/v1/revocations';
 export const ADMIN_BODY_LIMIT_BYTES = 16 * 1024;

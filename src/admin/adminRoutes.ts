@@ -9,13 +9,13 @@
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PortariaError } from '../errors.js';
+import { reachesHeaderLines, tooManyHeaderLines } from '../http/framingChecks.js';
+import { instanceOf, sendJson, sendProblem, sendServerError } from '../http/replies.js';
 import {
   handleRevocations,
   REVOCATIONS_PATH,
   type RevocationAdminDeps,
 } from './adminRevocations.js';
-import { reachesHeaderLines, tooManyHeaderLines } from './framingChecks.js';
-import { instanceOf, sendJson, sendProblem, sendServerError } from './replies.js';
 
 export interface ReadyState {
   readonly ready: boolean;
