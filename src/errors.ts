@@ -9,6 +9,13 @@
  * (`FAILURE_REASONS`): a new one is added here or it does not typecheck.
  *
  * Anything thrown that is not a `PortariaError` becomes a 500 with no body.
+ *
+ * One error type for every entry: the entry that answers chooses the shape. The
+ * contract's operation, the edge and the admin API write problem details; the OAuth
+ * endpoints write an error carrying an RFC 6749 code (`oauth`) as RFC 6749 §5.2 JSON,
+ * and HTTP-level refusals (405, 413, 415, 429, 503: RFC 6749 has no code for them) as
+ * problem details. A refusal's `WWW-Authenticate` challenge is no header of the error
+ * either: the entry writes it from the code (`http/challenge.ts`).
  */
 
 export const PROBLEMS = {
@@ -195,6 +202,19 @@ export const FAILURE_REASONS = [
   'shutdown-grace', // a request with no answer at the end of the shutdown grace
 ] as const;
 
+/** RFC 6749 §5.2 codes and RFC 8707 §2 `invalid_target`, with the problem code of their status. */
+export const OAUTH_ERRORS = {
+  invalid_request: 'invalid-request',
+  invalid_client: 'invalid-client',
+  invalid_grant: 'invalid-request',
+  unauthorized_client: 'invalid-request',
+  unsupported_grant_type: 'invalid-request',
+  invalid_scope: 'invalid-request',
+  invalid_target: 'invalid-request',
+} as const satisfies Record<string, ProblemCode>;
+
+export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;
+
 /** A private failure reason: one of `FAILURE_REASONS`, or the code when none is finer. */
 export type FailureReason = (typeof FAILURE_REASONS)[number] | ProblemCode;
 
@@ -207,13 +227,20 @@ export class PortariaError extends Error {
   readonly detail: string;
   /** Private, bounded reason (a short identifier) for the log and metric labels. */
   readonly reason: FailureReason;
-  /** Extra response headers (e.g. `WWW-Authenticate`, `Allow`, `Retry-After`). */
+  /** Extra response headers (e.g. `Allow`, `Retry-After`); never the challenge. */
   readonly headers: Readonly<Record<string, string>> | undefined;
+  /** The RFC 6749 §5.2 code the OAuth endpoints answer with; absent: problem details there too. */
+  readonly oauth: OAuthErrorCode | undefined;
 
   constructor(
     code: ProblemCode,
     detail: string,
-    options: { reason?: FailureReason; headers?: Record<string, string>; cause?: unknown } = {},
+    options: {
+      reason?: FailureReason;
+      headers?: Record<string, string>;
+      cause?: unknown;
+      oauth?: OAuthErrorCode;
+    } = {},
   ) {
     super(`${code}: ${detail}`, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'PortariaError';
@@ -223,9 +250,29 @@ export class PortariaError extends Error {
     this.detail = detail;
     this.reason = options.reason ?? code;
     this.headers = options.headers;
+    this.oauth = options.oauth;
   }
 }
 
 export function isPortariaError(value: unknown): value is PortariaError {
   return value instanceof PortariaError;
+}
+
+/**
+ * The problem-details body (RFC 9457 semantics, the contract's field names): `tipo` is
+ * the configured base plus the code; `instancia` the request's path and id.
+ */
+export function problemJson(error: PortariaError, typeBase: string, instance: string): string {
+  return JSON.stringify({
+    tipo: `${typeBase}${error.code}`,
+    titulo: error.title,
+    status: error.status,
+    detalhe: error.detail,
+    instancia: instance,
+  });
+}
+
+/** The RFC 6749 §5.2 body of an error with an OAuth code (`oauth`). */
+export function oauthErrorJson(error: PortariaError): string {
+  return JSON.stringify({ error: error.oauth, error_description: error.detail });
 }

@@ -11,13 +11,14 @@ import { isRevocableId, MAX_TOKEN_ID_LENGTH } from '../domain/principal.js';
 import { invalidRequest, parseStrictJsonObject } from '../domain/strictJsonObject.js';
 import { type FailureReason, PortariaError } from '../errors.js';
 import { BodyTooLarge, readBoundedBody } from '../http/readBoundedBody.js';
-import { instanceOf, sendJson, sendProblem } from '../http/replies.js';
+import { instanceOf, sendJson, sendRefusal } from '../http/replies.js';
 import { constantTimeEqual } from '../lib/constantTime.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
 
 export const REVOCATIONS_PATH = '/admin/v1/revocations';
 export const ADMIN_BODY_LIMIT_BYTES = 16 * 1024;
-export const WWW_AUTHENTICATE_ADMIN = 'Bearer realm="portaria-admin"';
+/** The admin API's challenge on every 401: its own realm, no error code. */
+const ADMIN_CHALLENGE = 'Bearer realm="portaria-admin"';
 
 const ALLOW = 'GET, HEAD, POST';
 const NO_STORE = { 'cache-control': 'no-store' } as const;
@@ -121,7 +122,10 @@ export async function handleRevocations(
     if (error.status === 401) {
       deps?.audit?.('warn', 'admin token refused', { reason: error.reason, from: addressOf(req) });
     }
-    sendProblem(res, error, problemTypeBase, instance, error instanceof BodyTooLarge);
+    sendRefusal(res, error, problemTypeBase, instance, {
+      challenge: error.status === 401 ? ADMIN_CHALLENGE : undefined,
+      close: error instanceof BodyTooLarge,
+    });
   }
 }
 
@@ -151,10 +155,7 @@ function unauthorized(
   reason: FailureReason,
   detail: string,
 ): PortariaError {
-  return new PortariaError(code, detail, {
-    reason,
-    headers: { 'www-authenticate': WWW_AUTHENTICATE_ADMIN },
-  });
+  return new PortariaError(code, detail, { reason });
 }
 
 function listing(store: RevocationAdminStore): string {

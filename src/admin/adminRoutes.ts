@@ -10,7 +10,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PortariaError } from '../errors.js';
 import { reachesHeaderLines, tooManyHeaderLines } from '../http/framingChecks.js';
-import { instanceOf, sendJson, sendProblem, sendServerError } from '../http/replies.js';
+import { instanceOf, sendJson, sendRefusal, sendServerError } from '../http/replies.js';
 import {
   handleRevocations,
   REVOCATIONS_PATH,
@@ -47,7 +47,7 @@ async function handleAdmin(
 ): Promise<void> {
   const path = (req.url ?? '').split('?')[0] ?? '';
   if (reachesHeaderLines(req, deps.maxHeaderLines)) {
-    return sendProblem(res, tooManyHeaderLines(), deps.problemTypeBase, instanceOf(path, 'admin'));
+    return sendRefusal(res, tooManyHeaderLines(), deps.problemTypeBase, instanceOf(path, 'admin'));
   }
   if (path === REVOCATIONS_PATH) {
     return handleRevocations(req, res, deps.revocations, deps.problemTypeBase);
@@ -55,7 +55,7 @@ async function handleAdmin(
   const known = path === '/healthz' || path === '/readyz' || path === '/metrics';
   if (!known) {
     const error = new PortariaError('not-found', 'No admin endpoint at this path.');
-    return sendProblem(res, error, deps.problemTypeBase, instanceOf(path, 'admin'));
+    return sendRefusal(res, error, deps.problemTypeBase, instanceOf(path, 'admin'));
   }
   if (req.method !== 'GET' && req.method !== 'HEAD') {
     const error = new PortariaError(
@@ -65,7 +65,7 @@ async function handleAdmin(
         headers: { allow: 'GET, HEAD' },
       },
     );
-    return sendProblem(res, error, deps.problemTypeBase, instanceOf(path, 'admin'));
+    return sendRefusal(res, error, deps.problemTypeBase, instanceOf(path, 'admin'));
   }
   const head = req.method === 'HEAD';
   const noStore = { 'cache-control': 'no-store' };

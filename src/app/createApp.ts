@@ -10,6 +10,7 @@
 import { loadClientRegistry } from '../clients/clientRegistry.js';
 import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
+import { EdgeChallenge } from '../http/challenge.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
@@ -145,7 +146,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     tracing,
   });
   const discovery = oauthDiscovery(config, () => state.routes);
-  const forwarding = createForwarding(config, { state, metrics, discovery });
+  const challenge = EdgeChallenge.of(discovery);
+  const forwarding = createForwarding(config, { state, metrics, challenge });
   // Opened after every start-up load that can fail, so a failed start leaves no Redis
   // connection reconnecting behind it; a failure here closes what was opened before.
   const limiter = await openTokenLimiter(config, {
@@ -190,6 +192,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     tokenRoute,
     oauth: oauth.routes,
     discovery,
+    challenge,
     verifier,
     forwarding,
     logger,

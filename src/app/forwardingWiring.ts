@@ -1,11 +1,11 @@
 /**
  * What forwards authenticated traffic: the header policy (identity headers, trusted
  * proxies, caller headers), the HTTP forwarder with its upstream pools and the WebSocket
- * proxy, bound to the metrics. A WebSocket refusal carries the RFC 9728 challenge
- * parameter when the OAuth surface is on.
+ * proxy, bound to the metrics. A WebSocket upgrade refused mid-handshake carries the
+ * edge's challenge (`http/challenge.ts`).
  */
 import type { Config } from '../config/types.js';
-import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
+import type { EdgeChallenge } from '../http/challenge.js';
 import { TrustedProxies } from '../lib/trustedProxies.js';
 import type { Metrics } from '../observability/metrics.js';
 import { createForwarder, type Forwarder } from '../proxy/forwarder.js';
@@ -23,11 +23,11 @@ export interface Forwarding {
 export interface ForwardingDeps {
   readonly state: Pick<LiveState, 'routes'>;
   readonly metrics: Metrics;
-  readonly discovery: OAuthDiscovery | undefined;
+  readonly challenge: EdgeChallenge;
 }
 
 export function createForwarding(config: Config, deps: ForwardingDeps): Forwarding {
-  const { metrics, discovery } = deps;
+  const { metrics, challenge } = deps;
   const trustedProxies = new TrustedProxies(config.server.trustedProxies);
   const headerPolicy = createHeaderPolicy({
     identityHeaders: config.identityHeaders,
@@ -48,11 +48,7 @@ export function createForwarding(config: Config, deps: ForwardingDeps): Forwardi
     headerPolicy,
     problemTypeBase: config.problemTypeBase,
     hooks: { upstreamError: (route, kind) => metrics.upstreamError(route, kind) },
-    ...(discovery === undefined
-      ? {}
-      : {
-          challenge: (problem, route) => discovery.withResourceMetadata(problem, undefined, route),
-        }),
+    challenge: (problem, route) => challenge.header(problem, { target: null, route }),
   });
   metrics.setWebSocketTunnelSource(() => webSockets.openTunnels());
   return { trustedProxies, forwarder, webSockets };

@@ -8,6 +8,7 @@ import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { openApiDocumentFor } from '../documents/openApiDocument.js';
 import { StaticDocument } from '../documents/staticDocument.js';
+import type { EdgeChallenge } from '../http/challenge.js';
 import type { OAuthRoutes } from '../http/oauthRoutes.js';
 import { PublicGateway } from '../http/publicGateway.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
@@ -23,6 +24,7 @@ export interface GatewayWiringDeps {
   readonly tokenRoute: TokenRouteDeps;
   readonly oauth: OAuthRoutes;
   readonly discovery: OAuthDiscovery | undefined;
+  readonly challenge: EdgeChallenge;
   readonly verifier: TokenVerifier;
   readonly forwarding: Forwarding;
   readonly logger: Logger;
@@ -48,6 +50,7 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
       'public, max-age=3600',
     ),
     ...(discovery === undefined ? {} : { discovery }),
+    challenge: deps.challenge,
     verifier: deps.verifier,
     routes: () => state.routes,
     forwarder: deps.forwarding.forwarder,

@@ -98,7 +98,6 @@ export async function createOAuthEndpoints(
     registry: () => state.clients,
     authenticate: () => state.authenticate,
     onOutcome: (outcome) => metrics.oauthRequest('token', outcome),
-    onAuthFailure: (reason) => metrics.authFailure(reason),
   };
   const keys = new ClientKeys({
     clock,

@@ -1,11 +1,10 @@
 /**
  * The discovery documents on the public port (RFC 8414 authorization server metadata,
- * RFC 9728 protected-resource metadata) and the `resource_metadata` parameter of the
- * edge's Bearer challenges (RFC 9728 §5.1). The documents depend on the route table
+ * RFC 9728 protected-resource metadata) and the URL the edge's Bearer challenges name in
+ * `resource_metadata` (RFC 9728 §5.1). The documents depend on the route table
  * (scopes, resources), so they are rebuilt once per table: a reload is served current,
  * and a request only looks its path up.
  */
-import { PortariaError } from '../errors.js';
 import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
 import {
   type AuthorizationServerSettings,
@@ -55,27 +54,15 @@ export class OAuthDiscovery {
   }
 
   /**
-   * `error` with `resource_metadata` added to its Bearer challenge (RFC 9728 §5.1): the
+   * The RFC 9728 document URL a Bearer challenge names (`resource_metadata`, §5.1): the
    * document of the route serving the request (`route`, or the one its path matches),
-   * else the gateway's. Other errors are returned as they are.
+   * else the gateway's.
    */
-  withResourceMetadata(
-    error: PortariaError,
-    path: string | undefined,
-    route: CompiledRoute | null | undefined,
-  ): PortariaError {
-    const challenge = error.headers?.['www-authenticate'];
-    if (challenge === undefined || !challenge.startsWith(BEARER_CHALLENGE)) return error;
+  resourceMetadataUrl(path: string | undefined, route: CompiledRoute | null): string {
     // The default route's prefix is `/`: the gateway's document.
     const served = route ?? (path === undefined ? null : this.#deps.routes().match(path));
     const prefix = served?.prefix ?? '/';
-    const { baseUrl } = this.#deps.server;
-    const url = quotable(this.#origin + protectedResourceMetadataPath(baseUrl, prefix));
-    return new PortariaError(error.code, error.detail, {
-      reason: error.reason,
-      headers: { ...error.headers, 'www-authenticate': `${challenge}, resource_metadata="${url}"` },
-      cause: error,
-    });
+    return this.#origin + protectedResourceMetadataPath(this.#deps.server.baseUrl, prefix);
   }
 
   #current(): Built {
@@ -102,12 +89,4 @@ export class OAuthDiscovery {
     this.#built = { table, documents };
     return this.#built;
   }
-}
-
-/** The challenges of the edge (not the admin API's `portaria-admin` realm). */
-const BEARER_CHALLENGE = 'Bearer realm="portaria"';
-
-/** A URL safe inside a quoted-string (RFC 9110 §5.6.4): `"` and `\` percent-encoded. */
-function quotable(url: string): string {
-  return url.replaceAll('"', '%22').replaceAll('\\', '%5C');
 }

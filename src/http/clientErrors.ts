@@ -62,7 +62,7 @@ export function createClientErrorHandler(
       scope.socketStatus = problem.status;
       scope.reason = problem.reason;
       const instance = instanceOf(pathOnly(current.req.url), scope.id);
-      writeSocketProblem(socket, problem, instance, problemTypeBase, scope.id);
+      writeSocketProblem(socket, problem, instance, problemTypeBase, { requestId: scope.id });
       return;
     }
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);

@@ -1,18 +1,17 @@
 /**
  * The HTTP side of the revocation and introspection endpoints (`src/oauth/` holds their
  * steps): hands a step list the request's method, media type, `Authorization`, source
- * address and bounded body, writes its answer (never cached) or its RFC 6749 §5.2 error,
- * and counts the outcome. HTTP-level refusals (405, 413, 415, 429, 503) are thrown on as
- * problem details. These paths are never forwarded upstream.
+ * address and bounded body, writes its answer (never cached), and counts the outcome. A
+ * refusal is thrown on: the public entry writes it as the OAuth endpoints answer (RFC
+ * 6749 §5.2 errors, problem details for HTTP-level refusals). These paths are never
+ * forwarded upstream.
  */
 import type { IncomingMessage } from 'node:http';
-import type { FailureReason } from '../errors.js';
+import { isPortariaError } from '../errors.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
 import type { OAuthFormCall } from '../oauth/authenticatedForm.js';
-import { isOAuthError, NO_STORE } from '../oauth/oauthError.js';
-import { sendOAuthError } from './oauthReplies.js';
-import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
-import { sendJson } from './replies.js';
+import { readBoundedBody } from './readBoundedBody.js';
+import { NO_STORE, sendJson } from './replies.js';
 import { continueBody, type GatewayResponse } from './requestScope.js';
 import { outcomeOf } from './tokenRoute.js';
 
@@ -27,11 +26,9 @@ export interface OAuthFormRouteDeps {
   readonly bodyLimitBytes: number;
   readonly trustedProxies: TrustedProxies;
   readonly onOutcome: (outcome: string) => void;
-  /** A 401 (invalid_client), by private reason. */
-  readonly onAuthFailure?: (reason: FailureReason) => void;
 }
 
-/** Resolves when the response is written; throws PortariaError for HTTP-level refusals. */
+/** Resolves when the response is written; throws the refusal otherwise. */
 export async function handleOAuthFormRequest(
   req: IncomingMessage,
   res: GatewayResponse,
@@ -51,7 +48,8 @@ export async function handleOAuthFormRequest(
     for (const [name, value] of Object.entries(NO_STORE)) res.setHeader(name, value);
     res.end();
   } catch (error) {
-    answerOAuthFailure(req, res, error, deps);
+    deps.onOutcome(oauthOutcome(error));
+    throw error;
   }
 }
 
@@ -75,23 +73,7 @@ export function oauthFormCall(
   };
 }
 
-/**
- * Counts a failed OAuth request and answers an RFC 6749 §5.2 error; rethrows anything
- * else (HTTP-level refusals become problem details upstream of here).
- */
-export function answerOAuthFailure(
-  req: IncomingMessage,
-  res: GatewayResponse,
-  error: unknown,
-  deps: OAuthFormRouteDeps,
-): void {
-  if (isOAuthError(error)) {
-    deps.onOutcome(error.error);
-    if (error.status === 401) deps.onAuthFailure?.(error.reason);
-    sendOAuthError(req, res, error);
-    return;
-  }
-  deps.onOutcome(outcomeOf(error));
-  if (error instanceof BodyTooLarge) res.setHeader('connection', 'close');
-  throw error;
+/** The outcome label of a refused OAuth request: its RFC 6749 code, else as the token operation's. */
+export function oauthOutcome(error: unknown): string {
+  return isPortariaError(error) && error.oauth !== undefined ? error.oauth : outcomeOf(error);
 }

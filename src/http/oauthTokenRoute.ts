@@ -1,13 +1,13 @@
 /**
  * The HTTP side of the OAuth 2.0 token endpoint (`src/oauth/tokenEndpoint.ts` holds its
  * steps): hands it the method, media type, `Authorization`, source address and bounded
- * body, writes the RFC 6749 §5.1 answer or §5.2 error, and counts the outcome.
+ * body, writes the RFC 6749 §5.1 answer, and counts the outcome; a refusal is thrown on
+ * to the public entry, which writes it as the OAuth endpoints answer.
  */
 import type { IncomingMessage } from 'node:http';
-import { NO_STORE } from '../oauth/oauthError.js';
 import { type OAuthTokenDeps, runOAuthTokenRequest } from '../oauth/tokenEndpoint.js';
-import { answerOAuthFailure, type OAuthFormRouteDeps, oauthFormCall } from './oauthFormRoute.js';
-import { sendJson } from './replies.js';
+import { type OAuthFormRouteDeps, oauthFormCall, oauthOutcome } from './oauthFormRoute.js';
+import { NO_STORE, sendJson } from './replies.js';
 import type { GatewayResponse } from './requestScope.js';
 
 export interface OAuthTokenRouteDeps extends OAuthTokenDeps, OAuthFormRouteDeps {
@@ -15,7 +15,7 @@ export interface OAuthTokenRouteDeps extends OAuthTokenDeps, OAuthFormRouteDeps 
   readonly onIssued?: (clientId: string) => void;
 }
 
-/** Resolves when the response is written; throws PortariaError for HTTP-level refusals. */
+/** Resolves when the response is written; throws the refusal otherwise. */
 export async function handleOAuthTokenRequest(
   req: IncomingMessage,
   res: GatewayResponse,
@@ -28,6 +28,7 @@ export async function handleOAuthTokenRequest(
     deps.onOutcome('issued');
     deps.onIssued?.(result.clientId);
   } catch (error) {
-    answerOAuthFailure(req, res, error, deps);
+    deps.onOutcome(oauthOutcome(error));
+    throw error;
   }
 }

@@ -1,18 +1,19 @@
 /**
  * The public listener's entries and dispatch. Every request first gets its scope and its
- * accounting, passes the framing checks and the path step (one canonical target), and is
- * then one of four kinds —
+ * accounting, runs the opening steps (`openingSteps.ts`: framing, singleton fields, one
+ * canonical target), and is then one of four kinds —
  *   the token operation (open), the OAuth 2.0 endpoints (open, `oauthRoutes.ts`), the
  *   public key set, the OpenAPI description and the discovery documents (open,
- *   `oauthDiscovery.ts`), or a protected request: the protected-request steps
- *   (protectedRequest.ts),
+ *   `documents/`), or a protected request: the protected steps
+ *   (`pipeline/protectedSteps.ts`) over the request scope,
  *   then the entry's own last step — forward (HTTP via undici) or open a tunnel
  *   (WebSocket upgrades via proxy/webSocketProxy).
  * Only exact canonical paths reach the open handlers; everything else needs a token.
  *
- * Refusals are PortariaErrors written as problem details (a Bearer challenge gains
- * `resource_metadata` while the OAuth surface is on); anything else thrown is a bare 500,
- * with the error logged under the request id (requestAccounting.ts writes the lines).
+ * Refusals are PortariaErrors, written in the shape the kind chose (problem details; RFC
+ * 6749 errors at the OAuth endpoints) with the challenge `challenge.ts` derives from
+ * them; anything else thrown is a bare 500, with the error logged under the request id
+ * (requestAccounting.ts writes the lines).
  *
  * Shutdown: while draining, an upgrade is refused with 503 (`shutting-down`), checked on
  * arrival and again once its token is verified; a tunnel opened during the drain would
@@ -24,11 +25,13 @@ import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { JWKS_PATH, OPENAPI_PATH } from '../documents/openPaths.js';
 import type { StaticDocument } from '../documents/staticDocument.js';
-import { parseRequestTarget, TOKEN_PATH } from '../domain/requestPath.js';
+import { TOKEN_PATH } from '../domain/requestPath.js';
 import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
-import { type MethodClass, type Metrics, methodClass } from '../observability/metrics.js';
+import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import { type ProtectedStep, protectedSteps } from '../pipeline/protectedSteps.js';
+import { runSteps } from '../pipeline/runSteps.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import {
@@ -38,21 +41,16 @@ import {
 } from '../proxy/socketProblem.js';
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
-import {
-  checkTransferCoding,
-  checkUpgradeWithoutBody,
-  hasBody,
-  reachesHeaderLines,
-  tooManyHeaderLines,
-} from './framingChecks.js';
+import { basicChallenge, type EdgeChallenge } from './challenge.js';
+import { checkUpgradeWithoutBody, hasBody } from './framingChecks.js';
 import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
 import type { OAuthRoutes } from './oauthRoutes.js';
-import { ProtectedRequest } from './protectedRequest.js';
-import { instanceOf, pathOnly, sendProblem, sendServerError } from './replies.js';
+import { type OpeningSteps, openingSteps, runOpeningSteps } from './openingSteps.js';
+import { BodyTooLarge } from './readBoundedBody.js';
+import { instanceOf, pathOnly, sendRefusal, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
 import { continueBody, type GatewayResponse, RequestScope } from './requestScope.js';
 import { serveDocument } from './serveDocument.js';
-import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js';
 import { handleTokenRequest, type TokenRouteDeps } from './tokenRoute.js';
 import { refuseUpgradeOn, refuseUpgradeOnOpenPath, shuttingDown } from './upgradeRefusals.js';
 
@@ -65,6 +63,8 @@ export interface PublicGatewayDeps {
   readonly openapi: StaticDocument;
   /** RFC 8414 / RFC 9728 documents and challenge parameter; absent: the OAuth surface is off. */
   readonly discovery?: OAuthDiscovery;
+  /** The edge's `WWW-Authenticate` challenges (with `resource_metadata` while OAuth is on). */
+  readonly challenge: EdgeChallenge;
   readonly verifier: TokenVerifier;
   /** The current route table (replaced on reload). */
   readonly routes: () => RouteTable;
@@ -78,7 +78,7 @@ export interface PublicGatewayDeps {
   readonly draining: () => boolean;
   /** True once the shutdown grace ended and the remaining connections are being cut. */
   readonly graceOver?: () => boolean;
-  /** See `ProtectedRequestDeps.revocationFreshness`. */
+  /** See `ProtectedStepsDeps.revocationFreshness`. */
   readonly revocationFreshness?: {
     readonly isStale: () => boolean;
     readonly refuse: Readonly<Record<MethodClass, boolean>>;
@@ -90,8 +90,9 @@ export interface PublicGatewayDeps {
 export class PublicGateway {
   readonly #deps: PublicGatewayDeps;
   readonly #typeBase: string;
-  readonly #maxHeaderLines: number;
-  readonly #protected: ProtectedRequest;
+  readonly #opening: OpeningSteps;
+  readonly #protected: readonly ProtectedStep[];
+  readonly #challenge: EdgeChallenge;
   readonly #accounting: RequestAccounting;
   /** The forwarder's failure callback, shared by every request. */
   readonly #onForwardFailure: ForwardFailure;
@@ -99,16 +100,17 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#deps = deps;
     this.#typeBase = deps.config.problemTypeBase;
-    this.#maxHeaderLines = deps.config.server.maxHeaderLines;
-    this.#protected = new ProtectedRequest({
+    this.#opening = openingSteps(deps.config.server.maxHeaderLines);
+    this.#protected = protectedSteps({
       verifier: deps.verifier,
       ownAudience: deps.config.audience,
       routes: deps.routes,
-      metrics: deps.metrics,
+      onStaleRefusal: (kind) => deps.metrics.revocationStaleRefusal(kind),
       ...(deps.revocationFreshness === undefined
         ? {}
         : { revocationFreshness: deps.revocationFreshness }),
     });
+    this.#challenge = deps.challenge;
     this.#accounting = new RequestAccounting({
       logger: deps.logger,
       accessLogger: deps.accessLogger,
@@ -162,20 +164,18 @@ export class PublicGateway {
     }
   }
 
-  /** framing → path → one of the four kinds. Synchronous up to the first I/O. */
+  /** opening steps → one of the four kinds. Synchronous up to the first I/O. */
   #dispatch(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     const scope = res.scope;
-    if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
-    scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
-    checkTransferCoding(req);
-    const target = parseRequestTarget(req.url ?? '');
-    scope.target = target;
-    const oauth = this.#deps.oauth?.get(target.path);
+    runOpeningSteps(this.#opening.request, req, scope);
+    const path = (scope.target as NonNullable<RequestScope['target']>).path;
+    const oauth = this.#deps.oauth?.get(path);
     if (oauth !== undefined) {
       this.#servedHere(res, oauth.routeId);
+      scope.refusalShape = 'oauth';
       return oauth.handle(req, res);
     }
-    switch (target.path) {
+    switch (path) {
       case TOKEN_PATH:
         // X-Request-Id goes in the token answer's one writeHead, or in #fail's refusal.
         res.scope.routeId = 'token';
@@ -185,11 +185,11 @@ export class PublicGateway {
       case OPENAPI_PATH:
         return this.#document(req, res, 'openapi', this.#deps.openapi);
     }
-    const discovery = this.#deps.discovery?.document(target.path);
+    const discovery = this.#deps.discovery?.document(path);
     if (discovery !== undefined) return this.#document(req, res, 'discovery', discovery);
     if (!isForwardedMethod(req.method)) throw methodRefused(req.method);
-    const admitted = this.#protected.admit(req, scope, methodClass(req.method));
-    if (admitted instanceof Promise) return admitted.then(() => this.#forward(req, res));
+    const admitted = runSteps(this.#protected, scope);
+    if (admitted !== undefined) return admitted.then(() => this.#forward(req, res));
     this.#forward(req, res);
     return undefined;
   }
@@ -221,7 +221,9 @@ export class PublicGateway {
       reason: 'connect',
       headers: { allow: FORWARDED_METHODS },
     });
-    const written = writeSocketProblem(socket, problem, `#${scope.id}`, this.#typeBase, scope.id);
+    const written = writeSocketProblem(socket, problem, `#${scope.id}`, this.#typeBase, {
+      requestId: scope.id,
+    });
     this.#accounting.socketRefused(scope, 'unsafe', written ? 405 : 499);
   }
 
@@ -235,6 +237,7 @@ export class PublicGateway {
     markRequestStart(socket);
     const scope = new RequestScope();
     this.#accounting.begin(scope, req);
+    scope.methodClass = UPGRADE_CLASS;
     let ended = false;
     const done = (status: number, reason: FailureReason | undefined): void => {
       if (ended) return;
@@ -255,19 +258,18 @@ export class PublicGateway {
         done(written ? 500 : 499, 'upgrade-error');
         return;
       }
-      const problem = this.#challenge(error, scope);
       const written = writeSocketProblem(
         socket,
-        problem,
+        error,
         instanceOf(pathOnly(req.url), scope.id),
         this.#typeBase,
-        scope.id,
+        { requestId: scope.id, challenge: this.#challenge.header(error, scope) },
       );
-      done(written ? problem.status : 499, problem.reason);
+      done(written ? error.status : 499, error.reason);
     });
   };
 
-  /** framing → path → (open paths refused) → the protected-request steps → the tunnel. */
+  /** drain → opening steps → (open paths refused) → the protected steps → the tunnel. */
   async #upgrade(
     req: IncomingMessage,
     socket: Duplex,
@@ -275,18 +277,16 @@ export class PublicGateway {
     scope: RequestScope,
     done: UpgradeDone,
   ): Promise<void> {
-    if (reachesHeaderLines(req, this.#maxHeaderLines)) throw tooManyHeaderLines();
     // No new tunnel during the drain: it would hold the stop for the whole grace.
     if (this.#deps.draining()) throw shuttingDown();
-    scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
-    const target = parseRequestTarget(req.url ?? '');
-    scope.target = target;
+    runOpeningSteps(this.#opening.upgrade, req, scope);
+    const target = scope.target as NonNullable<RequestScope['target']>;
     refuseUpgradeOnOpenPath(req, target.path, scope, this.#deps.oauth?.get(target.path));
     if (this.#deps.discovery?.document(target.path) !== undefined) {
       refuseUpgradeOn(req, 'discovery', 'GET, HEAD', scope);
     }
     checkUpgradeWithoutBody(req);
-    await this.#protected.admit(req, scope, UPGRADE_CLASS);
+    await runSteps(this.#protected, scope);
     // The verification may have spanned the start of the drain.
     if (this.#deps.draining()) throw shuttingDown();
     this.#deps.webSockets.upgrade(
@@ -322,29 +322,29 @@ export class PublicGateway {
     res.setHeader('x-request-id', res.scope.id);
   }
 
-  /** A Bearer challenge gains `resource_metadata` while the OAuth surface is on. */
-  #challenge(error: PortariaError, scope: RequestScope): PortariaError {
-    const discovery = this.#deps.discovery;
-    if (discovery === undefined || error.headers === undefined) return error;
-    return discovery.withResourceMetadata(error, scope.target?.path, scope.route);
-  }
-
+  /** Writes a refusal in the shape its kind chose, with its challenge; anything else is a 500. */
   #fail(req: IncomingMessage, res: GatewayResponse, error: unknown): void {
     const scope = res.scope;
     if (!res.headersSent) res.setHeader('x-request-id', scope.id);
-    if (isPortariaError(error)) {
-      scope.reason = error.reason;
-      if (error.status === 401) this.#deps.metrics.authFailure(error.reason);
-      // A refused request whose body was not read must not leave it on the connection
-      // (its bytes would be parsed as the next request). A bodiless request is complete
-      // as far as framing goes even before Node has emitted its end.
-      const close = !req.complete && hasBody(req);
-      const problem = this.#challenge(error, scope);
-      sendProblem(res, problem, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), close);
+    if (!isPortariaError(error)) {
+      scope.error = error;
+      sendServerError(res);
       return;
     }
-    scope.error = error;
-    sendServerError(res);
+    scope.reason = error.reason;
+    if (error.status === 401) this.#deps.metrics.authFailure(error.reason);
+    // A refused request whose body was not read must not leave it on the connection
+    // (its bytes would be parsed as the next request). A bodiless request is complete
+    // as far as framing goes even before Node has emitted its end.
+    const close = error instanceof BodyTooLarge || (!req.complete && hasBody(req));
+    sendRefusal(res, error, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), {
+      shape: scope.refusalShape,
+      challenge:
+        scope.refusalShape === 'oauth'
+          ? basicChallenge(error, scope.authorization)
+          : this.#challenge.header(error, scope),
+      close,
+    });
   }
 }
 

@@ -87,6 +87,7 @@ export class RequestAccounting {
   begin(scope: RequestScope, req: IncomingMessage): void {
     scope.start = performance.now();
     scope.method = req.method ?? '';
+    scope.methodClass = methodClass(req.method);
     scope.id = requestIdFor(req.headers['x-request-id']);
     scope.socket = req.socket;
     const peer = req.socket.remoteAddress;
@@ -147,7 +148,7 @@ export class RequestAccounting {
         status = 499;
       }
     }
-    this.#finished(scope, methodClass(scope.method), status, truncated, false);
+    this.#finished(scope, scope.methodClass, status, truncated, false);
   }
 
   /**

@@ -1,6 +1,7 @@
 /**
  * One typed scope per request: the only home of per-request state. Created at the edge,
- * filled by the protected-request steps (target, principal, route), handed to the
+ * filled by the opening steps (target, Authorization) and, being the `AccessRequest` the
+ * protected steps read and fill, by those (token, principal, route), handed to the
  * forwarder as its context (which records an upstream cut in it), and read when the
  * response ends (access line and metrics). It lives on the response object
  * (`GatewayResponse`), so the "response closed" listener is one shared function, not a
@@ -12,13 +13,16 @@ import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { FailureReason } from '../errors.js';
 import { type AccessRecord, pathOf } from '../observability/accessLine.js';
+import type { MethodClass } from '../observability/metrics.js';
 import type { RequestTrace } from '../observability/tracing.js';
+import type { AccessRequest, AuthScheme } from '../pipeline/accessRequest.js';
 import type { ForwardContext } from '../proxy/forwarder.js';
 import type { ForwardedProto } from '../proxy/headers.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
 import type { UpstreamErrorKind } from '../proxy/upstreamErrors.js';
+import type { RefusalShape } from './replies.js';
 
-export class RequestScope implements ForwardContext, AccessRecord {
+export class RequestScope implements ForwardContext, AccessRecord, AccessRequest {
   /** Request id: the caller's valid `X-Request-Id`, or a generated UUID. */
   id = '';
   /** The TCP peer's address. */
@@ -34,8 +38,12 @@ export class RequestScope implements ForwardContext, AccessRecord {
   proto: ForwardedProto = 'http';
   /** The canonical request target (path step). */
   target: RequestTarget | null = null;
-  /** How many `Authorization` lines the request carried (framing step). */
+  /** The first `Authorization` value, and how many lines came (singleton-fields step). */
+  authorization: string | undefined = undefined;
   authorizationLines = 0;
+  /** The accepted credentials' scheme and token (credentials step). */
+  scheme: AuthScheme | undefined = undefined;
+  token = '';
   /** The verified token's principal (verification step). */
   principal: Principal | null = null;
   /** The route that serves the path (route step). */
@@ -45,6 +53,10 @@ export class RequestScope implements ForwardContext, AccessRecord {
   /** Bounded route label: a route id or one of the fixed names (token, jwks, …). */
   routeId = 'unmatched';
   method = '';
+  /** The method's class (an upgrade: `unsafe`), for the revocation freshness policy. */
+  methodClass: MethodClass = 'unsafe';
+  /** How a refusal is written: problem details, or RFC 6749 errors at the OAuth endpoints. */
+  refusalShape: RefusalShape = 'problem';
   /** `performance.now()` at arrival. */
   start = 0;
   /** Client id of the verified token or of the token request, once known. */

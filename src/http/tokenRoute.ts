@@ -8,7 +8,7 @@ import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
 import { runTokenOperation, type TokenOperationDeps } from '../token/tokenOperation.js';
-import { BodyTooLarge, readBoundedBody } from './readBoundedBody.js';
+import { readBoundedBody } from './readBoundedBody.js';
 import { continueBody, type GatewayResponse } from './requestScope.js';
 
 export interface TokenRouteDeps extends TokenOperationDeps {
@@ -62,7 +62,6 @@ export async function handleTokenRequest(
     deps.onIssued?.(exchange.clientId);
   } catch (error) {
     deps.onOutcome(outcomeOf(error));
-    if (error instanceof BodyTooLarge) res.setHeader('connection', 'close');
     throw error;
   }
 }

@@ -83,7 +83,6 @@ export async function authenticateOAuthClient(
   call: ClientAuthenticationCall,
   deps: ClientAuthenticationDeps,
 ): Promise<AuthenticatedClient> {
-  const usedBasic = call.authorization !== undefined;
   const authenticated = call.steps?.('authenticate_client');
   try {
     const result = await authenticate(form, call, deps);
@@ -91,14 +90,13 @@ export async function authenticateOAuthClient(
     return result;
   } catch (error) {
     authenticated?.(refusalReason(error));
-    if (usedBasic && error instanceof OAuthError) throw error.withBasic();
     throw error;
   }
 }
 
 /** The span's private reason: a bounded code, never a message (which could echo input). */
 function refusalReason(error: unknown): string {
-  if (error instanceof OAuthError || isPortariaError(error)) return error.reason;
+  if (isPortariaError(error)) return error.reason;
   return 'error';
 }
 
@@ -239,7 +237,7 @@ function badBasic(reason: 'bad-basic' | 'other-scheme'): OAuthError {
   return new OAuthError(
     'invalid_client',
     'The Authorization header must carry HTTP Basic client credentials, each form-urlencoded (RFC 6749 §2.3.1).',
-    { reason, usedBasic: true },
+    { reason },
   );
 }
 

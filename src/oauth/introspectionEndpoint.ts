@@ -43,15 +43,15 @@ export interface IntrospectionResult {
 
 const INACTIVE = JSON.stringify({ active: false });
 
-/** An authenticated client without the `introspect` permission (RFC 7662 §2.3: 403). */
-class IntrospectionNotPermitted extends OAuthError {
-  override readonly status = 403;
-
-  constructor() {
-    super('unauthorized_client', 'This client may not introspect tokens.', {
-      reason: 'introspection-not-permitted',
-    });
-  }
+/**
+ * An authenticated client without the `introspect` permission: `unauthorized_client`
+ * with 403 (RFC 7662 §2.3), the catalogue's 403 code.
+ */
+function introspectionNotPermitted(): OAuthError {
+  return new OAuthError('unauthorized_client', 'This client may not introspect tokens.', {
+    reason: 'introspection-not-permitted',
+    code: 'insufficient-scope',
+  });
 }
 
 export async function runIntrospectionRequest(
@@ -59,7 +59,7 @@ export async function runIntrospectionRequest(
   deps: IntrospectionEndpointDeps,
 ): Promise<IntrospectionResult> {
   const { client, form } = await readAuthenticatedForm(call, deps);
-  if (!client.permissions.includes('introspect')) throw new IntrospectionNotPermitted();
+  if (!client.permissions.includes('introspect')) throw introspectionNotPermitted();
   const principal = await presentedToken(deps.verifier, tokenParameter(form));
   if (principal === null) return { clientId: client.id, body: INACTIVE, outcome: 'inactive' };
   // After verification, as at the edge: a revocation already known is a verdict, stale or not.

@@ -6,7 +6,7 @@
  */
 import type { Principal } from '../domain/principal.js';
 import { PortariaError } from '../errors.js';
-import { MAX_TOKEN_LENGTH } from '../verify/parseAuthorization.js';
+import { MAX_TOKEN_LENGTH } from '../verify/invalidToken.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 
 export async function presentedToken(

@@ -18,7 +18,7 @@
  */
 import { STATUS_CODES } from 'node:http';
 import type { Duplex } from 'node:stream';
-import type { PortariaError } from '../errors.js';
+import { type PortariaError, problemJson } from '../errors.js';
 import { lingeringClose } from '../lib/lingeringClose.js';
 
 const REQUEST_START = Symbol('portaria.requestStart');
@@ -42,27 +42,22 @@ export function isSocketPristine(socket: Duplex): boolean {
 }
 
 /**
- * Writes a problem and closes; `requestId`, when known, is echoed as `X-Request-Id`.
- * False when the socket could not take it (then it is destroyed).
+ * Writes a problem and closes; `requestId`, when known, is echoed as `X-Request-Id`, and
+ * the entry's `challenge` as `WWW-Authenticate`. False when the socket could not take it
+ * (then it is destroyed).
  */
 export function writeSocketProblem(
   socket: Duplex,
   error: PortariaError,
   instancia: string,
   problemTypeBase: string,
-  requestId?: string,
+  options: { readonly requestId?: string; readonly challenge?: string | undefined } = {},
 ): boolean {
   if (!isSocketPristine(socket)) {
     socket.destroy();
     return false;
   }
-  const body = JSON.stringify({
-    tipo: problemTypeBase + error.code,
-    titulo: error.title,
-    status: error.status,
-    detalhe: error.detail,
-    instancia,
-  });
+  const body = problemJson(error, problemTypeBase, instancia);
   let head =
     `HTTP/1.1 ${error.status} ${STATUS_CODES[error.status] ?? ''}\r\n` +
     'content-type: application/problem+json\r\n' +
@@ -75,7 +70,8 @@ export function writeSocketProblem(
       if (name !== 'connection') head += `${name}: ${value}\r\n`;
     }
   }
-  if (requestId !== undefined) head += `x-request-id: ${requestId}\r\n`;
+  if (options.challenge !== undefined) head += `www-authenticate: ${options.challenge}\r\n`;
+  if (options.requestId !== undefined) head += `x-request-id: ${options.requestId}\r\n`;
   socket.write(`${head}\r\n${body}`);
   lingeringClose(socket);
   return true;

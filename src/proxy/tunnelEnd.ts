@@ -17,15 +17,11 @@ export interface ClosedTunnel {
 
 /** The refusal the verifier would give now to an upgrade whose token ended mid-handshake. */
 export function endedProblem(reason: TunnelEnd): PortariaError {
-  // Same code, detail, reason and challenge as verify/tokenVerifier.ts (proxy may not import it).
-  const headers = { 'www-authenticate': 'Bearer realm="portaria", error="invalid_token"' };
+  // Same code, detail and reason as verify/ (proxy may not import it); the entry's
+  // challenge follows from the code.
   return reason === 'token_revoked'
     ? new PortariaError('token-revoked', 'The access token has been revoked.', {
         reason: 'revoked',
-        headers,
       })
-    : new PortariaError('token-expired', 'The access token has expired.', {
-        reason: 'expired',
-        headers,
-      });
+    : new PortariaError('token-expired', 'The access token has expired.', { reason: 'expired' });
 }

@@ -103,7 +103,9 @@ export function createHandshakeRelay(
     const kind = classifyUpstreamError(error);
     hooks?.upstreamError?.(tunnel.routeId, kind);
     const problem = upstreamProblem(kind, error);
-    writeSocketProblem(socket, problem, tunnel.instancia, problemTypeBase, tunnel.requestId);
+    writeSocketProblem(socket, problem, tunnel.instancia, problemTypeBase, {
+      requestId: tunnel.requestId,
+    });
     settle(tunnel, problem.status, problem.reason);
   }
 

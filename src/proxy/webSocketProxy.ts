@@ -44,8 +44,8 @@ export interface WebSocketProxyOptions {
   /** Base of problem-details `tipo` URIs (config `problemTypeBase`). */
   readonly problemTypeBase: string;
   readonly hooks?: Pick<ForwarderHooks, 'upstreamError'>;
-  /** Completes the 401 of an upgrade whose token ended mid-handshake (its Bearer challenge). */
-  readonly challenge?: (problem: PortariaError, route: CompiledRoute) => PortariaError;
+  /** The challenge of the 401 an upgrade whose token ended mid-handshake gets. */
+  readonly challenge?: (problem: PortariaError, route: CompiledRoute) => string | undefined;
 }
 
 export interface WebSocketProxy {
@@ -150,13 +150,9 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         );
       }
       if (refusal !== null) {
-        const written = writeSocketProblem(
-          socket,
-          refusal,
-          instancia,
-          problemTypeBase,
-          ctx.requestId,
-        );
+        const written = writeSocketProblem(socket, refusal, instancia, problemTypeBase, {
+          requestId: ctx.requestId,
+        });
         done?.(written ? refusal.status : 499, refusal.reason);
         return;
       }
@@ -247,15 +243,11 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         if (tunnel.done !== null) {
           // Still in its handshake: refused as the verifier would refuse the token now.
           abandonHandshake(tunnel);
-          const ended = endedProblem(reason);
-          const problem = opts.challenge?.(ended, tunnel.route) ?? ended;
-          const written = writeSocketProblem(
-            socket,
-            problem,
-            tunnel.instancia,
-            problemTypeBase,
-            tunnel.requestId,
-          );
+          const problem = endedProblem(reason);
+          const written = writeSocketProblem(socket, problem, tunnel.instancia, problemTypeBase, {
+            requestId: tunnel.requestId,
+            challenge: opts.challenge?.(problem, tunnel.route),
+          });
           settle(tunnel, written ? problem.status : 499, problem.reason);
           continue;
         }

@@ -10,7 +10,7 @@
  *
  * Runs on a verified-token cache miss only: a cached token passed it when it was verified.
  */
-import { invalid } from './parseAuthorization.js';
+import { invalid } from './invalidToken.js';
 
 /** Three base64url segments, no padding (RFC 7515 §2, §7.1). */
 const COMPACT_JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;

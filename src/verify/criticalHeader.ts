@@ -6,7 +6,7 @@
  * These are the rules jose applies, with the same outcomes (`malformed` for a broken
  * header, `unsupported` for an extension not understood).
  */
-import { invalid } from './parseAuthorization.js';
+import { invalid } from './invalidToken.js';
 
 const UNDERSTOOD: ReadonlySet<string> = new Set(['b64']);
 

@@ -19,7 +19,7 @@
  * claims' types and ids) follow.
  */
 import { type FailureReason, PortariaError } from '../errors.js';
-import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
+import { invalid } from './invalidToken.js';
 
 /** What the checks need of a trusted issuer. */
 export interface ClaimRules {
@@ -90,6 +90,5 @@ function isAudience(aud: unknown): boolean {
 function expired(): PortariaError {
   return new PortariaError('token-expired', 'The access token has expired.', {
     reason: 'expired',
-    headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
   });
 }

@@ -30,8 +30,8 @@ import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { assertCompactJws, base64urlLength, signatureSegmentLength } from './compactJws.js';
 import { checkCriticalHeader, malformed } from './criticalHeader.js';
+import { invalid } from './invalidToken.js';
 import { verifyJwsSignature } from './jwsSignature.js';
-import { invalid, WWW_AUTHENTICATE_INVALID } from './parseAuthorization.js';
 import { checkRegisteredClaims } from './registeredClaims.js';
 import { ScopeSets } from './scopeSets.js';
 import { signatureLength } from './signatureLength.js';
@@ -167,7 +167,6 @@ export class TokenVerifier {
     if (this.#options.revocation.isRevoked(principal)) {
       throw new PortariaError('token-revoked', 'The access token has been revoked.', {
         reason: 'revoked',
-        headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
       });
     }
     return principal;

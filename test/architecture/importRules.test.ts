@@ -27,6 +27,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   token: ['keys', 'clients', 'revocation', 'tokenLimits', 'domain', 'config', 'lib', 'errors'],
   verify: ['keys', 'issuers', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   proxy: ['domain', 'config', 'lib', 'errors'],
+  // The protected steps over the plain per-request value: no entry's objects.
+  pipeline: ['verify', 'proxy', 'observability', 'domain', 'config', 'lib', 'errors'],
   oauth: [
     'clients',
     'keys',
@@ -42,6 +44,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'errors',
   ],
   http: [
+    'pipeline',
     'documents',
     'oauth',
     'token',

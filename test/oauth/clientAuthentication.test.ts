@@ -13,7 +13,9 @@ import { createClientAuthenticator } from '../../src/clients/authenticateClient.
 import { buildClientRegistry } from '../../src/clients/clientRegistry.js';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
-import { PortariaError } from '../../src/errors.js';
+import { oauthErrorJson, PortariaError } from '../../src/errors.js';
+import { basicChallenge } from '../../src/http/challenge.js';
+import { NO_STORE } from '../../src/http/replies.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { JWT_BEARER_ASSERTION } from '../../src/oauth/clientAssertion.js';
 import {
@@ -140,12 +142,19 @@ function jwtForm(token: string, extra: Record<string, string> = {}): Map<string,
   );
 }
 
-function refused(error: string, reason: string, basicChallenge = false) {
+/** The headers the OAuth entry answers a refusal with, for a request that sent `authorization`. */
+function headersOf(error: OAuthError, authorization?: string): Record<string, string> {
+  const challenge = basicChallenge(error, authorization);
+  return { ...NO_STORE, ...(challenge === undefined ? {} : { 'www-authenticate': challenge }) };
+}
+
+/** `basic`: the request sent this Authorization value (the OAuth entry's challenge reads it). */
+function refused(error: string, reason: string, basic?: string) {
   return (err: unknown) => {
     assert.ok(err instanceof OAuthError, String(err));
     assert.equal(err.error, error);
     assert.equal(err.reason, reason);
-    assert.equal(err.headers()['www-authenticate'] !== undefined, basicChallenge);
+    assert.equal(headersOf(err, basic)['www-authenticate'] !== undefined, basic !== undefined);
     return true;
   };
 }
@@ -167,7 +176,7 @@ describe('client_secret_basic', () => {
     const raw = `Basic ${Buffer.from(`${ODD_ID}:${ODD_SECRET}`).toString('base64')}`;
     await assert.rejects(
       authenticateOAuthClient(new Map(), { ...CALL, authorization: raw }, s.deps),
-      refused('invalid_client', 'bad-basic', true),
+      refused('invalid_client', 'bad-basic', raw),
     );
   });
 
@@ -178,16 +187,17 @@ describe('client_secret_basic', () => {
       ['nobody', SECRET],
       ['acme', 'wrong'],
     ] as const) {
+      const authorization = basic(id, secret);
       try {
-        await authenticateOAuthClient(
-          new Map(),
-          { ...CALL, authorization: basic(id, secret) },
-          s.deps,
-        );
+        await authenticateOAuthClient(new Map(), { ...CALL, authorization }, s.deps);
         assert.fail('accepted');
       } catch (error) {
         const e = error as OAuthError;
-        answers.push({ status: e.status, body: e.body(), headers: e.headers() });
+        answers.push({
+          status: e.status,
+          body: oauthErrorJson(e),
+          headers: headersOf(e, authorization),
+        });
       }
     }
     assert.deepEqual(answers[0], answers[1]);
@@ -210,7 +220,7 @@ describe('client_secret_basic', () => {
         (err: unknown) =>
           err instanceof OAuthError &&
           err.error === 'invalid_client' &&
-          err.headers()['www-authenticate'] === 'Basic realm="portaria"',
+          headersOf(err, header)['www-authenticate'] === 'Basic realm="portaria"',
       );
     });
   }
@@ -435,13 +445,10 @@ describe('private_key_jwt', () => {
 describe('limits shared with the contract’s operation', () => {
   test('wrong secrets put the (client, address) pair in back-off, whatever the method', async (t) => {
     const s = await setup(t, { failedSecretBackoff: { enabled: true, freeFailures: 0 } });
+    const authorization = basic('acme', 'wrong');
     await assert.rejects(
-      authenticateOAuthClient(
-        new Map(),
-        { ...CALL, authorization: basic('acme', 'wrong') },
-        s.deps,
-      ),
-      refused('invalid_client', 'bad-secret', true),
+      authenticateOAuthClient(new Map(), { ...CALL, authorization }, s.deps),
+      refused('invalid_client', 'bad-secret', authorization),
     );
     await assert.rejects(
       authenticateOAuthClient(
@@ -482,7 +489,7 @@ describe('no client enumeration (docs/security.md)', () => {
       await authenticateOAuthClient(form, CALL, s.deps);
     } catch (error) {
       assert.ok(error instanceof OAuthError, String(error));
-      return { status: error.status, body: error.body(), headers: error.headers() };
+      return { status: error.status, body: oauthErrorJson(error), headers: headersOf(error) };
     }
     return assert.fail('accepted');
   }

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { PortariaError } from '../../src/errors.js';
+import { oauthErrorJson, PortariaError } from '../../src/errors.js';
+import { basicChallenge } from '../../src/http/challenge.js';
+import { NO_STORE } from '../../src/http/replies.js';
 import {
   decodeFormComponent,
   isFormMediaType,
@@ -68,7 +70,7 @@ describe('parseForm', () => {
       parseForm('client_secret=s3cr3t&client_secret=other');
       assert.fail('accepted');
     } catch (error) {
-      const body = (error as OAuthError).body();
+      const body = oauthErrorJson(error as OAuthError);
       assert.match(body, /client_secret/);
       assert.doesNotMatch(body, /s3cr3t|other/);
     }
@@ -144,15 +146,16 @@ describe('OAuthError', () => {
   test('has the RFC 6749 §5.2 shape, no-store, and the Basic challenge only on a 401 for Basic', () => {
     const plain = new OAuthError('invalid_client', 'No.', { reason: 'bad-secret' });
     assert.equal(plain.status, 401);
-    assert.deepEqual(JSON.parse(plain.body()), {
+    assert.deepEqual(JSON.parse(oauthErrorJson(plain)), {
       error: 'invalid_client',
       error_description: 'No.',
     });
-    assert.deepEqual(plain.headers(), { 'cache-control': 'no-store', pragma: 'no-cache' });
-    assert.equal(plain.withBasic().headers()['www-authenticate'], 'Basic realm="portaria"');
+    assert.deepEqual(NO_STORE, { 'cache-control': 'no-store', pragma: 'no-cache' });
+    assert.equal(basicChallenge(plain, undefined), undefined);
+    assert.equal(basicChallenge(plain, 'Basic eDp5'), 'Basic realm="portaria"');
     const scope = new OAuthError('invalid_scope', 'No.', { reason: 'scope-not-granted' });
-    assert.equal(scope.withBasic().status, 400);
-    assert.equal(scope.withBasic().headers()['www-authenticate'], undefined);
+    assert.equal(scope.status, 400);
+    assert.equal(basicChallenge(scope, 'Basic eDp5'), undefined);
     assert.equal(
       new OAuthError('invalid_target', 'x', { reason: 'resource-not-allowed' }).status,
       400,

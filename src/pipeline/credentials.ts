@@ -1,24 +1,24 @@
 /**
- * Extracts the bearer token from a request (RFC 6750 §2.1), refusing every ambiguous
- * form before any cryptography runs:
- *   - no Authorization header, or another scheme → token-missing (no error code, §3.1);
- *   - more than one Authorization header, `Bearer` with no token, an over-long token →
+ * The credentials step: the access token the request presents (RFC 6750 §2.1), every
+ * ambiguous form refused before any cryptography runs:
+ *   - no Authorization header, or another scheme → token-missing (the challenge carries
+ *     no error code, §3.1);
+ *   - more than one Authorization line, `Bearer` with no token, an over-long token →
  *     token-invalid (`Bearer a.b.c d.e.f` is passed on whole: the verifier's compact-JWS
  *     check refuses it);
  *   - an `access_token` query parameter (§2.3, which we do not support) → token-invalid,
  *     even when a header is present too (a client must use one method only); also in the
- *     spellings frameworks read as that name (`Access_Token`, `access.token`, `;`-separated);
- * Node keeps only the first of duplicate Authorization headers in `headers`, so the raw
- * header list is counted.
+ *     spellings frameworks read as that name (`Access_Token`, `access.token`, `;`-separated).
+ * The entry counts the Authorization lines (Node keeps only the first in `headers`).
  *
- * Whether the token is a compact JWS in its one spelling (`compactJws.ts`, token-invalid)
- * is the verifier's first step on a verified-token cache miss: a token found in the cache
- * passed it when it was verified, so the common case skips the pattern match.
+ * Whether the token is a compact JWS in its one spelling (`verify/compactJws.ts`) is the
+ * verifier's first step on a verified-token cache miss: a token found in the cache passed
+ * it when it was verified, so the common case skips the pattern match.
  */
-import { type FailureReason, PortariaError } from '../errors.js';
-
-/** Larger tokens are refused before parsing; ours are well under 1 KiB. */
-export const MAX_TOKEN_LENGTH = 8192;
+import { PortariaError } from '../errors.js';
+import { invalid, MAX_TOKEN_LENGTH } from '../verify/invalidToken.js';
+import type { AccessRequest } from './accessRequest.js';
+import type { Step } from './runSteps.js';
 
 const MAY_NAME_ACCESS = /access/i;
 
@@ -36,10 +36,7 @@ function namesAccessToken(search: string): boolean {
   return false;
 }
 
-export const WWW_AUTHENTICATE_MISSING = 'Bearer realm="portaria"';
-export const WWW_AUTHENTICATE_INVALID = 'Bearer realm="portaria", error="invalid_token"';
-
-/** `authorizationLines`: how many `Authorization` lines the request carried (one pass at the edge). */
+/** The bearer token of an `Authorization` value sent in `authorizationLines` lines, or throws. */
 export function bearerToken(
   authorization: string | undefined,
   authorizationLines: number,
@@ -55,7 +52,6 @@ export function bearerToken(
   if (authorization === undefined) {
     throw new PortariaError('token-missing', 'The request carries no bearer token.', {
       reason: 'no-authorization',
-      headers: { 'www-authenticate': WWW_AUTHENTICATE_MISSING },
     });
   }
   if (authorizationLines > 1)
@@ -67,10 +63,7 @@ export function bearerToken(
     throw new PortariaError(
       'token-missing',
       'The Authorization header must use the Bearer scheme.',
-      {
-        reason: 'other-scheme',
-        headers: { 'www-authenticate': WWW_AUTHENTICATE_MISSING },
-      },
+      { reason: 'other-scheme' },
     );
   }
   const token = space === -1 ? '' : authorization.slice(space + 1).trim();
@@ -80,9 +73,11 @@ export function bearerToken(
   return token;
 }
 
-export function invalid(reason: FailureReason, detail: string): PortariaError {
-  return new PortariaError('token-invalid', detail, {
-    reason,
-    headers: { 'www-authenticate': WWW_AUTHENTICATE_INVALID },
-  });
-}
+export const credentials: Step<AccessRequest> = {
+  name: 'credentials',
+  run(request) {
+    const search = request.target?.search ?? '';
+    request.token = bearerToken(request.authorization, request.authorizationLines, search);
+    request.scheme = 'bearer';
+  },
+};

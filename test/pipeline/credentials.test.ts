@@ -1,17 +1,23 @@
 /**
- * The bearer-token extractor (RFC 6750 §2.1) on its own: the Authorization value, how
+ * The credentials step's bearer-token extractor (RFC 6750 §2.1) on its own: the Authorization value, how
  * many Authorization lines the request carried, and the raw query (with its `?`), as the
  * gateway hands them over. A refusal is named by its code and private reason.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { PortariaError } from '../../src/errors.js';
-import {
-  bearerToken,
-  MAX_TOKEN_LENGTH,
-  WWW_AUTHENTICATE_INVALID,
-  WWW_AUTHENTICATE_MISSING,
-} from '../../src/verify/parseAuthorization.js';
+import { EdgeChallenge } from '../../src/http/challenge.js';
+import { bearerToken } from '../../src/pipeline/credentials.js';
+import { MAX_TOKEN_LENGTH } from '../../src/verify/invalidToken.js';
+
+const WWW_AUTHENTICATE_MISSING = 'Bearer realm="portaria"';
+const WWW_AUTHENTICATE_INVALID = 'Bearer realm="portaria", error="invalid_token"';
+
+/** The edge's response headers for a refusal: its own, and the challenge it implies. */
+function headersOf(error: PortariaError): Record<string, string | undefined> {
+  const challenge = new EdgeChallenge(null).header(error, { target: null, route: null });
+  return { ...error.headers, 'www-authenticate': challenge };
+}
 
 const TOKEN = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhY21lIn0.c2lnbmF0dXJl';
 
@@ -77,14 +83,14 @@ describe('bearerToken', () => {
       for (const authorization of [undefined, 'Basic YWNtZTpzZWNyZXQ=']) {
         const error = refusal(authorization, authorization === undefined ? 0 : 1);
         assert.equal(error.status, 401);
-        assert.deepEqual(error.headers, { 'www-authenticate': WWW_AUTHENTICATE_MISSING });
+        assert.deepEqual(headersOf(error), { 'www-authenticate': WWW_AUTHENTICATE_MISSING });
       }
     });
 
     test('an unusable bearer value answers invalid_token', () => {
       const error = refusal('Bearer ');
       assert.equal(error.status, 401);
-      assert.deepEqual(error.headers, { 'www-authenticate': WWW_AUTHENTICATE_INVALID });
+      assert.deepEqual(headersOf(error), { 'www-authenticate': WWW_AUTHENTICATE_INVALID });
     });
   });
 

@@ -1,0 +1,61 @@
+/**
+ * The opening steps every entry of the public listener runs first, before it reads,
+ * forwards or classifies anything (RFC 9112; `framingChecks.ts`, `singletonFields.ts`,
+ * `domain/requestPath.ts`):
+ *
+ *   header lines     fewer than `server.maxHeaderLines` (431, connection closed)
+ *   singleton fields one well-formed Host, at most one Content-Type; the Authorization
+ *                    value and its line count into the scope (400)
+ *   transfer coding  chunked only, never on HTTP/1.0 (501 / 400) — a request with a body
+ *                    it may read; an upgrade refuses any body later (`checkUpgradeWithoutBody`)
+ *   path             one canonical target into the scope, or 400 `invalid-path`
+ *
+ * An entry runs one of the two lists; a refusal is thrown as a PortariaError.
+ */
+import type { IncomingMessage } from 'node:http';
+import { parseRequestTarget } from '../domain/requestPath.js';
+import { checkTransferCoding, reachesHeaderLines, tooManyHeaderLines } from './framingChecks.js';
+import type { RequestScope } from './requestScope.js';
+import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js';
+
+export type OpeningStep = (req: IncomingMessage, scope: RequestScope) => void;
+
+function headerLines(maxHeaderLines: number): OpeningStep {
+  return (req) => {
+    if (reachesHeaderLines(req, maxHeaderLines)) throw tooManyHeaderLines();
+  };
+}
+
+const singletonFields: OpeningStep = (req, scope) => {
+  scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
+  scope.authorization = req.headers.authorization;
+};
+
+const transferCoding: OpeningStep = (req) => checkTransferCoding(req);
+
+const path: OpeningStep = (req, scope) => {
+  scope.target = parseRequestTarget(req.url ?? '');
+};
+
+export interface OpeningSteps {
+  /** A request the gateway may answer, forward or read the body of. */
+  readonly request: readonly OpeningStep[];
+  /** A WebSocket upgrade. */
+  readonly upgrade: readonly OpeningStep[];
+}
+
+export function openingSteps(maxHeaderLines: number): OpeningSteps {
+  const lines = headerLines(maxHeaderLines);
+  return {
+    request: [lines, singletonFields, transferCoding, path],
+    upgrade: [lines, singletonFields, path],
+  };
+}
+
+export function runOpeningSteps(
+  steps: readonly OpeningStep[],
+  req: IncomingMessage,
+  scope: RequestScope,
+): void {
+  for (const step of steps) step(req, scope);
+}

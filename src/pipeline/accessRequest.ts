@@ -1,0 +1,43 @@
+/**
+ * The plain per-request value the protected steps read and fill. An entry builds it
+ * from whatever it holds — an HTTP request, a WebSocket upgrade, a decision-only request
+ * whose original method and URI arrive in headers or in a gRPC message — after its own
+ * opening steps; the steps never see the entry's objects. The public listener's request
+ * scope is such a value (`http/requestScope.ts`), so a request allocates no second one.
+ */
+import type { Principal } from '../domain/principal.js';
+import type { RequestTarget } from '../domain/requestPath.js';
+import type { MethodClass } from '../observability/metrics.js';
+import type { RequestTrace } from '../observability/tracing.js';
+import type { CompiledRoute } from '../proxy/routeTable.js';
+
+/** An authorization scheme the edge accepts (lower case, RFC 9110 §11.1: case-insensitive). */
+export type AuthScheme = 'bearer';
+
+export interface AccessRequest {
+  // What the entry presents.
+  /** The request method as received (the original request's, for a decision). */
+  readonly method: string;
+  /** Its class for the revocation freshness policy: `safe`, or `unsafe` (an upgrade too). */
+  readonly methodClass: MethodClass;
+  /** The canonical target (the path opening step). */
+  readonly target: RequestTarget | null;
+  /** The first `Authorization` value, and how many `Authorization` lines came. */
+  readonly authorization: string | undefined;
+  readonly authorizationLines: number;
+  /** The request's trace, when tracing is on. */
+  readonly trace: RequestTrace | null;
+
+  // What the steps find.
+  /** The scheme of the accepted credentials (credentials step). */
+  scheme: AuthScheme | undefined;
+  /** The presented access token (credentials step). */
+  token: string;
+  /** The verified token's principal (verification step). */
+  principal: Principal | null;
+  /** Its client id: the access line's and the decision's. */
+  clientId: string | undefined;
+  /** The route serving the path (route step), and its bounded label. */
+  route: CompiledRoute | null;
+  routeId: string;
+}
