@@ -7,15 +7,15 @@ import type { Config } from '../config/types.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
+import { createTokenLimiter } from '../limits/createTokenLimiter.js';
+import { NO_LIMITS } from '../limits/noLimits.js';
+import { PairAttempts } from '../limits/pairAttempts.js';
+import { RedisTokenLimiter } from '../limits/redisTokenLimiter.js';
+import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { TokenService } from '../token/tokenService.js';
-import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
-import { NO_LIMITS } from '../tokenLimits/noLimits.js';
-import { PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import type { LiveState } from './liveState.js';
 
 export interface LimiterDeps {

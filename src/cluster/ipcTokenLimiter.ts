@@ -10,8 +10,8 @@
  */
 import type { TokenLimitsConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
-import { LocalTokenLimiter } from '../tokenLimits/localTokenLimiter.js';
-import type { PairCheck, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import { LocalTokenLimiter } from '../limits/localTokenLimiter.js';
+import type { PairCheck, TokenLimiter } from '../limits/tokenLimiter.js';
 import type { LimiterMethod } from './messages.js';
 import type { WorkerChannel } from './workerChannel.js';
 

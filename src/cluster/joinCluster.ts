@@ -9,9 +9,9 @@
 import cluster from 'node:cluster';
 import type { Config } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
+import type { TokenLimiter } from '../limits/tokenLimiter.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream } from '../observability/logger.js';
-import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { IpcLogDestination } from './ipcLogDestination.js';
 import { IpcReplayStore } from './ipcReplayStore.js';
 import { IpcTokenLimiter } from './ipcTokenLimiter.js';

@@ -5,7 +5,7 @@
  */
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
 
-/** The token-limiter calls a worker forwards to the primary (tokenLimits/tokenLimiter.ts). */
+/** The token-limiter calls a worker forwards to the primary (limits/tokenLimiter.ts). */
 export type LimiterMethod =
   | 'takeAddress'
   | 'checkPair'

@@ -22,6 +22,8 @@ import { allOrEveryProblem, checkRevocationFile } from '../app/startupChecks.js'
 import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
 import { systemClock } from '../lib/clock.js';
+import { createTokenLimiter } from '../limits/createTokenLimiter.js';
+import type { TokenLimiter } from '../limits/tokenLimiter.js';
 import { LocalReplayStore } from '../oauth/localReplayStore.js';
 import { aggregateExposition, createClusterMetrics } from '../observability/clusterMetrics.js';
 import {
@@ -33,8 +35,6 @@ import {
 } from '../observability/logger.js';
 import { createMetrics, type MetricsSnapshot } from '../observability/metrics.js';
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
-import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
-import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { answerClaim } from './ipcReplayStore.js';
 import type { LimiterMethod, WorkerMessage } from './messages.js';
 import { primaryReadiness } from './primaryReadiness.js';

@@ -27,12 +27,12 @@ import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
 import type { AuthMethod } from '../clients/oauthClientFields.js';
 import { isPortariaError } from '../errors.js';
+import { pairKey } from '../limits/limitKeys.js';
+import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
+import { sourceAddress } from '../limits/sourceAddress.js';
+import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
 import { refuseIfWaiting } from '../token/tokenOperation.js';
 import type { ExchangeSteps } from '../token/tokenService.js';
-import { pairKey } from '../tokenLimits/limitKeys.js';
-import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { sourceAddress } from '../tokenLimits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import {
   type AssertionSettings,
   assertionSubject,

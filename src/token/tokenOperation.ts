@@ -21,10 +21,10 @@
  */
 import { PortariaError } from '../errors.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
-import { pairKey } from '../tokenLimits/limitKeys.js';
-import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { sourceAddress } from '../tokenLimits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import { pairKey } from '../limits/limitKeys.js';
+import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
+import { sourceAddress } from '../limits/sourceAddress.js';
+import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
 import { parseTokenRequest } from './parseTokenRequest.js';
 import type { ExchangeSteps, TokenExchange, TokenService } from './tokenService.js';
 

@@ -15,6 +15,7 @@ import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
 import { PortariaError } from '../../src/errors.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { LocalTokenLimiter } from '../../src/limits/localTokenLimiter.js';
 import { JWT_BEARER_ASSERTION } from '../../src/oauth/clientAssertion.js';
 import {
   authenticateOAuthClient,
@@ -23,7 +24,6 @@ import {
 import { ClientKeys } from '../../src/oauth/clientKeys.js';
 import { LocalReplayStore } from '../../src/oauth/localReplayStore.js';
 import { OAuthError } from '../../src/oauth/oauthError.js';
-import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
 import { ecKey, type TestKey } from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 

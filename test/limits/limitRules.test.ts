@@ -6,21 +6,21 @@ import {
   entryToCheck,
   MAX_CLIENTS_PER_ADDRESS,
   OVERFLOW,
-} from '../../src/tokenLimits/addressBackoff.js';
-import { BoundedMap } from '../../src/tokenLimits/boundedMap.js';
+} from '../../src/limits/addressBackoff.js';
+import { BoundedMap } from '../../src/limits/boundedMap.js';
 import {
   afterFailure,
   type BackoffRule,
   type BackoffState,
   backoffWaitMs,
   delayAfterFailures,
-} from '../../src/tokenLimits/failedSecretBackoff.js';
-import { backoffEntryKey, clientKey, pairKey } from '../../src/tokenLimits/limitKeys.js';
-import { LocalBackoffs } from '../../src/tokenLimits/localBackoffs.js';
-import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
-import { sourceAddress } from '../../src/tokenLimits/sourceAddress.js';
-import { fullBucket, takeToken } from '../../src/tokenLimits/tokenBucket.js';
-import { KNOWN_PAIR_MS } from '../../src/tokenLimits/tokenLimiter.js';
+} from '../../src/limits/failedSecretBackoff.js';
+import { backoffEntryKey, clientKey, pairKey } from '../../src/limits/limitKeys.js';
+import { LocalBackoffs } from '../../src/limits/localBackoffs.js';
+import { LocalTokenLimiter } from '../../src/limits/localTokenLimiter.js';
+import { sourceAddress } from '../../src/limits/sourceAddress.js';
+import { fullBucket, takeToken } from '../../src/limits/tokenBucket.js';
+import { KNOWN_PAIR_MS } from '../../src/limits/tokenLimiter.js';
 
 describe('token bucket', () => {
   const rule = { ratePerSecond: 2, burst: 3 };

@@ -8,10 +8,10 @@ import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
 import type { TokenLimitsConfig } from '../../src/config/types.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { createTokenLimiter } from '../../src/limits/createTokenLimiter.js';
+import { LocalTokenLimiter } from '../../src/limits/localTokenLimiter.js';
+import type { TokenLimiter } from '../../src/limits/tokenLimiter.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redisClient.js';
-import { createTokenLimiter } from '../../src/tokenLimits/createTokenLimiter.js';
-import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
-import type { TokenLimiter } from '../../src/tokenLimits/tokenLimiter.js';
 import { REDIS_DEFAULTS } from '../helpers/redisFixtures.js';
 import { startRedis } from '../helpers/redisServer.js';
 
