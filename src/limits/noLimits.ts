@@ -1,13 +1,12 @@
 /**
- * The limiter when every token limit is off: no wait, nothing recorded. The token
- * operation then takes the same steps as with limits on (one code path).
+ * The limiter when every limit is off: no wait, nothing recorded. Its callers then take
+ * the same steps as with limits on (one code path).
  */
-import { type TokenLimiter, UNKNOWN_PAIR } from './tokenLimiter.js';
+import { type Limiter, UNKNOWN_PAIR } from './limiter.js';
 
-export const NO_LIMITS: TokenLimiter = Object.freeze({
-  takeAddress: () => 0,
-  checkPair: () => UNKNOWN_PAIR,
-  takeClient: () => 0,
+export const NO_LIMITS: Limiter = Object.freeze({
+  take: () => 0,
+  checkBackoff: () => UNKNOWN_PAIR,
   recordFailure: () => undefined,
   recordSuccess: () => undefined,
   close: () => Promise.resolve(),

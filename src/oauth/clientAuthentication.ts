@@ -29,9 +29,9 @@ import type { AuthMethod } from '../clients/oauthClientFields.js';
 import { isPortariaError } from '../errors.js';
 import { pairKey } from '../limits/limitKeys.js';
 import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
+import { type LimitReason, refuseIfWaiting } from '../limits/refuseIfWaiting.js';
 import { sourceAddress } from '../limits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
-import { refuseIfWaiting } from '../token/tokenOperation.js';
+import type { TokenEndpointLimits } from '../limits/tokenEndpointLimits.js';
 import type { ExchangeSteps } from '../token/tokenService.js';
 import {
   type AssertionSettings,
@@ -59,7 +59,7 @@ export interface ClientAuthenticationDeps {
   /** The current secret authenticator, built from that registry. */
   readonly authenticate: () => ClientAuthenticator;
   readonly assertions: AssertionSettings;
-  readonly limiter: TokenLimiter;
+  readonly limiter: TokenEndpointLimits;
   readonly attempts: PairAttempts | null;
   readonly onLimited: (reason: LimitReason) => void;
 }

@@ -14,7 +14,7 @@
  *   record          a failure counts towards the back-off, a success resets it
  *   issue, shape    the signed JWT and the contract's result fields
  *
- * With every limit off the limiter is `NO_LIMITS` and the steps are the same. A
+ * With every limit off the limiter is `NO_TOKEN_LIMITS` and the steps are the same. A
  * refusal is a PortariaError at once (no request is held); credentials come from the
  * JSON body only. Why the limits are ordered so: docs/security.md, token-endpoint abuse
  * controls.
@@ -23,8 +23,9 @@ import { PortariaError } from '../errors.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
 import { pairKey } from '../limits/limitKeys.js';
 import type { AttemptOutcome, PairAttempts } from '../limits/pairAttempts.js';
+import { type LimitReason, refuseIfWaiting } from '../limits/refuseIfWaiting.js';
 import { sourceAddress } from '../limits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../limits/tokenLimiter.js';
+import type { TokenEndpointLimits } from '../limits/tokenEndpointLimits.js';
 import { parseTokenRequest } from './parseTokenRequest.js';
 import type { ExchangeSteps, TokenExchange, TokenService } from './tokenService.js';
 
@@ -42,8 +43,8 @@ export interface TokenCall {
 
 export interface TokenOperationDeps {
   readonly tokens: TokenService;
-  /** Token limits; `NO_LIMITS` when every limit is off. */
-  readonly limiter: TokenLimiter;
+  /** Token limits; `NO_TOKEN_LIMITS` when every limit is off. */
+  readonly limiter: TokenEndpointLimits;
   /** One check at a time for a pair that failed lately; null when the back-off is off. */
   readonly attempts: PairAttempts | null;
   /** A request refused by a token limit. */
@@ -95,39 +96,6 @@ export async function runTokenOperation(
     // After the outcome is recorded: the next check of the pair sees its new wait.
     deps.attempts?.end(pair, outcome);
   }
-}
-
-const LIMITED = {
-  address: {
-    reason: 'rate-limit-address',
-    detail:
-      'Too many token requests from this address; try again after the seconds given in Retry-After.',
-  },
-  client: {
-    reason: 'rate-limit-client',
-    detail:
-      'Too many token requests for this client; try again after the seconds given in Retry-After.',
-  },
-  backoff: {
-    reason: 'failed-secret-backoff',
-    detail:
-      'Too many failed attempts for this client from this address; try again after the seconds given in Retry-After.',
-  },
-} as const satisfies Record<LimitReason, { reason: string; detail: string }>;
-
-/** 429 when a limit answered a wait; `Retry-After` in whole seconds, rounded up, at least 1. */
-export function refuseIfWaiting(
-  waitMs: number,
-  limit: LimitReason,
-  deps: Pick<TokenOperationDeps, 'onLimited'>,
-): void {
-  if (waitMs <= 0) return;
-  deps.onLimited(limit);
-  const { reason, detail } = LIMITED[limit];
-  throw new PortariaError('too-many-requests', detail, {
-    reason,
-    headers: { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
-  });
 }
 
 function requirePost(method: string | undefined): void {

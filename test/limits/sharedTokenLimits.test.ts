@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import type { TestContext } from 'node:test';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
-import { KNOWN_PAIR_MS } from '../../src/limits/tokenLimiter.js';
+import { KNOWN_PAIR_MS } from '../../src/limits/limiter.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redisClient.js';
 import { CLIENT_ID, type Gateway, startGateway } from '../helpers/fixture.js';
 import { metric } from '../helpers/metrics.js';
