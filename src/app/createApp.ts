@@ -14,12 +14,12 @@ import { EdgeChallenge } from '../http/challenge.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
+import type { Limiter } from '../limits/limiter.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream, Logger } from '../observability/logger.js';
 import type { MetricsSnapshot } from '../observability/metrics.js';
 import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
-import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { createAdminServer } from './adminServer.js';
 import { createForwarding } from './forwardingWiring.js';
@@ -73,8 +73,8 @@ export interface WorkerParts {
   readonly revocation: RevocationStore;
   /** With the Redis store: whether the primary's list is stale (revocation.whenStale). */
   readonly revocationFreshness?: { isStale(): boolean };
-  /** The primary's token limits; undefined: made here (Redis, or every limit off). */
-  readonly limiter?: TokenLimiter;
+  /** The primary's token limiter; undefined: made here (Redis, or every limit off). */
+  readonly limiter?: Limiter;
   /** The primary's assertion replay store; undefined: made here (Redis, or the surface off). */
   readonly replay?: AssertionReplayStore;
   /** Log writes dropped (the log output is the primary's). */

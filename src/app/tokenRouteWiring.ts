@@ -7,35 +7,46 @@ import type { Config } from '../config/types.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { Clock } from '../lib/clock.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
+import { createLimiter } from '../limits/createLimiter.js';
+import type { Limiter } from '../limits/limiter.js';
+import { PairAttempts } from '../limits/pairAttempts.js';
+import { RedisLimiter } from '../limits/redisLimiter.js';
+import type { LimitReason } from '../limits/refuseIfWaiting.js';
+import {
+  anyTokenLimit,
+  NO_TOKEN_LIMITS,
+  TokenEndpointLimits,
+  type TokenLimitLabel,
+  tokenLimiterSettings,
+  tokenLimitFamilies,
+} from '../limits/tokenEndpointLimits.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { TokenService } from '../token/tokenService.js';
-import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
-import { NO_LIMITS } from '../tokenLimits/noLimits.js';
-import { PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { RedisTokenLimiter } from '../tokenLimits/redisTokenLimiter.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import type { LiveState } from './liveState.js';
 
 export interface LimiterDeps {
   readonly clock: Clock;
   readonly logger: Logger;
   readonly metrics: Metrics;
-  /** A worker's: its primary's limits (undefined: made here). */
-  readonly shared: TokenLimiter | undefined;
+  /** A worker's: its primary's limiter (undefined: made here). */
+  readonly shared: Limiter | undefined;
 }
 
 /** The token limits (null: every limit off), bound to the metrics and the logger. */
 export async function openTokenLimiter(
   config: Config,
   deps: LimiterDeps,
-): Promise<TokenLimiter | null> {
+): Promise<TokenEndpointLimits | null> {
   const { logger, metrics } = deps;
+  const limits = config.tokenLimits;
+  if (!anyTokenLimit(limits)) return null;
   const limiter =
     deps.shared ??
-    (await createTokenLimiter({
-      config: config.tokenLimits,
+    (await createLimiter<TokenLimitLabel>({
+      settings: tokenLimiterSettings(limits),
+      store: limits.store,
       redis: config.redis,
       clock: deps.clock,
       hooks: {
@@ -47,17 +58,17 @@ export async function openTokenLimiter(
         },
       },
     }));
-  if (limiter instanceof RedisTokenLimiter) {
+  if (limiter instanceof RedisLimiter) {
     metrics.addRedisConnectionSource('limits', () => limiter.connected());
   }
-  return limiter;
+  return new TokenEndpointLimits(limiter, tokenLimitFamilies(limits));
 }
 
 export interface TokenRouteWiringDeps {
   readonly clock: Clock;
   readonly state: Pick<LiveState, 'authenticate' | 'keyRing'>;
   readonly revocation: Pick<RevocationStore, 'clientCutoff'>;
-  readonly limiter: TokenLimiter | null;
+  readonly limiter: TokenEndpointLimits | null;
   readonly trustedProxies: TrustedProxies;
   readonly metrics: Metrics;
 }
@@ -79,7 +90,7 @@ export function tokenRouteDeps(config: Config, deps: TokenRouteWiringDeps): Toke
     bodyLimitBytes: config.token.bodyLimitBytes,
     onOutcome: (outcome: string) => metrics.tokenRequest(outcome),
     onIssued: (clientId: string) => metrics.tokenIssuedTo(clientId),
-    limiter: limiter ?? NO_LIMITS,
+    limiter: limiter ?? NO_TOKEN_LIMITS,
     attempts:
       limiter !== null && config.tokenLimits.failedSecretBackoff.enabled
         ? new PairAttempts(

@@ -9,12 +9,13 @@
 import cluster from 'node:cluster';
 import type { Config } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
+import type { Limiter } from '../limits/limiter.js';
+import { anyTokenLimit, tokenLimiterSettings } from '../limits/tokenEndpointLimits.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream } from '../observability/logger.js';
-import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import { IpcLimiter } from './ipcLimiter.js';
 import { IpcLogDestination } from './ipcLogDestination.js';
 import { IpcReplayStore } from './ipcReplayStore.js';
-import { IpcTokenLimiter } from './ipcTokenLimiter.js';
 import { RevocationMirror } from './revocationMirror.js';
 import { WorkerChannel } from './workerChannel.js';
 
@@ -23,7 +24,7 @@ export interface ClusterWorkerParts {
   /** Checked per request with the Redis store, as the Redis store's own (revocation.whenStale). */
   readonly revocationFreshness?: { isStale(): boolean };
   /** The limiter to use; undefined: the app makes its own (Redis, or every limit off). */
-  readonly limiter?: TokenLimiter;
+  readonly limiter?: Limiter;
   /** The primary's replay store (`oauth.replayStore: local`); undefined: made here (Redis). */
   readonly replay?: AssertionReplayStore;
   readonly logDestination: DestinationStream;
@@ -60,14 +61,12 @@ export async function joinCluster(
     config.revocation.maxSyncLagSeconds,
   );
   const limits = config.tokenLimits;
-  const anyLimit =
-    limits.perAddress.enabled || limits.perClient.enabled || limits.failedSecretBackoff.enabled;
   const log = new IpcLogDestination(channel);
   const parts: ClusterWorkerParts = {
     revocation,
     ...(config.revocation.store === 'redis' ? { revocationFreshness: revocation } : {}),
-    ...(anyLimit && limits.store === 'local'
-      ? { limiter: new IpcTokenLimiter(channel, limits, clock) }
+    ...(anyTokenLimit(limits) && limits.store === 'local'
+      ? { limiter: new IpcLimiter(channel, tokenLimiterSettings(limits), clock) }
       : {}),
     ...(config.oauth.enabled && config.oauth.replayStore === 'local'
       ? { replay: new IpcReplayStore(channel) }

@@ -5,13 +5,11 @@
  */
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
 
-/** The token-limiter calls a worker forwards to the primary (tokenLimits/tokenLimiter.ts). */
-export type LimiterMethod =
-  | 'takeAddress'
-  | 'checkPair'
-  | 'takeClient'
-  | 'recordFailure'
-  | 'recordSuccess';
+/**
+ * The limiter calls a worker forwards to the primary (`limits/limiter.ts`); `take` names
+ * its family, `[family name, key]`, the others `[subject, address]`.
+ */
+export type LimiterMethod = 'take' | 'checkBackoff' | 'recordFailure' | 'recordSuccess';
 
 /** Worker → primary. */
 export type WorkerMessage =
@@ -24,7 +22,7 @@ export type WorkerMessage =
       readonly portaria: 'limit';
       readonly id: number;
       readonly method: LimiterMethod;
-      readonly args: readonly (string | boolean)[];
+      readonly args: readonly [string, string];
     }
   /** A client assertion's `jti` claimed in the primary's replay store (`oauth.replayStore: local`). */
   | {

@@ -22,6 +22,14 @@ import { allOrEveryProblem, checkRevocationFile } from '../app/startupChecks.js'
 import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
 import { systemClock } from '../lib/clock.js';
+import type { Limiter } from '../limits/limiter.js';
+import { LocalLimiter } from '../limits/localLimiter.js';
+import {
+  anyTokenLimit,
+  familiesByName,
+  tokenLimiterSettings,
+  tokenLimitFamilies,
+} from '../limits/tokenEndpointLimits.js';
 import { LocalReplayStore } from '../oauth/localReplayStore.js';
 import { aggregateExposition, createClusterMetrics } from '../observability/clusterMetrics.js';
 import {
@@ -33,10 +41,9 @@ import {
 } from '../observability/logger.js';
 import { createMetrics, type MetricsSnapshot } from '../observability/metrics.js';
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
-import { createTokenLimiter } from '../tokenLimits/createTokenLimiter.js';
-import type { TokenLimiter } from '../tokenLimits/tokenLimiter.js';
+import { answerLimiterCall } from './ipcLimiter.js';
 import { answerClaim } from './ipcReplayStore.js';
-import type { LimiterMethod, WorkerMessage } from './messages.js';
+import type { WorkerMessage } from './messages.js';
 import { primaryReadiness } from './primaryReadiness.js';
 import { RevocationFanout } from './revocationFanout.js';
 import { WorkerPool } from './workerPool.js';
@@ -73,15 +80,13 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   const { revocation, redis } = await openRevocationStore(config, clock, logger, metrics, (r) =>
     forward(r),
   );
-  const limiter: TokenLimiter | null =
-    config.tokenLimits.store === 'local'
-      ? await createTokenLimiter({
-          config: config.tokenLimits,
-          redis: config.redis,
-          clock,
-          hooks: { fallback: () => {}, stateChanged: () => {} },
-        })
+  const limits = config.tokenLimits;
+  const limiter: Limiter | null =
+    limits.store === 'local' && anyTokenLimit(limits)
+      ? new LocalLimiter(tokenLimiterSettings(limits), clock)
       : null;
+  // The workers' families, built from the same config: a call names its family.
+  const families = familiesByName(tokenLimitFamilies(limits));
 
   const replay =
     config.oauth.enabled && config.oauth.replayStore === 'local'
@@ -119,14 +124,11 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
       case 'log':
         if (message.chunk !== '') output.write(message.chunk);
         return;
-      case 'limit': {
-        const call = limiterCall(limiter, message.method, message.args);
-        void Promise.resolve(call).then(
-          (value) => answer(worker, message.id, value ?? null),
-          () => answer(worker, message.id, undefined),
+      case 'limit':
+        void answerLimiterCall(limiter, families, message.method, message.args).then((value) =>
+          answer(worker, message.id, value),
         );
         return;
-      }
       case 'replay':
         void answerClaim(replay, message.clientId, message.jti, message.untilMs).then((value) =>
           answer(worker, message.id, value),
@@ -235,25 +237,4 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
       return stopping;
     },
   };
-}
-
-function limiterCall(
-  limiter: TokenLimiter | null,
-  method: LimiterMethod,
-  args: readonly (string | boolean)[],
-): unknown {
-  if (limiter === null) return method === 'checkPair' ? { waitMs: 0, known: false } : 0;
-  const [a = '', b = ''] = args;
-  switch (method) {
-    case 'takeAddress':
-      return limiter.takeAddress(String(a));
-    case 'checkPair':
-      return limiter.checkPair(String(a), String(b));
-    case 'takeClient':
-      return limiter.takeClient(String(a), b === true);
-    case 'recordFailure':
-      return limiter.recordFailure(String(a), String(b));
-    case 'recordSuccess':
-      return limiter.recordSuccess(String(a), String(b));
-  }
 }

@@ -17,8 +17,8 @@
  * server ignore the hint).
  */
 import { PortariaError } from '../errors.js';
-import { refuseIfWaiting } from '../token/tokenOperation.js';
-import { sourceAddress } from '../tokenLimits/sourceAddress.js';
+import { refuseIfWaiting } from '../limits/refuseIfWaiting.js';
+import { sourceAddress } from '../limits/sourceAddress.js';
 import {
   type AuthenticatedClient,
   authenticateOAuthClient,

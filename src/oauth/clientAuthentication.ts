@@ -9,15 +9,15 @@
  *   private_key_jwt      `client_assertion_type` + `client_assertion` (RFC 7523 §2.2),
  *                        `clientAssertion.ts`
  *
- * The claimed client then passes the token operation's limits in the same order (pair
- * back-off, one check at a time for a failing pair, client bucket), is checked, and the
- * outcome recorded — the same limiter and the same back-off as the contract's operation,
- * so guesses spread over both endpoints count together. Secrets go through the same
- * authenticator (`clients/authenticateClient.ts`): an unknown client and a wrong secret
- * cost the same work and get the same answer; so do an unknown client's assertion and a
- * forged one of a real client (a signature check either way, `clientAssertion.ts`). A
- * client must also allow the method it used (`authMethods`), checked after its
- * credentials, so the answer says nothing more.
+ * The claimed client is then checked within the token endpoints' limits
+ * (`authenticateWithinLimits`: pair back-off, one check at a time for a failing pair,
+ * client bucket, check, record) — the same sequence, limiter and back-off as the
+ * contract's operation, so guesses spread over both endpoints count together. Secrets go
+ * through the same authenticator (`clients/authenticateClient.ts`): an unknown client
+ * and a wrong secret cost the same work and get the same answer; so do an unknown
+ * client's assertion and a forged one of a real client (a signature check either way,
+ * `clientAssertion.ts`). A client must also allow the method it used (`authMethods`),
+ * checked after its credentials, so the answer says nothing more.
  *
  * The caller takes the address limit before reading the body (as the token operation).
  * With tracing on, the whole step (method, limits, secret or assertion checks) is the
@@ -27,12 +27,13 @@ import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
 import type { AuthMethod } from '../clients/oauthClientFields.js';
 import { isPortariaError } from '../errors.js';
-import { refuseIfWaiting } from '../token/tokenOperation.js';
+import {
+  authenticateWithinLimits,
+  type CredentialCheck,
+  type LimitedAuthenticationDeps,
+} from '../limits/limitedAuthentication.js';
+import { sourceAddress } from '../limits/sourceAddress.js';
 import type { ExchangeSteps } from '../token/tokenService.js';
-import { pairKey } from '../tokenLimits/limitKeys.js';
-import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { sourceAddress } from '../tokenLimits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
 import {
   type AssertionSettings,
   assertionSubject,
@@ -53,15 +54,12 @@ export interface ClientAuthenticationCall {
   readonly steps?: ExchangeSteps;
 }
 
-export interface ClientAuthenticationDeps {
+export interface ClientAuthenticationDeps extends LimitedAuthenticationDeps {
   /** The current client registry (replaced on reload). */
   readonly registry: () => ClientRegistry;
   /** The current secret authenticator, built from that registry. */
   readonly authenticate: () => ClientAuthenticator;
   readonly assertions: AssertionSettings;
-  readonly limiter: TokenLimiter;
-  readonly attempts: PairAttempts | null;
-  readonly onLimited: (reason: LimitReason) => void;
 }
 
 export interface AuthenticatedClient {
@@ -106,33 +104,20 @@ async function authenticate(
   deps: ClientAuthenticationDeps,
 ): Promise<AuthenticatedClient> {
   const credentials = credentialsOf(form, call.authorization);
-  const { id } = credentials;
-  const { limiter } = deps;
   const address = sourceAddress(call.clientAddress);
-  const { waitMs, known } = await limiter.checkPair(id, address);
-  refuseIfWaiting(waitMs, 'backoff', deps);
-  const pair = pairKey(id, address);
-  if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
-  let outcome: AttemptOutcome = 'unchecked';
-  try {
-    refuseIfWaiting(await limiter.takeClient(id, known), 'client', deps);
-    let client: ClientRecord;
-    try {
-      client = await check(credentials, deps);
-    } catch (error) {
-      if (error instanceof OAuthError && error.error === 'invalid_client') {
-        outcome = 'failed';
-        await limiter.recordFailure(id, address);
-      }
-      throw error;
-    }
-    outcome = 'succeeded';
-    await limiter.recordSuccess(id, address);
-    return { client, method: credentials.method };
-  } finally {
-    deps.attempts?.end(pair, outcome);
-  }
+  const client = await authenticateWithinLimits(
+    credentials.id,
+    address,
+    CLIENT_CREDENTIALS,
+    credentials,
+    deps,
+  );
+  return { client, method: credentials.method };
 }
+
+/** The credentials' check; a refusal of them is `invalid_client`. */
+const CLIENT_CREDENTIALS: CredentialCheck<Credentials, ClientAuthenticationDeps, ClientRecord> =
+  check;
 
 /** The one method the request uses, and the client it names. */
 function credentialsOf(

@@ -14,18 +14,22 @@
  *   record          a failure counts towards the back-off, a success resets it
  *   issue, shape    the signed JWT and the contract's result fields
  *
- * With every limit off the limiter is `NO_LIMITS` and the steps are the same. A
- * refusal is a PortariaError at once (no request is held); credentials come from the
- * JSON body only. Why the limits are ordered so: docs/security.md, token-endpoint abuse
- * controls.
+ * The steps from pair back-off to record are `authenticateWithinLimits`
+ * (`limits/limitedAuthentication.ts`), which the OAuth endpoints share. With every limit
+ * off the limiter is `NO_TOKEN_LIMITS` and the steps are the same. A refusal is a PortariaError at once (no request is held); credentials come from
+ * the JSON body only. Why the limits are ordered so: docs/security.md, token-endpoint
+ * abuse controls.
  */
 import { PortariaError } from '../errors.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
-import { pairKey } from '../tokenLimits/limitKeys.js';
-import type { AttemptOutcome, PairAttempts } from '../tokenLimits/pairAttempts.js';
-import { sourceAddress } from '../tokenLimits/sourceAddress.js';
-import type { LimitReason, TokenLimiter } from '../tokenLimits/tokenLimiter.js';
-import { parseTokenRequest } from './parseTokenRequest.js';
+import {
+  authenticateWithinLimits,
+  type CredentialCheck,
+  type LimitedAuthenticationDeps,
+} from '../limits/limitedAuthentication.js';
+import { refuseIfWaiting } from '../limits/refuseIfWaiting.js';
+import { sourceAddress } from '../limits/sourceAddress.js';
+import { parseTokenRequest, type TokenRequest } from './parseTokenRequest.js';
 import type { ExchangeSteps, TokenExchange, TokenService } from './tokenService.js';
 
 /** What the operation reads of a token request (the HTTP layer provides it). */
@@ -40,95 +44,38 @@ export interface TokenCall {
   readonly steps?: ExchangeSteps;
 }
 
-export interface TokenOperationDeps {
+export interface TokenOperationDeps extends LimitedAuthenticationDeps {
   readonly tokens: TokenService;
-  /** Token limits; `NO_LIMITS` when every limit is off. */
-  readonly limiter: TokenLimiter;
-  /** One check at a time for a pair that failed lately; null when the back-off is off. */
-  readonly attempts: PairAttempts | null;
-  /** A request refused by a token limit. */
-  readonly onLimited: (reason: LimitReason) => void;
 }
 
 export async function runTokenOperation(
   call: TokenCall,
   deps: TokenOperationDeps,
 ): Promise<TokenExchange> {
-  const { limiter } = deps;
   requirePost(call.method);
   requireJson(call.contentType);
   const address = sourceAddress(call.clientAddress);
   // The local limiter answers at once: a value is used as is, only a promise (Redis) is
   // awaited, so a request takes no extra turn of the event loop per limit.
-  const addressWait = limiter.takeAddress(address);
+  const addressWait = deps.limiter.takeAddress(address);
   refuseIfWaiting(
     typeof addressWait === 'number' ? addressWait : await addressWait,
     'address',
     deps,
   );
   const request = parseTokenRequest(await call.readBody());
-  const { clientId } = request;
-  const check = limiter.checkPair(clientId, address);
-  const { waitMs, known } = 'then' in check ? await check : check;
-  refuseIfWaiting(waitMs, 'backoff', deps);
-  const pair = pairKey(clientId, address);
-  if (deps.attempts?.begin(pair) === false) refuseIfWaiting(1000, 'backoff', deps);
-  let outcome: AttemptOutcome = 'unchecked';
-  try {
-    const clientWait = limiter.takeClient(clientId, known);
-    refuseIfWaiting(typeof clientWait === 'number' ? clientWait : await clientWait, 'client', deps);
-    let exchange: TokenExchange;
-    try {
-      exchange = await deps.tokens.exchange(request, call.steps);
-    } catch (error) {
-      if (error instanceof PortariaError && error.code === 'invalid-client') {
-        outcome = 'failed';
-        await limiter.recordFailure(clientId, address);
-      }
-      throw error;
-    }
-    outcome = 'succeeded';
-    const recorded = limiter.recordSuccess(clientId, address);
-    if (recorded !== undefined) await recorded;
-    return exchange;
-  } finally {
-    // After the outcome is recorded: the next check of the pair sees its new wait.
-    deps.attempts?.end(pair, outcome);
-  }
+  const exchange: Exchange = { request, steps: call.steps };
+  return authenticateWithinLimits(request.clientId, address, EXCHANGE, exchange, deps);
 }
 
-const LIMITED = {
-  address: {
-    reason: 'rate-limit-address',
-    detail:
-      'Too many token requests from this address; try again after the seconds given in Retry-After.',
-  },
-  client: {
-    reason: 'rate-limit-client',
-    detail:
-      'Too many token requests for this client; try again after the seconds given in Retry-After.',
-  },
-  backoff: {
-    reason: 'failed-secret-backoff',
-    detail:
-      'Too many failed attempts for this client from this address; try again after the seconds given in Retry-After.',
-  },
-} as const satisfies Record<LimitReason, { reason: string; detail: string }>;
-
-/** 429 when a limit answered a wait; `Retry-After` in whole seconds, rounded up, at least 1. */
-export function refuseIfWaiting(
-  waitMs: number,
-  limit: LimitReason,
-  deps: Pick<TokenOperationDeps, 'onLimited'>,
-): void {
-  if (waitMs <= 0) return;
-  deps.onLimited(limit);
-  const { reason, detail } = LIMITED[limit];
-  throw new PortariaError('too-many-requests', detail, {
-    reason,
-    headers: { 'retry-after': String(Math.max(1, Math.ceil(waitMs / 1000))) },
-  });
+interface Exchange {
+  readonly request: TokenRequest;
+  readonly steps: ExchangeSteps | undefined;
 }
+
+/** Client authentication and signing; a refused secret is `invalid-client` (401). */
+const EXCHANGE: CredentialCheck<Exchange, TokenOperationDeps, TokenExchange> = (exchange, deps) =>
+  deps.tokens.exchange(exchange.request, exchange.steps);
 
 function requirePost(method: string | undefined): void {
   if (method !== 'POST') {

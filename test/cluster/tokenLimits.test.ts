@@ -1,7 +1,8 @@
 /**
- * A group (`server.workers` > 1) with `tokenLimits.store: local`: the address bucket and
- * the failed-secret back-off count the requests every worker answered, in the primary's
- * one limiter, not per worker (which would let N times as many through).
+ * A group (`server.workers` > 1) with `tokenLimits.store: local`: the address bucket, the
+ * client buckets (a family named by each worker, resolved by the primary) and the
+ * failed-secret back-off count the requests every worker answered, in the primary's one
+ * limiter, not per worker (which would let N times as many through).
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -51,6 +52,33 @@ describe('token limits in a group of workers', () => {
       await metric(group.files.adminUrl, 'portaria_token_limit_refusals_total{reason="address"}'),
       2 * burst,
     );
+  });
+
+  test("the client's buckets are one for the group, its known pair's apart from the others'", async (t) => {
+    const upstream = await startUpstream(t);
+    const burst = 4;
+    const group = await startGroup(t, WORKERS, {
+      upstream: { default: { upstream: upstream.url } },
+      tokenLimits: {
+        store: 'local',
+        perAddress: OFF,
+        perClient: { enabled: true, ratePerSecond: 0.001, burst },
+        failedSecretBackoff: OFF,
+      },
+    });
+    // One after the other: the first token comes from the bucket for unknown pairs and
+    // makes the pair known; the next `burst` from the known pair's bucket, then 429. Each
+    // worker counting alone, or one bucket for both, would answer more or fewer.
+    const answers = await tokenRequests(() => tokenFor(group), 3 * burst, 1);
+    assert.deepEqual(
+      answers.map((a) => a.status),
+      [...Array(1 + burst).fill(200), ...Array(2 * burst - 1).fill(429)],
+    );
+    assert.equal(
+      await metric(group.files.adminUrl, 'portaria_token_limit_refusals_total{reason="client"}'),
+      2 * burst - 1,
+    );
+    assert.equal((await tokenFor(group, 'other')).status, 200, 'another client has its own');
   });
 
   test('failed secrets back off across workers: the free failures are counted once for the group', async (t) => {

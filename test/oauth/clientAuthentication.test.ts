@@ -17,6 +17,7 @@ import { oauthErrorJson, PortariaError } from '../../src/errors.js';
 import { basicChallenge } from '../../src/http/challenge.js';
 import { NO_STORE } from '../../src/http/replies.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import type { TokenEndpointLimits } from '../../src/limits/tokenEndpointLimits.js';
 import { JWT_BEARER_ASSERTION } from '../../src/oauth/clientAssertion.js';
 import {
   authenticateOAuthClient,
@@ -25,9 +26,9 @@ import {
 import { ClientKeys } from '../../src/oauth/clientKeys.js';
 import { LocalReplayStore } from '../../src/oauth/localReplayStore.js';
 import { OAuthError } from '../../src/oauth/oauthError.js';
-import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
 import { ecKey, type TestKey } from '../helpers/jwksServer.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
+import { localTokenLimits } from '../helpers/localTokenLimits.js';
 
 const NOW = Date.UTC(2026, 0, 1, 12);
 const SECRET = 'secret-0123456789abcdefghijklmnopqrstuvwxyz';
@@ -40,7 +41,7 @@ interface Setup {
   deps: ClientAuthenticationDeps;
   clock: ManualClock;
   key: TestKey;
-  limiter: LocalTokenLimiter;
+  limiter: TokenEndpointLimits;
 }
 
 async function setup(t: TestContext, limits: Record<string, unknown> = {}): Promise<Setup> {
@@ -79,7 +80,7 @@ async function setup(t: TestContext, limits: Record<string, unknown> = {}): Prom
   );
   const clock = new ManualClock(NOW);
   const config = validateConfig({ tokenLimits: limits }, { baseDir: dir });
-  const limiter = new LocalTokenLimiter(config.tokenLimits, clock);
+  const limiter = localTokenLimits(config.tokenLimits, clock);
   const keys = new ClientKeys({ clock, baseDir: dir, clockSkewSeconds: 60 });
   t.after(() => keys.close());
   const authenticator = createClientAuthenticator(registry, clock);

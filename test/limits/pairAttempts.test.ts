@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { ManualClock } from '../../src/lib/clock.js';
-import { PairAttempts } from '../../src/tokenLimits/pairAttempts.js';
+import { PairAttempts } from '../../src/limits/pairAttempts.js';
 
 const FORGET_S = 60;
 

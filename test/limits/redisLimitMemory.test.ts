@@ -8,10 +8,15 @@ import assert from 'node:assert/strict';
 import { describe, type TestContext, test } from 'node:test';
 import type { TokenLimitsConfig } from '../../src/config/types.js';
 import { ManualClock } from '../../src/lib/clock.js';
+import { createLimiter } from '../../src/limits/createLimiter.js';
+import {
+  TokenEndpointLimits,
+  type TokenLimitLabel,
+  tokenLimiterSettings,
+  tokenLimitFamilies,
+} from '../../src/limits/tokenEndpointLimits.js';
 import { createRedisClient, type RedisClient } from '../../src/redis/redisClient.js';
-import { createTokenLimiter } from '../../src/tokenLimits/createTokenLimiter.js';
-import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
-import type { TokenLimiter } from '../../src/tokenLimits/tokenLimiter.js';
+import { localTokenLimits } from '../helpers/localTokenLimits.js';
 import { REDIS_DEFAULTS } from '../helpers/redisFixtures.js';
 import { startRedis } from '../helpers/redisServer.js';
 
@@ -39,7 +44,7 @@ async function sharedLimiter(
   url: string,
   clock: ManualClock,
   config: TokenLimitsConfig = CONFIG,
-): Promise<{ limiter: TokenLimiter; redis: RedisClient; fallbacks: string[] }> {
+): Promise<{ limiter: TokenEndpointLimits; redis: RedisClient; fallbacks: string[] }> {
   const redisConfig = {
     ...REDIS_DEFAULTS,
     url,
@@ -48,12 +53,16 @@ async function sharedLimiter(
     commandTimeoutMs: 1000,
   };
   const fallbacks: string[] = [];
-  const limiter = await createTokenLimiter({
-    config,
-    redis: redisConfig,
-    clock,
-    hooks: { fallback: (check) => fallbacks.push(check), stateChanged: () => {} },
-  });
+  const limiter = new TokenEndpointLimits(
+    await createLimiter<TokenLimitLabel>({
+      settings: tokenLimiterSettings(config),
+      store: config.store,
+      redis: redisConfig,
+      clock,
+      hooks: { fallback: (check) => fallbacks.push(check), stateChanged: () => {} },
+    }),
+    tokenLimitFamilies(config),
+  );
   assert.ok(limiter !== null);
   t.after(() => limiter.close());
   const redis = createRedisClient(redisConfig, { role: 'test' });
@@ -112,8 +121,8 @@ describe('shared token limits: memory per source address', () => {
       fallbacks,
     } = await sharedLimiter(t, server.url, sharedClock, config);
     const localClock = new ManualClock();
-    const local = new LocalTokenLimiter({ ...config, store: 'local' }, localClock);
-    const run = async (limiter: TokenLimiter, clock: ManualClock): Promise<string[]> => {
+    const local = localTokenLimits({ ...config, store: 'local' }, localClock);
+    const run = async (limiter: TokenEndpointLimits, clock: ManualClock): Promise<string[]> => {
       const seen: string[] = [];
       const check = async (client: string, address = ADDRESS) => {
         const { waitMs, known } = await limiter.checkPair(client, address);

@@ -1,5 +1,5 @@
 /**
- * The keys the token limits track, bounded whatever the request holds.
+ * The keys the limits track, bounded whatever the request holds.
  *
  * A `clientId` is client-chosen (known or not: an unknown id is limited like a known
  * one, so the limiter does not reveal which ids exist). An id of 1–128 visible ASCII

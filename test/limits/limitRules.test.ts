@@ -6,21 +6,21 @@ import {
   entryToCheck,
   MAX_CLIENTS_PER_ADDRESS,
   OVERFLOW,
-} from '../../src/tokenLimits/addressBackoff.js';
-import { BoundedMap } from '../../src/tokenLimits/boundedMap.js';
+} from '../../src/limits/addressBackoff.js';
+import { BoundedMap } from '../../src/limits/boundedMap.js';
 import {
   afterFailure,
   type BackoffRule,
   type BackoffState,
   backoffWaitMs,
   delayAfterFailures,
-} from '../../src/tokenLimits/failedSecretBackoff.js';
-import { backoffEntryKey, clientKey, pairKey } from '../../src/tokenLimits/limitKeys.js';
-import { LocalBackoffs } from '../../src/tokenLimits/localBackoffs.js';
-import { LocalTokenLimiter } from '../../src/tokenLimits/localTokenLimiter.js';
-import { sourceAddress } from '../../src/tokenLimits/sourceAddress.js';
-import { fullBucket, takeToken } from '../../src/tokenLimits/tokenBucket.js';
-import { KNOWN_PAIR_MS } from '../../src/tokenLimits/tokenLimiter.js';
+} from '../../src/limits/failedSecretBackoff.js';
+import { KNOWN_PAIR_MS } from '../../src/limits/limiter.js';
+import { backoffEntryKey, clientKey, pairKey } from '../../src/limits/limitKeys.js';
+import { LocalBackoffs } from '../../src/limits/localBackoffs.js';
+import { sourceAddress } from '../../src/limits/sourceAddress.js';
+import { fullBucket, takeToken } from '../../src/limits/tokenBucket.js';
+import { localTokenLimits } from '../helpers/localTokenLimits.js';
 
 describe('token bucket', () => {
   const rule = { ratePerSecond: 2, burst: 3 };
@@ -141,7 +141,7 @@ describe('local limiter', () => {
   };
 
   test('tracks at most maxTrackedKeys keys of each kind, forgetting the least recently seen', () => {
-    const limiter = new LocalTokenLimiter(config, new ManualClock());
+    const limiter = localTokenLimits(config, new ManualClock());
     assert.equal(limiter.takeAddress('192.0.2.1'), 0);
     assert.equal(limiter.takeClient('acme', false), 0);
     limiter.recordFailure('acme', '192.0.2.1');
@@ -167,7 +167,7 @@ describe('local limiter', () => {
 
   test('a pair that got a token is known for 48 hours and draws from the known bucket', () => {
     const clock = new ManualClock();
-    const limiter = new LocalTokenLimiter(config, clock);
+    const limiter = localTokenLimits(config, clock);
     assert.deepEqual(limiter.checkPair('acme', '192.0.2.1'), { waitMs: 0, known: false });
     assert.equal(limiter.takeClient('acme', false), 0);
     assert.equal(limiter.takeClient('acme', false), 1000, 'the unknown bucket is empty');
@@ -193,7 +193,7 @@ describe('local limiter', () => {
       perClient: { ...config.perClient, enabled: false },
       failedSecretBackoff: { ...config.failedSecretBackoff, enabled: false },
     };
-    const limiter = new LocalTokenLimiter(off, new ManualClock());
+    const limiter = localTokenLimits(off, new ManualClock());
     limiter.recordSuccess('acme', '192.0.2.1');
     limiter.recordFailure('acme', '192.0.2.1');
     assert.deepEqual(limiter.checkPair('acme', '192.0.2.1'), { waitMs: 0, known: false });

@@ -1,9 +1,9 @@
 /**
- * The Lua scripts of the shared (Redis) token limits. Each runs atomically in Redis, so
- * two replicas checking the same key at once cannot both take the last token, and each
- * check is one round trip. They mirror `tokenBucket.ts`, `failedSecretBackoff.ts` and
- * `addressBackoff.ts` exactly; the time is the gateway's clock (`ARGV[1]`, ms), as for
- * key rotation the replicas' clocks must agree.
+ * The Lua scripts of the shared (Redis) limits (`redisLimiter.ts`). Each runs atomically
+ * in Redis, so two replicas checking the same key at once cannot both take the last
+ * token, and each check is one round trip. They mirror `tokenBucket.ts`,
+ * `failedSecretBackoff.ts` and `addressBackoff.ts` exactly; the time is the gateway's
+ * clock (`ARGV[1]`, ms), as for key rotation the replicas' clocks must agree.
  *
  * Every write sets a TTL so nothing outlives its meaning: a bucket expires when it would
  * be full again (a full bucket and no bucket are the same), an address's back-off hash

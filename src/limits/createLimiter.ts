@@ -1,0 +1,53 @@
+/**
+ * Builds the limiter a store setting asks for: `LocalLimiter` for `local`, `RedisLimiter`
+ * (with a local fallback) for `redis`. The Redis connection is attempted once before the
+ * gateway listens; if Redis is down then, start-up goes on with the local fallback and
+ * ioredis keeps reconnecting in the background. `close()` releases the connection.
+ * Whether any limit is on, and which families exist, is the caller's to say.
+ */
+import type { RedisConfig } from '../config/types.js';
+import type { Clock } from '../lib/clock.js';
+import { createRedisClient } from '../redis/redisClient.js';
+import type { Limiter, LimiterSettings } from './limiter.js';
+import { LocalLimiter } from './localLimiter.js';
+import { RedisLimiter, type RedisLimiterHooks } from './redisLimiter.js';
+
+export interface LimiterOptions<Label extends string> {
+  readonly settings: LimiterSettings;
+  readonly store: 'local' | 'redis';
+  readonly redis: RedisConfig;
+  readonly clock: Clock;
+  readonly hooks: RedisLimiterHooks<Label>;
+}
+
+export async function createLimiter<Label extends string>(
+  options: LimiterOptions<Label>,
+): Promise<Limiter<Label>> {
+  const { settings, clock } = options;
+  const local = new LocalLimiter(settings, clock);
+  if (options.store === 'local') return local;
+
+  const redis = createRedisClient(options.redis, { role: 'limits' });
+  // Without a listener ioredis prints every connection error; the limiter reports the
+  // transitions through its hooks instead.
+  let lastError = '';
+  redis.on('error', (error: Error) => {
+    lastError = error.message;
+  });
+  let down = false;
+  try {
+    await redis.connect();
+  } catch (error) {
+    down = true;
+    options.hooks.stateChanged('down', lastError || (error as Error).message);
+  }
+  return new RedisLimiter({
+    settings,
+    redisConfig: options.redis,
+    redis,
+    local,
+    clock,
+    hooks: options.hooks,
+    down,
+  });
+}
