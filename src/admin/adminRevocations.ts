@@ -1,9 +1,18 @@
 /**
  * The admin revocation API, on the admin listener only (never the public port):
- * `POST /admin/v1/revocations` revokes one token or every token of a client, `GET` lists
- * the entries not yet expired. Constant-time admin token check first, so an
- * unauthenticated caller learns nothing but 401; a revocation is acknowledged only once
- * the store made it durable (else 503). Bodies, bounds and audit: docs/architecture.md.
+ * `POST /admin/v1/revocations` revokes one token or every token of a client, `GET` (and
+ * HEAD) lists the entries not yet expired. Order: off (no admin token: 404) → the admin
+ * token, compared in constant time (401 with its own realm) → method (405), so an
+ * unauthenticated caller learns nothing but 401.
+ *
+ * A body is one strict JSON object of at most 16 KiB; a 400 names the field and never
+ * echoes a value. An entry is kept while a token it covers can still be accepted: a
+ * token's until its `expiresAt` + skew (else now + the longest lifetime + twice the
+ * skew: an issuer whose clock runs ahead stamps later), a client's until its cut-off +
+ * the longest lifetime + skew; a cut-off may not lie beyond now + skew, its default. A
+ * revocation is acknowledged (201) only once the store made it durable, else 503. The
+ * audit trail records every stored revocation, every one not stored and every refused
+ * admin token, never the token or the body as sent.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { CLIENT_ID_RULE, isClientId } from '../domain/clientId.js';
@@ -28,8 +37,8 @@ const RFC3339 =
 const FIELDS = new Set(['jti', 'expiresAt', 'clientId', 'issuedBefore']);
 
 /**
- * What the admin API needs of a revocation store. Structurally a subset of
- * `RevocationStore` (src/revocation/revocationStore.ts), which http/ may not import.
+ * What the admin API needs of a revocation store: a structural subset of
+ * `RevocationStore` (src/revocation/revocationStore.ts).
  */
 export interface RevocationAdminStore {
   revokeToken(tokenId: string, expiresAt: number): Promise<void>;

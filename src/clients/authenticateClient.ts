@@ -4,7 +4,13 @@
  * every call verifies the same number of `scrypt` and `sha256` slots (dummy hashes where a
  * client has no secret), with no early exit, and checks expiry and `disabled` only after.
  * The `reason` of a failure is private; the caller answers every failure with the same 401.
- * Slot rules: docs/architecture.md.
+ *
+ * The slots are fixed when the authenticator is built: 0 to 2 `scrypt` slots, and at least
+ * 2 minus those of `sha256` (more only when a client holds two sha256 secrets and another
+ * a scrypt one). A client's secrets fill the slots of their scheme, the rest hold dummy
+ * hashes no secret matches; an unknown client gets dummies only. Dummy scrypt slots use
+ * `SCRYPT_DEFAULTS`, so a stored scrypt hash with other parameters costs another amount of
+ * work (the CLI always writes the defaults).
  */
 import { randomBytes } from 'node:crypto';
 import type { Clock } from '../lib/clock.js';

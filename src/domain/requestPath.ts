@@ -1,10 +1,24 @@
 /**
  * The request target, checked once at the edge so that routing, scope checks and the
  * upstream all see the same path. Only origin-form is accepted (RFC 9112 §3.2.1), and the
- * path is never decoded or normalised: every path that two parsers could read differently
- * (RFC 3986 §2.1, §5.2.4; servers that treat `\`, `;`, a trailing `.` or Unicode folding
- * specially) is refused instead. The list of refusals and why each one matters:
- * docs/architecture.md.
+ * path is returned as received, never decoded or normalised: every path that two parsers
+ * could read differently is refused instead (400):
+ *
+ *   - `//`, `.` and `..` segments (RFC 3986 §5.2.4; also `..;`, which is `..` to Tomcat),
+ *     and any `;` (§3.3 path parameters, which Tomcat and Spring strip before routing);
+ *   - percent-encoded `.` `/` `\` `?` `#`, NUL and other controls, and encoded unreserved
+ *     characters (§2.3, §6.2.2.2: `/v1/%6frders` is `/v1/orders` to an upstream that
+ *     decodes before routing); any of these double-encoded (`%252e`, `%2572`), `%2525`;
+ *   - a raw `\`, `#`, control, space or non-ASCII character; malformed percent-encoding;
+ *     encoded bytes that are not UTF-8 (RFC 3629: `%C0%AE` is `.` to a lenient decoder)
+ *     or that NFKC changes, an unusual space, a format or other default-ignorable code
+ *     point (`/v1%EF%BC%8Freports` is `/v1/reports` after normalisation);
+ *   - a segment ending in `.` or an encoded space, a `:$` stream marker, a segment shaped
+ *     like an 8.3 short name (`REPORT~1`): Windows and IIS resolve them to another path;
+ *   - encoded non-ASCII letters whose case change is ASCII (`ı` → `I`).
+ *
+ * The query passes as is, but for raw controls and `#`. The path keeps its case; route
+ * prefixes compare ignoring ASCII case (`proxy/routeTable.ts`), the open paths exactly.
  */
 import { type FailureReason, PortariaError } from '../errors.js';
 

@@ -4,7 +4,12 @@
  * as the HTTP/1.1 request it also is. Node 20 and 22 detach the parser before we can
  * decline, so there the request is answered here from Node's own parse of its head (never
  * a re-parse), its body read by `Content-Length` only, and the connection closed after.
- * Why each of these: docs/architecture.md.
+ *
+ * A head rebuilt from `rawHeaders` would miss whatever Node dropped (a dropped
+ * `Content-Length` turns the body into a request); a chunked body would need a second
+ * parser, so it is refused with 400; and with the parser gone, nothing after the body may
+ * be read as a request. A body that stops arriving is cut after `server.requestTimeoutMs`
+ * with the 408 of a slow upload.
  */
 import { IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';

@@ -3,8 +3,15 @@
  * keeps only the first of repeated `Host` and `Authorization` lines in `req.headers`, so a
  * component that keeps the last could see another value): `Host` exactly once and
  * well-formed (RFC 9112 §3.2, RFC 9110 §7.2), `Content-Type` at most once (RFC 9110 §8.3);
- * the number of `Authorization` lines is returned for the bearer check. Details:
- * docs/architecture.md.
+ * the number of `Authorization` lines is returned for the credentials step, which refuses
+ * more than one.
+ *
+ * RFC 9112 §3.2 requires a 400 for a missing, repeated or invalid `Host`, and
+ * `X-Forwarded-Host` is made from it: `a, evil.example` is two hosts to a framework that
+ * splits the field. The connection is closed after that answer; Node's own
+ * `requireHostHeader` is off so that this check answers with problem details. Of two
+ * `Content-Type` lines Node keeps the first while a component in front may judge the body
+ * by the last.
  */
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';

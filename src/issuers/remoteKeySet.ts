@@ -1,10 +1,21 @@
 /**
  * A trusted external issuer's key set fetched from its `jwksUri` (RFC 7517 §5), cached
- * with explicit semantics: max age with a background refresh, stale-if-error up to
- * `maxStaleness`, back-off between failures, a cooldown on unknown `kid`s, one fetch in
- * flight, and an older fetch never overwriting a newer set. Keys named in token headers
- * (`jku`, `x5u`, `jwk`) are never used (RFC 8725 §3.10). One download:
- * `jwksDownload.ts`; the rules in full: docs/architecture.md.
+ * with explicit semantics. Every decision reads the injected clock; timers only wake us.
+ *
+ *   fresh        while younger than cacheMaxAge; a background refresh at 80 % of it
+ *   stale        the last good set serves until cacheMaxAge + maxStaleness, then `getKey`
+ *                throws 503 `issuer-unavailable` (`issuer-keys-stale`; before any
+ *                success `issuer-keys-missing`), after waiting for a fetch in flight
+ *   failures     retried after min(backoffMax, backoffBase × 2^attempt) × (0.5 + random/2)
+ *   unknown kid  outside `KID_SYNTAX`: null without a fetch; absent from a successful
+ *                fetch: null for the cooldown; else it joins the fetch in flight, or
+ *                starts one when none started within the cooldown
+ *
+ * Lookups and timers never start a second fetch while one is in flight (1,000 unknown
+ * kids cost one fetch per cooldown); only `refreshNow()` does, for a reload that must see
+ * the newest keys. Fetches are numbered, so an older, slower one never overwrites a newer
+ * set. Keys named in token headers (`jku`, `x5u`, `jwk`) are never used (RFC 8725 §3.10).
+ * One download: `jwksDownload.ts`.
  */
 import type { IssuerConfig } from '../config/types.js';
 import { PortariaError } from '../errors.js';

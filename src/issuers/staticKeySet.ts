@@ -2,8 +2,14 @@
  * A trusted external issuer's keys read from a local `keyFile` instead of a JWKS URI: a
  * JWK Set (RFC 7517 §5) or PEM public keys, a PEM key named by its RFC 7638 thumbprint
  * with its `alg` following from the key. A bad file is a `ConfigError` and keeps the
- * previous keys; a loaded file never goes stale. Formats and lifecycle:
- * docs/architecture.md.
+ * previous keys; a loaded file never goes stale.
+ *
+ * A JWK Set's keys follow the rules of a fetched set (`issuerJwks.ts`); a PEM file holds
+ * `PUBLIC KEY` (SPKI) blocks only, any other block (a private key, a certificate) is
+ * refused. A PEM key's `alg`: P-256 → ES256, P-384 → ES384, Ed25519 → EdDSA, RSA → RS256
+ * (PS256 when the issuer allows PS256 and not RS256). Keys skipped in an otherwise usable
+ * file are logged. Before the first load `getKey` throws 503 `issuer-unavailable`
+ * (`issuer-keys-missing`).
  */
 import { createPublicKey, type JsonWebKey } from 'node:crypto';
 import { readFile } from 'node:fs/promises';

@@ -2,9 +2,15 @@
  * The signing key ring: every key in the keys directory with its schedule
  * (`keySchedule.ts`), read against an injected clock on every call, so the ring changes
  * signer and JWKS by itself as time passes and every replica reading the same directory
- * agrees without talking. The JWKS and the signer are cached per schedule segment. It does
- * not read files (`loadKeyRing`) nor decide schedules (`rotateKeys`). Per-method rules:
- * docs/architecture.md.
+ * agrees without talking. It does not read files (`loadKeyRing`) nor decide schedules
+ * (`rotateKeys`).
+ *
+ * The signer is, among the configured algorithm's keys with activateAt ≤ now < retireAt,
+ * the one activated last (tie: greatest kid), else a 503 `no-active-key`; a key verifies
+ * only while publishAt ≤ now < removeAt. The JWKS (RFC 7517) holds the public members of
+ * every key published now, newest kid first. Both are cached per schedule segment (between
+ * two boundaries) and returned as the same instances, so serving the JWKS never
+ * re-serialises and a changed key set is an identity test.
  */
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import type { SigningAlgorithm } from '../config/types.js';

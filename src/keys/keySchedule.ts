@@ -4,7 +4,15 @@
  * clock, so all agree on the signer without talking. Times are milliseconds since the
  * epoch, "forever"/"never" are ±Infinity so comparisons need no special cases. This module
  * parses, validates and writes the file; it does not know key files nor plan rotations
- * (`rotateKeys.ts`). The format and its rules: docs/architecture.md.
+ * (`rotateKeys.ts`).
+ *
+ *   { "keys": { "<kid>": { "publishAt": ISO, "activateAt": ISO,
+ *                          "retireAt": ISO | null, "removeAt": ISO | null } } }
+ *
+ * publishAt ≤ activateAt ≤ retireAt ≤ removeAt; null is never, and a key that never
+ * retires is never removed. A key file without an entry is published and active since
+ * forever, so a directory without a schedule signs with its greatest kid, and any active
+ * scheduled key wins over such keys.
  */
 import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -1,9 +1,17 @@
 /**
  * `portaria keys remove <kid>`: takes a key (its file and its schedule entry) out of the
  * keys directory, so gateways stop publishing it and stop verifying its tokens at their next
- * reload. It refuses to leave any replica without a signer, now or later, and writes in an
- * order whose crash leftovers the loader refuses (never a key file without an entry, which
- * would sign at once). The rules: docs/architecture.md.
+ * reload.
+ *
+ * A key is kept while removing it would leave a replica without a signer: it signs now, or
+ * did `skew` ago (a replica whose clock runs that far behind still sees it signing), and no
+ * other key of its algorithm signs at both moments. Removing a scheduled key that does not
+ * sign yet cancels its rotation: the keys it was to replace keep signing (their `retireAt`
+ * and `removeAt` cleared); any other removal that would leave a gap later is refused.
+ * Under the schedule's lock, the cancelled rotation's schedule is written first, then the
+ * key file deleted, then its entry: a crash leaves an entry without a file, which the
+ * loader refuses, never a file without an entry, which would sign at once. Running the
+ * command again finishes the job.
  */
 import { readdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';

@@ -2,8 +2,19 @@
  * `portaria keys rotate`: adds a new signing key and schedules the hand-over so that no
  * verification fails anywhere, at the gateway or at a third party caching our JWKS: the new
  * key is published now and signs only once every cached JWKS has it (jwksMaxAge + skew);
- * the old one stays published until its last token expired. Writes under the schedule's
- * lock, schedule first. The timeline and the crash cases: docs/architecture.md.
+ * the old one stays published until its last token expired.
+ *
+ * At T, with jwksMaxAge M, skew S and longest lifetime L: the new key publishes at T and
+ * activates at T + M + S (a verifier that fetched the JWKS just before T keeps it at most
+ * M, and a replica whose clock runs S ahead signs S early); the keys signing now retire
+ * then and are removed at T + M + S + L + S (the last token of a replica S behind has
+ * expired). Retired keys without an entry get one from the epoch. A rotation is refused
+ * while another is pending: it would retire a key that has not signed yet.
+ *
+ * Under the schedule's lock (`withEditLock`), the schedule is written first, then the key
+ * file, and the previous schedule is put back when the key cannot be written: a crash
+ * leaves an entry without a key file, which the loader refuses, never a key without an
+ * entry, which would sign at once.
  */
 import { join } from 'node:path';
 import type { SigningAlgorithm } from '../config/types.js';

@@ -2,9 +2,19 @@
  * An exclusive lock a process holds on one file for as long as it uses it (the local
  * revocation log, the Redis store's queue): without it a second process on the same file
  * keeps appending to a file the first one replaced by a rename, and the revocations it
- * acknowledged are gone at the next start. The lock file of `lockFile.ts`, refreshed while
- * held, taken over only when its holder is provably gone or silent for `staleMs`.
- * Takeover rules and limits: docs/architecture.md.
+ * acknowledged are gone at the next start. The lock file of `lockFile.ts` names its owner
+ * (pid, host, since; on Linux the boot id, pid namespace and process start tick); the
+ * holder refreshes it every `refreshMs` and checks it is still its own, and a lock found
+ * removed or replaced is lost for good (`onLost`: stop writing).
+ *
+ * An existing lock is taken over only when its holder is provably gone: its pid is this
+ * process's on the same host and boot, unheld (pid 1 of a restarted container); same host,
+ * boot and pid namespace, and its pid is not running or started at another tick; not
+ * refreshed for `staleMs` (a holder that cannot be asked, on another host); or never
+ * written and older than 30 s. A field written off Linux is not compared. Takeovers run
+ * under `withEditLock`, so two starting processes never both take it. Advisory; two live
+ * processes with one host name and boot and the same pid in different pid namespaces are
+ * not told apart (the second takes over, the first finds the lock lost).
  */
 import { readFileSync, readlinkSync, statSync, unlinkSync } from 'node:fs';
 import { type FileHandle, rm, stat } from 'node:fs/promises';

@@ -3,7 +3,17 @@
  * limiter's rule, and the one the Redis scripts mirror). Per address and bounded: an
  * address tracks at most `MAX_CLIENTS_PER_ADDRESS` clients on their own and counts failures
  * for any other client in one overflow entry, so spraying client ids cannot grow the store;
- * a pair that recently got a token keeps its own entry. Why: docs/architecture.md.
+ * a pair that recently got a token keeps its own entry.
+ *
+ * With an entry per (client, address) pair, every wrong secret naming a new client id
+ * would leave one behind for `forgetAfterSeconds`: as many entries as the address can send
+ * requests (in Redis, which has no `maxTrackedKeys`, about 1 MB per IPv6 /64). With the
+ * overflow entry, which backs off every client the address has no entry for, an address
+ * spraying ids is slowed as one pair would be. A known pair (a token within
+ * `KNOWN_PAIR_MS`) always has its own entry and ignores the overflow: failures of other
+ * clients behind the same NAT do not slow it, and filling the table does not let guesses
+ * at it escape its own back-off. Dead entries count as absent, dropped when the table is
+ * full.
  */
 import { type BackoffRule, type BackoffState, forgetAtMs } from './failedSecretBackoff.js';
 

@@ -3,9 +3,12 @@
  * atomic and one round trip (a Lua script, `limitScripts.ts`), under keys with TTLs so
  * nothing stays behind. When Redis cannot be used the call is answered by a local limiter
  * and counted (`hooks.fallback`, with the family's label, `backoff` or `record`): a
- * request is never refused or failed because of Redis. After a failure Redis is left
- * alone for `RETRY_AFTER_FAILURE_MS`, and then one call at a time probes it, so a hung
- * Redis does not cost a timeout per request. Details: docs/architecture.md.
+ * request is never refused or failed because of Redis. Commands do not queue while the
+ * connection is down (`redis/redisClient.ts`), so a fallback then costs nothing; one that
+ * goes down mid-command costs `redis.commandTimeoutMs`. After a failure Redis is left
+ * alone for `RETRY_AFTER_FAILURE_MS`, and then one call at a time probes it, so a Redis
+ * hung with its connection open does not cost a timeout per request. While it falls back,
+ * each replica limits on its own and remembers only the failures it saw.
  *
  * Keys, under `<redis.keyPrefix>limits:`: `<family>:<key>` (a bucket), `backoff:<address>`
  * (an address's back-off entries) and `known:<address> <subject key>` (a known pair); in a

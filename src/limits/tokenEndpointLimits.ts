@@ -14,7 +14,13 @@
  * and what a worker names to its primary; the fallback labels are `address` and `client`.
  * A client id is client-chosen, known or not: its bucket key is `clientKey` (bounded),
  * and an unknown id is limited like a known one, so the limits do not tell which ids
- * exist. Known pairs: docs/architecture.md.
+ * exist.
+ *
+ * A known pair got a token within `KNOWN_PAIR_MS`: the address proved it holds the
+ * client's secret. The window is twice the longest token lifetime, so a client fetching a
+ * token at least daily from an address stays known there. A mark is made only by
+ * accepted credentials, so nobody without a secret can make the limiter hold one, and
+ * knowing a pair never shortens its own back-off.
  */
 import type { TokenLimitsConfig } from '../config/types.js';
 import {

@@ -3,8 +3,15 @@
  * `Pool` per origin, one `dispatch` per request, both bodies streamed (backpressure). The route's
  * timeouts surface as 504; a failure before the response headers rejects with the public
  * problem, after them the client's response is cut. `dispatch` is the hot path: no
- * promise, one handler object and two flat header lists per request. Framing adjustments
- * and 1xx handling: docs/architecture.md.
+ * promise, one handler object and two flat header lists per request.
+ *
+ * The request body streams only when there is one (RFC 9112 §6.3). An upstream answering
+ * before it arrived gets the client `Connection: close` (RFC 9112 §9.6: the rest has
+ * nowhere to go). A 204 or 304 with `Content-Length` ends normally (undici would call the
+ * absent body a length mismatch), the 204's field dropped (RFC 9110 §8.6). A transfer
+ * coding other than chunked, which undici does not decode, is a 502 rather than a body
+ * relayed with its coding stripped. 1xx answers are not relayed; undici refuses an
+ * unsolicited 101 and a 100 (a 502), and the gateway never sends `Expect`.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';

@@ -3,8 +3,17 @@
  * hop-by-hop and `Connection`-listed fields dropped both ways (RFC 9110 §7.6.1); towards the
  * upstream, the reserved identity namespace (any `_` spelling) cleared then set from the
  * verified principal, caller-written address/host/path fields removed, `X-Forwarded-*` and
- * `Forwarded` (RFC 7239) always the gateway's. The hot path builds flat name/value lists.
- * Every rule and why: docs/architecture.md.
+ * `Forwarded` (RFC 7239) always the gateway's. The hot path builds flat name/value lists
+ * (what undici's dispatch and Node's `writeHead` take).
+ *
+ * A name is matched with `_` read as `-`: CGI-style servers read `X_Client_Id` as
+ * `X-Client-Id`. The identity headers are set after all stripping, so `Connection:
+ * x-client-id` cannot remove them. `Host` and `Expect` are dropped (the upstream client
+ * sets the host; the gateway answered `100-continue` itself). A trusted proxy keeps its other
+ * `X-Forwarded-*` and `X-Original-URL` / `X-Rewrite-URL`; any other peer is the client,
+ * and those fields, which frameworks honour to rebuild URLs, are removed. A claim sets
+ * its header when it is a string, an array of strings (joined by a space) or a finite
+ * number, percent-encoded by `identityHeaderValue`.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';

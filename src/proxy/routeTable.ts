@@ -4,7 +4,14 @@
  * at a `.` also requires the scopes (and audiences) of the route the `/` rule would pick, so no upstream
  * that ignores suffixes or case is reachable with fewer scopes. A lookup tries the path's
  * cuts at the lengths some prefix has, longest first, each one map lookup: its cost does
- * not grow with the number of routes. Matching rules in full: docs/architecture.md.
+ * not grow with the number of routes (`npm run bench -- --mode routes`).
+ *
+ * `/v1/orders` matches `/v1/orders`, `/v1/orders/1` and `/v1/orders.json`, never
+ * `/v1/ordersX`; the prefix `/` matches every path. The `.` boundary only ever adds
+ * requirements (precomputed per route: no allocation per request). When nothing matches,
+ * `upstream.default` (id `default`) serves, else null (404). An upstream URL is split into
+ * its origin (one connection pool each) and a base path without trailing slash: the
+ * forwarded path is `basePath + path`, never rewritten.
  */
 import type { Config } from '../config/types.js';
 

@@ -1,8 +1,19 @@
 /**
- * The upstream side of a WebSocket handshake: a 101 opens the tunnel with the filtered
- * fields, any other answer is read whole (bounded) and relayed well framed, a failure
- * becomes a 502/504 problem while nothing reached the client. http-proxy would relay
- * answers raw and unfiltered, so these listeners replace its own (docs/architecture.md).
+ * The upstream side of a WebSocket handshake. http-proxy's `ws` pass, kept for piping the
+ * tunnel, would keep its request after the client left, write the upstream's 101 fields
+ * unfiltered and relay a refusal raw (hop-by-hop fields, a de-chunked body still labelled
+ * chunked), and has no option against any of it; so these listeners replace its own on the
+ * request it makes (`proxyReqWs`):
+ *
+ *   101      the upstream's end-to-end fields, `X-Request-Id` and the upgrade pair, then
+ *            both sockets piped; a switch to anything but websocket is a 502
+ *   refusal  read whole (at most `RELAYED_BODY_LIMIT`, within the route's time) and
+ *            written with an exact `Content-Length` and `Connection: close` (RFC 9112
+ *            §9.6: the client asked for another protocol, nothing else follows); a
+ *            larger body is a 502, never relayed truncated
+ *   failure  a 502/504 problem while nothing reached the client, else the socket cut
+ *
+ * `test/e2e/webSocketEdges.test.ts` fails if an http-proxy release changes those listeners.
  */
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';

@@ -3,8 +3,16 @@
  * registry of tunnels: from the accepted upgrade until the client socket closes, so that
  * `closeEnded` can end those whose token is over and `close` can cut them all. The request
  * goes through the HTTP header policy, then gets its upgrade pair back (hop-by-hop, but the
- * handshake needs it). The handshake's upstream side: `webSocketHandshake.ts`; the
- * reasoning about http-proxy, timers and races: docs/architecture.md.
+ * handshake needs it); `Sec-WebSocket-*` fields are end-to-end and pass unchanged.
+ *
+ * The handshake, a relayed refusal's body included, must complete within the route's
+ * time: the timer is ours (a 504 must not look like a 502) and aborts the upstream request
+ * whatever became of the client. After the 101 a tunnel has no time limit. A client that
+ * leaves before the 101 aborts the upstream request, and a 101 arriving after the client
+ * left is closed, never piped. Every upgrade reports its outcome once through `done` (101, the
+ * relayed status, the problem's status, or 499), and both sockets and the upstream
+ * request carry error listeners (Node removes its own from the client socket once it
+ * emits `upgrade`). The handshake's upstream side: `webSocketHandshake.ts`.
  */
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';

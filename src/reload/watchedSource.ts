@@ -3,8 +3,18 @@
  * traffic flows, and kept as it is when the new files do not validate. `fs.watch` and a
  * poll both start a check (the poll survives what watching misses: network filesystems,
  * Kubernetes' symlink swaps) and reloads only when the contents' fingerprint changed; a
- * signal always reloads. One reload at a time (`singleFlight.ts`). Triggers, retries and
- * the fingerprint baseline: docs/architecture.md.
+ * signal always reloads. One reload at a time (`singleFlight.ts`).
+ *
+ * `fs.watch` is on each watched file's parent directory, with ~100 ms of debounce, and its
+ * events are not filtered by name: a Kubernetes Secret update renames `..data`, not the
+ * watched file. A watcher that errors, or whose directory was replaced under its name, is
+ * made again on a later poll. The first fingerprint is `since`, taken before the initial
+ * load, so a change made while the process started (it may wait seconds for Redis) is
+ * reloaded, not taken as the baseline. A failed load keeps the running value and is not
+ * retried for the same contents, except every `retryFailedMs`: a load can fail by the
+ * clock alone (a key that activates a moment later by this replica's clock). A path
+ * briefly missing (a rename-over) is retried once after 50 ms before the load counts as
+ * failed.
  */
 import { type FSWatcher, watch as fsWatch, statSync } from 'node:fs';
 import { basename, dirname } from 'node:path';

@@ -4,7 +4,15 @@
  * promise resolves, so a resolved revocation survives SIGKILL and power loss. Corrupt lines
  * are skipped (the rest can only refuse more), the file is compacted atomically, and the
  * file's writer lock keeps a second process out. Not here: sharing between replicas.
- * Details: docs/architecture.md.
+ *
+ * Appends and compaction run one at a time through one promise chain. A failed write
+ * rejects while the entry stays enforced until restart (fail closed), and the next write
+ * rewrites the whole file first, so a torn line never sits in front of later records. At
+ * open, valid lines after a bad one are kept on purpose: each line carries its own check
+ * and merging is order-free (latest cut-off and expiry win). Compaction rewrites the file
+ * with the live entries once it holds at least `compactMinLines` lines and more than
+ * `compactRatio` times the live entries. Once the writer lock is lost every write is
+ * refused: another process may be writing the file.
  */
 import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';

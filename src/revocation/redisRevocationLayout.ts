@@ -13,9 +13,21 @@
  * `{portaria:revocation}:tokens`), so that every script's keys share one slot; elsewhere
  * they stay as above, the names earlier releases wrote.
  *
- * Sorted sets make a full load a `ZSCAN` of the list alone and merging order-free
- * (`ZADD GT`); the generation tells every replica that Redis lost data. Why:
- * docs/architecture.md.
+ * Sorted sets, not a key per entry: a full load is a `ZSCAN` of the list alone, O(entries),
+ * whatever else shares the database, and merging is order-free and atomic (`ZADD GT` keeps
+ * the later expiry and cut-off, as the in-memory store does). Each set expires
+ * (`EXPIREAT`) at its latest entry's expiry, so the list goes away by itself once nothing
+ * in it matters; that also makes the sets evictable under any `maxmemory-policy` but
+ * `noeviction`.
+ *
+ * The marker (no TTL) is how every replica that still knows entries notices lost data: a
+ * full sync reads it or creates it (`MARKER_SCRIPT`); the heartbeat (`HEARTBEAT_SCRIPT`)
+ * returns it and deletes it when a set the replica holds live entries for is missing; a
+ * write that creates a set deletes it too, unless the writer's own sync just made it (the
+ * set was evicted, or merely expired: the harmless case costs one full sync per replica). A
+ * missing or different id starts a full sync that writes back what the replica knows. The
+ * write script stores and announces in one step, so no entry is stored or made stricter
+ * unannounced; the message is a `revocationLogRecord` line without its newline.
  */
 import type { RevocationRecord } from './revocationLogRecord.js';
 

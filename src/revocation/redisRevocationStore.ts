@@ -1,10 +1,24 @@
 /**
  * The revocation store shared by every replica through Redis (`revocation.store: redis`).
- * Lookups read an in-memory copy and never touch the network; the copy is filled by a full
- * load and kept current by pub/sub, and a heartbeat proves it current (`isStale()`) and
- * notices data Redis lost, which a full sync then writes back. A revocation is enforced
- * here at once, then stored in Redis, else queued on disk or refused (`whileRedisDown`).
- * Key layout and scripts: `redisRevocationLayout.ts`; design: docs/architecture.md.
+ * Lookups read an in-memory copy and never touch the network. The copy is filled by a full
+ * load at start and after every reconnection, kept current by pub/sub, and only grows by
+ * merging: entries leave it when they expire, never because Redis lacks them. After a full
+ * load the store writes back every live entry Redis lacks or holds weaker, so nothing
+ * acknowledged is lost while any replica still knows it.
+ *
+ * The list counts as synchronised at the start of the last full load that succeeded, and
+ * at each heartbeat that finds the list whole and gets a PING answered on the subscriber
+ * connection (the reply proves every message published before it was delivered);
+ * `isStale()` is one clock read. The heartbeat also checks the list's generation and sets
+ * (`redisRevocationLayout.ts`), so data Redis lost with the connections up starts a full
+ * sync at once; entries lost while their set survives (a failover to a lagging replica)
+ * are not detected.
+ *
+ * A revocation is enforced here at once, then written to Redis; when the write fails,
+ * `whileRedisDown: queue` appends it to the durable queue (`revocationQueue.ts`) and
+ * `refuse` rejects. With Redis known to be down, `refuse` rejects before enforcing it
+ * anywhere. `open` waits at most `startWaitMs` for the first load; logs never carry the
+ * Redis URL or password.
  */
 import { randomUUID } from 'node:crypto';
 import { type Clock, epochSeconds } from '../lib/clock.js';

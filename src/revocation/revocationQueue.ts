@@ -3,7 +3,13 @@
  * (`revocation.whileRedisDown: queue`): each record is appended and fsynced before `append`
  * resolves, so an acknowledged revocation survives a crash until it reached Redis. The
  * store writes a snapshot to Redis and then drops exactly that many records from the
- * front. Writer lock, file creation and corrupt lines: docs/architecture.md.
+ * front, so records appended meanwhile stay queued. The local log's line format
+ * (`revocationLogRecord.ts`); a torn last line is a record never acknowledged, skipped.
+ *
+ * The file (0600) is created at the first append, so a store that never queues writes
+ * nothing. Its writer lock is taken at open (a partial drop renames a new file over the
+ * one another process would append to) or, when the directory is read-only then, before
+ * the first write; once lost, every write rejects.
  */
 import { type FileHandle, mkdir, open, readFile } from 'node:fs/promises';
 import { basename, dirname, resolve } from 'node:path';

@@ -6,7 +6,14 @@
  * served only when all 32 octets equal the stored ones: the entry holds 32 octets instead
  * of the token's several hundred, and a forged header or payload in front of a cached
  * token's signature has another digest. `clear()` starts a generation so a verification
- * begun before it cannot refill the cache. Why this is safe: docs/architecture.md.
+ * begun before it cannot refill the cache.
+ *
+ * Only a fully verified token is stored, so a token is served for another only with a
+ * second preimage of SHA-256 (a cache keyed by the signature alone would serve a forged
+ * header and payload carrying a copied signature). Unexpired means `exp` in the future,
+ * without skew; past it the token is verified again, where the skew applies. An ECDSA
+ * twin, (r, n − s), verifies on its own and gets its own entry with the same principal:
+ * nothing here or after keys a decision on the token's text.
  *
  * Layout (bench/RESULTS.md, "verified-token cache memory"): one slot number per entry, indexing parallel typed arrays
  * (the digests, the recency list) and one array of principals, with an open-addressing

@@ -40,7 +40,7 @@ test('two replicas on a three-primary cluster share revocations and token limits
   assert.ok(a && b);
 
   // The client's buckets are one across the replicas: the first token from the client's
-  // bucket, BURST more from the known pair's (`tokenLimiter.ts`), then 429 everywhere.
+  // bucket, BURST more from the known pair's (`tokenEndpointLimits.ts`), then 429 everywhere.
   const tokens: string[] = [];
   for (let i = 0; i < BURST + 1; i += 1) {
     tokens.push(await issueToken((i % 2 === 0 ? a : b).publicUrl, CLIENT, SECRET));
