@@ -16,9 +16,9 @@
  *
  * The steps from pair back-off to record are `authenticateWithinLimits`
  * (`limits/limitedAuthentication.ts`), which the OAuth endpoints share. With every limit
- * off the limiter is `NO_TOKEN_LIMITS` and the steps are the same. A refusal is a PortariaError at once (no request is held); credentials come from
- * the JSON body only. Why the limits are ordered so: docs/security.md, token-endpoint
- * abuse controls.
+ * off the limiter is `NO_TOKEN_LIMITS` and the steps are the same. A refusal is a
+ * PortariaError at once (no request is held); credentials come from the JSON body only.
+ * Why the limits are ordered so: docs/security.md, token-endpoint abuse controls.
  */
 import { PortariaError } from '../errors.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
