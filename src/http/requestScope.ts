@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { FailureReason } from '../errors.js';
@@ -41,6 +42,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   /** The first `Authorization` value, and how many lines came (singleton-fields step). */
   authorization: string | undefined = undefined;
   authorizationLines = 0;
+  /** The client certificate (an opening step: TLS, or a trusted proxy's header); null: none. */
+  certificate: ClientCertificate | null = null;
   /** The accepted credentials' scheme and token (credentials step). */
   scheme: AuthScheme | undefined = undefined;
   token = '';

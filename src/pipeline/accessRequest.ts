@@ -5,6 +5,7 @@
  * opening steps; the steps never see the entry's objects. The public listener's request
  * scope is such a value (`http/requestScope.ts`), so a request allocates no second one.
  */
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { MethodClass } from '../observability/metrics.js';
@@ -27,6 +28,8 @@ export interface AccessRequest {
   readonly authorizationLines: number;
   /** The request's trace, when tracing is on. */
   readonly trace: RequestTrace | null;
+  /** The client certificate (over TLS, or from a trusted proxy's header); null: none. */
+  readonly certificate: ClientCertificate | null;
 
   // What the steps find.
   /** The scheme of the accepted credentials (credentials step). */

@@ -138,6 +138,7 @@ function request(
     authorization,
     authorizationLines: options.lines ?? (authorization === undefined ? 0 : 1),
     trace: null,
+    certificate: null,
     scheme: undefined,
     token: '',
     principal: null,
