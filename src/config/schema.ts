@@ -101,7 +101,7 @@ export const configSchema = {
       default: {},
       properties: {
         lifetimeSeconds: { type: 'integer', minimum: 1, maximum: 86_400, default: 3600 },
-        algorithm: { enum: ['ES256', 'EdDSA', 'RS256'], default: 'ES256' },
+        algorithm: { enum: ['ES256', 'EdDSA', 'RS256', 'PS256'], default: 'ES256' },
         responseFields: { enum: ['reference', 'guide'], default: 'reference' },
         bodyLimitBytes: { type: 'integer', minimum: 64, maximum: 1_048_576, default: 16_384 },
       },

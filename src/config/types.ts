@@ -6,8 +6,8 @@
  * fails when the two drift.
  */
 
-export type SigningAlgorithm = 'ES256' | 'EdDSA' | 'RS256';
-export const SIGNING_ALGORITHMS: readonly SigningAlgorithm[] = ['ES256', 'EdDSA', 'RS256'];
+export type SigningAlgorithm = 'ES256' | 'EdDSA' | 'RS256' | 'PS256';
+export const SIGNING_ALGORITHMS: readonly SigningAlgorithm[] = ['ES256', 'EdDSA', 'RS256', 'PS256'];
 
 export type ResponseFieldSet = 'reference' | 'guide';
 

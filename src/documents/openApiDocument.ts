@@ -230,7 +230,7 @@ export const openApiDocument = {
               properties: {
                 kty: { type: 'string' },
                 kid: { type: 'string' },
-                alg: { type: 'string', enum: ['ES256', 'EdDSA', 'RS256'] },
+                alg: { type: 'string', enum: ['ES256', 'EdDSA', 'RS256', 'PS256'] },
                 use: { type: 'string', const: 'sig' },
                 crv: { type: 'string' },
                 x: { type: 'string' },

@@ -7,6 +7,12 @@
  * PKCS#8 PEM, mode 0600, in a directory created with mode 0700; the write is atomic and
  * never replaces a file. Whether and when the key signs is the schedule's business
  * (`keySchedule.ts`), not this module's.
+ *
+ * RSA keys have 3072 bits: the 128-bit strength of SHA-256 and P-256 (NIST SP 800-57
+ * Part 1, Table 2), where 2048 bits (112-bit, FAPI's minimum) is not to be used for new
+ * signatures after 2030 and a key may sign for years. A PS256 key is an RSASSA-PSS key
+ * restricted to PS256's parameters (`rsaPssKey.ts`), so its file says PS256 by itself;
+ * an RS256 key is a plain RSA key, as RS256 key files always were.
  */
 import { generateKeyPair, randomBytes } from 'node:crypto';
 import { promisify } from 'node:util';
@@ -14,6 +20,7 @@ import type { SigningAlgorithm } from '../config/types.js';
 import { writeNewFile } from '../lib/atomicWrite.js';
 import { keyFileModel } from './keyFileModel.js';
 import { KID_PATTERN } from './loadKeyRing.js';
+import { PS256_SALT_LENGTH } from './rsaPssKey.js';
 
 export interface GeneratedKey {
   readonly kid: string;
@@ -32,6 +39,16 @@ export async function generateSigningKey(alg: SigningAlgorithm, now: Date): Prom
     pair = await generate('ec', { namedCurve: 'P-256', publicKeyEncoding, ...encoding });
   } else if (alg === 'EdDSA') {
     pair = await generate('ed25519', { publicKeyEncoding, ...encoding });
+  } else if (alg === 'PS256') {
+    pair = await generate('rsa-pss', {
+      modulusLength: RSA_BITS,
+      hashAlgorithm: 'sha256',
+      mgf1HashAlgorithm: 'sha256',
+      // @types/node declares a string here; Node takes the number of octets.
+      saltLength: PS256_SALT_LENGTH as unknown as string,
+      publicKeyEncoding,
+      ...encoding,
+    });
   } else {
     pair = await generate('rsa', { modulusLength: RSA_BITS, publicKeyEncoding, ...encoding });
   }

@@ -18,6 +18,7 @@ import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import { deepFreeze } from '../lib/deepFreeze.js';
 import { type KeySchedules, pickSigner, type Window, windowOf } from './keySchedule.js';
+import { plainRsaPublicKey } from './rsaPssKey.js';
 
 export interface LoadedKey {
   readonly kid: string;
@@ -240,7 +241,9 @@ function finite(ms: number): number | null {
 }
 
 function publicJwk(key: KeyObject, kid: string, alg: SigningAlgorithm): PublicJwk {
-  const exported = key.export({ format: 'jwk' }) as Record<string, unknown>;
+  // Node exports no JWK of an RSASSA-PSS key; its JWK is the RSA key's (RFC 7518 §6.3).
+  const exportable = key.asymmetricKeyType === 'rsa-pss' ? plainRsaPublicKey(key) : key;
+  const exported = exportable.export({ format: 'jwk' }) as Record<string, unknown>;
   const jwk: Record<string, string> = {};
   for (const member of PUBLIC_MEMBERS) {
     const value = exported[member];

@@ -3,9 +3,12 @@
  *
  * Each key is one file named after its kid:
  * - `<kid>.pem`: a PKCS#8 private key (`BEGIN PRIVATE KEY`); the algorithm follows from
- *   the key: P-256 → ES256, Ed25519 → EdDSA, RSA of 2048 bits or more → RS256.
+ *   the key: P-256 → ES256, Ed25519 → EdDSA, RSA (`rsaEncryption`) → RS256, RSASSA-PSS
+ *   (`id-RSASSA-PSS`, unrestricted or restricted to SHA-256 with MGF1-SHA-256) → PS256;
+ *   RSA of 2048 bits or more (RFC 7518 §3.3, §3.5).
  * - `<kid>.jwk.json`: a private JWK (RFC 7517) with `alg`; its `kid`, when present,
- *   must equal the file's.
+ *   must equal the file's. An RSA JWK is RS256 or PS256 as its `alg` says.
+ * A PS256 key is held in its RSASSA-PSS form restricted to PS256 (`rsaPssKey.ts`).
  * `schedule.json` (optional, see `keySchedule.ts`) says when each key is published,
  * signs, retires and leaves the JWKS. An entry for a kid without a key file is refused
  * (a rotation cut short between its two writes), unless its key was removed already
@@ -23,6 +26,7 @@ import { SIGNING_ALGORITHMS, type SigningAlgorithm } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import { KeyRing, type LoadedKey } from './keyRing.js';
 import { type KeySchedule, readKeySchedule, SCHEDULE_FILE } from './keySchedule.js';
+import { ps256PrivateKey } from './rsaPssKey.js';
 
 export const KID_PATTERN = /^[A-Za-z0-9._-]{1,64}$/;
 
@@ -41,6 +45,7 @@ const JWK_SHAPE: Record<SigningAlgorithm, { kty: string; crv?: string }> = {
   ES256: { kty: 'EC', crv: 'P-256' },
   EdDSA: { kty: 'OKP', crv: 'Ed25519' },
   RS256: { kty: 'RSA' },
+  PS256: { kty: 'RSA' },
 };
 
 export interface KeyDirectory {
@@ -55,7 +60,12 @@ export async function loadKeyRing(
 ): Promise<KeyRing> {
   const { keys, schedule, problems } = await scanKeyDirectory(dir, clock.now());
   if (!keys.some((k) => k.alg === algorithm)) {
-    problems.push(`token.algorithm: no ${algorithm} key in keys.dir ${dir}`);
+    // A PKCS#8 RSA key's OID decides RS256: the likeliest reason for no PS256 key.
+    const hint =
+      algorithm === 'PS256' && keys.some((k) => k.alg === 'RS256')
+        ? ' (its RSA keys are "rsaEncryption" keys, which are RS256: a PS256 key is an RSASSA-PSS key, as "portaria keys generate --alg PS256" writes, or a JWK file with "alg": "PS256")'
+        : '';
+    problems.push(`token.algorithm: no ${algorithm} key in keys.dir ${dir}${hint}`);
   }
   if (problems.length > 0) throw new ConfigError(problems, `keys.dir (${dir})`);
   const ring = new KeyRing(keys, schedule, algorithm, clock);
@@ -154,7 +164,8 @@ function fromPem(text: string): { alg: SigningAlgorithm; privateKey: KeyObject }
   } catch {
     throw new Error('not a readable PKCS#8 private key');
   }
-  return { alg: algorithmOf(privateKey), privateKey };
+  const alg = algorithmOf(privateKey);
+  return { alg, privateKey: alg === 'PS256' ? ps256PrivateKey(privateKey) : privateKey };
 }
 
 function fromJwk(text: string, kid: string): { alg: SigningAlgorithm; privateKey: KeyObject } {
@@ -175,7 +186,7 @@ function fromJwk(text: string, kid: string): { alg: SigningAlgorithm; privateKey
   const shape = JWK_SHAPE[alg as SigningAlgorithm];
   if (fields.kty !== shape.kty || (shape.crv !== undefined && fields.crv !== shape.crv)) {
     const want = shape.crv ? `kty "${shape.kty}" with crv "${shape.crv}"` : `kty "${shape.kty}"`;
-    throw new Error(`an ${alg} key must have ${want}`);
+    throw new Error(`${alg.startsWith('P') ? 'a' : 'an'} ${alg} key must have ${want}`);
   }
   if (fields.kid !== undefined && fields.kid !== kid) {
     throw new Error(`"kid" ${JSON.stringify(fields.kid)} differs from the file name's kid ${kid}`);
@@ -188,13 +199,17 @@ function fromJwk(text: string, kid: string): { alg: SigningAlgorithm; privateKey
   } catch {
     throw new Error('not a valid private JWK');
   }
-  const derived = algorithmOf(privateKey);
+  // An RSA JWK carries no PSS parameters: its "alg" says RS256 or PS256 (RFC 7518 §6.3).
+  const derived = algorithmOf(privateKey, alg === 'PS256' ? 'PS256' : 'RS256');
   if (derived !== alg) throw new Error(`"alg" is ${alg} but the key is for ${derived}`);
-  return { alg: derived, privateKey };
+  return { alg, privateKey: alg === 'PS256' ? ps256PrivateKey(privateKey) : privateKey };
 }
 
-/** The one algorithm a key may sign with; refuses everything else. */
-function algorithmOf(key: KeyObject): SigningAlgorithm {
+/**
+ * The one algorithm a key may sign with (`rsaAs` for a plain RSA key: RS256 from a PEM
+ * file, the `alg` of a JWK file); refuses everything else.
+ */
+function algorithmOf(key: KeyObject, rsaAs: 'RS256' | 'PS256' = 'RS256'): SigningAlgorithm {
   const type = key.asymmetricKeyType;
   if (type === 'ec') {
     const curve = key.asymmetricKeyDetails?.namedCurve;
@@ -202,10 +217,16 @@ function algorithmOf(key: KeyObject): SigningAlgorithm {
     throw new Error(`EC curve ${curve ?? 'unknown'} is not supported (only P-256, for ES256)`);
   }
   if (type === 'ed25519') return 'EdDSA';
-  if (type === 'rsa') {
+  if (type === 'rsa' || type === 'rsa-pss') {
+    const alg = type === 'rsa' ? rsaAs : 'PS256';
     const bits = key.asymmetricKeyDetails?.modulusLength ?? 0;
-    if (bits >= MIN_RSA_BITS) return 'RS256';
-    throw new Error(`RSA key of ${bits} bits is too short (at least ${MIN_RSA_BITS}, for RS256)`);
+    if (bits >= MIN_RSA_BITS) return alg;
+    const kind = type === 'rsa' ? 'RSA' : 'RSASSA-PSS';
+    throw new Error(
+      `${kind} key of ${bits} bits is too short (at least ${MIN_RSA_BITS}, for ${alg})`,
+    );
   }
-  throw new Error(`key type ${type ?? 'unknown'} is not supported (P-256, Ed25519 or RSA)`);
+  throw new Error(
+    `key type ${type ?? 'unknown'} is not supported (P-256, Ed25519, RSA or RSASSA-PSS)`,
+  );
 }

@@ -5,7 +5,8 @@
  * as long as the digest (RFC 7518 §3.5). The key must be of the type the algorithm names
  * (P-256 for ES256, …; RSA of at least 2048 bits, RFC 7518 §3.3): any other pairing is a
  * programming error (our keys and the issuers' keys are bound to one `alg` when they are
- * loaded), thrown as a TypeError, never a signature over the wrong primitive.
+ * loaded), thrown as a TypeError, never a signature over the wrong primitive. An
+ * RSASSA-PSS key restricted to parameters other than the algorithm's is such a key.
  *
  * Worked out once per key and remembered for as long as the key lives.
  */
@@ -25,8 +26,10 @@ export interface SignatureParameters {
   /**
    * What `crypto.sign`/`crypto.verify` take as the key: the bare KeyObject wherever no
    * option is needed (ECDSA with DER signatures, `ecdsaDer.ts`; RSASSA-PKCS1-v1_5,
-   * OpenSSL's default for RSA; EdDSA), else `key`. Node 24 throws and catches two
-   * TypeErrors per call to tell an options object from a KeyObject (bench/RESULTS.md).
+   * OpenSSL's default for RSA; EdDSA; an RSASSA-PSS key whose parameters are the
+   * algorithm's, which OpenSSL applies by itself, `rsaPssKey.ts`), else `key`. Node 24
+   * throws and catches two TypeErrors per call to tell an options object from a
+   * KeyObject (bench/RESULTS.md).
    */
   readonly keyArgument: KeyObject | SignatureParameters['key'];
   /** ECDSA: octets of r and of s in the JWS signature (RFC 7518 §3.4); null otherwise. */
@@ -37,6 +40,8 @@ const MIN_RSA_BITS = 2048;
 
 interface Rule {
   readonly digest: string | null;
+  /** RSASSA-PSS: octets of the digest, which is also the salt's length (RFC 7518 §3.5). */
+  readonly digestLength?: number;
   /** Key types (`asymmetricKeyType`) the algorithm accepts. */
   readonly types: readonly string[];
   readonly curve?: string;
@@ -53,9 +58,9 @@ const RULES: Readonly<Record<string, Rule>> = {
   RS256: { digest: 'sha256', types: ['rsa'] },
   RS384: { digest: 'sha384', types: ['rsa'] },
   RS512: { digest: 'sha512', types: ['rsa'] },
-  PS256: { digest: 'sha256', types: ['rsa', 'rsa-pss'], pss: true },
-  PS384: { digest: 'sha384', types: ['rsa', 'rsa-pss'], pss: true },
-  PS512: { digest: 'sha512', types: ['rsa', 'rsa-pss'], pss: true },
+  PS256: { digest: 'sha256', digestLength: 32, types: ['rsa', 'rsa-pss'], pss: true },
+  PS384: { digest: 'sha384', digestLength: 48, types: ['rsa', 'rsa-pss'], pss: true },
+  PS512: { digest: 'sha512', digestLength: 64, types: ['rsa', 'rsa-pss'], pss: true },
 };
 
 const byKey = new WeakMap<KeyObject, SignatureParameters>();
@@ -71,10 +76,17 @@ export function signatureParameters(alg: string, key: KeyObject): SignatureParam
   if (
     !rule.types.includes(type) ||
     (rule.curve !== undefined && details?.namedCurve !== rule.curve) ||
-    (type.startsWith('rsa') && (details?.modulusLength ?? 0) < MIN_RSA_BITS)
+    (type.startsWith('rsa') && (details?.modulusLength ?? 0) < MIN_RSA_BITS) ||
+    (type === 'rsa-pss' && !pssAllows(rule, details))
   ) {
     throw new TypeError(`a ${describe(key)} key cannot be used with ${alg}`);
   }
+  // The key's own parameters are exactly the algorithm's: OpenSSL needs no option.
+  const pssKeyDecides =
+    type === 'rsa-pss' &&
+    details?.hashAlgorithm === rule.digest &&
+    details?.mgf1HashAlgorithm === rule.digest &&
+    details?.saltLength === rule.digestLength;
   const options = Object.freeze(
     rule.curve !== undefined
       ? { key, dsaEncoding: 'ieee-p1363' as const }
@@ -92,11 +104,24 @@ export function signatureParameters(alg: string, key: KeyObject): SignatureParam
     alg,
     digest: rule.digest,
     key: options,
-    keyArgument: rule.pss === true ? options : key,
+    keyArgument: rule.pss === true && !pssKeyDecides ? options : key,
     ecdsaIntegerLength: rule.integerLength ?? null,
   });
   byKey.set(key, parameters);
   return parameters;
+}
+
+/**
+ * Whether an RSASSA-PSS key's parameters (none: any) allow the rule's digest for the
+ * message and MGF1 and a salt of the digest's length (RFC 8017 A.2.3).
+ */
+function pssAllows(rule: Rule, details: KeyObject['asymmetricKeyDetails']): boolean {
+  if (details?.hashAlgorithm === undefined) return true;
+  return (
+    details.hashAlgorithm === rule.digest &&
+    details.mgf1HashAlgorithm === rule.digest &&
+    (details.saltLength ?? 0) <= (rule.digestLength ?? 0)
+  );
 }
 
 function describe(key: KeyObject): string {

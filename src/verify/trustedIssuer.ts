@@ -5,7 +5,7 @@
  */
 
 import { MAX_LIFETIME_SECONDS as MAX_OWN_LIFETIME_SECONDS } from '../clients/clientRegistry.js';
-import type { Config, IssuerConfig } from '../config/types.js';
+import { type Config, type IssuerConfig, SIGNING_ALGORITHMS } from '../config/types.js';
 import type { IssuerKey } from '../issuers/issuerKeySet.js';
 import type { TrustedIssuer } from './tokenVerifier.js';
 
@@ -19,7 +19,8 @@ export interface ExternalKeys {
   getKey(kid: string, alg: string): IssuerKey | null | Promise<IssuerKey | null>;
 }
 
-const OWN_ALGORITHMS: ReadonlySet<string> = new Set(['ES256', 'EdDSA', 'RS256']);
+/** Every algorithm our keys sign with; a key verifies only tokens of its own `alg`. */
+const OWN_ALGORITHMS: ReadonlySet<string> = new Set(SIGNING_ALGORITHMS);
 
 /**
  * `ownAudiences`: the `aud` values our own tokens are accepted with (the gateway's

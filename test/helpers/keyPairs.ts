@@ -17,11 +17,15 @@ import {
   type KeyObject,
 } from 'node:crypto';
 
-export type KeyPairType = 'ec' | 'ed25519' | 'rsa';
+export type KeyPairType = 'ec' | 'ed25519' | 'rsa' | 'rsa-pss';
 
 export interface KeyPairOptions {
   readonly namedCurve?: string;
   readonly modulusLength?: number;
+  /** RSASSA-PSS: the parameters the key is restricted to (none: unrestricted). */
+  readonly hashAlgorithm?: string;
+  readonly mgf1HashAlgorithm?: string;
+  readonly saltLength?: number;
 }
 
 export function newKeyPair(

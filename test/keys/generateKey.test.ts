@@ -4,6 +4,7 @@ import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
+import { SIGNING_ALGORITHMS } from '../../src/config/types.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 
@@ -27,6 +28,17 @@ describe('generateSigningKey', () => {
     ['ES256', 'ec', { namedCurve: 'prime256v1' }],
     ['EdDSA', 'ed25519', {}],
     ['RS256', 'rsa', { modulusLength: 3072, publicExponent: 65537n }],
+    [
+      'PS256',
+      'rsa-pss',
+      {
+        modulusLength: 3072,
+        publicExponent: 65537n,
+        hashAlgorithm: 'sha256',
+        mgf1HashAlgorithm: 'sha256',
+        saltLength: 32,
+      },
+    ],
   ] as const;
   for (const [alg, type, details] of expected) {
     test(`creates a PKCS#8 ${type} key for ${alg}`, async () => {
@@ -35,6 +47,19 @@ describe('generateSigningKey', () => {
       const key = createPrivateKey(pem);
       assert.equal(key.asymmetricKeyType, type);
       assert.deepEqual(key.asymmetricKeyDetails, details);
+    });
+  }
+});
+
+describe('generated keys load as their algorithm', () => {
+  for (const alg of SIGNING_ALGORITHMS) {
+    test(`a generated ${alg} key file is a ${alg} key to the loader`, async (t) => {
+      const dir = await tempDir(t);
+      const key = await generateSigningKey(alg, NOW);
+      await writeSigningKey(dir, key);
+      const ring = await loadKeyRing(dir, alg);
+      assert.equal(ring.signingKey.alg, alg);
+      assert.equal(ring.jwks().keys[0]?.alg, alg);
     });
   }
 });

@@ -4,9 +4,10 @@
  * ways a signature can be wrong.
  */
 import assert from 'node:assert/strict';
-import { type KeyObject, sign } from 'node:crypto';
+import { constants, createPublicKey, type KeyObject, sign } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { SignJWT } from 'jose';
+import { ps256PrivateKey } from '../../src/keys/rsaPssKey.js';
 import { verifyJwsSignature } from '../../src/verify/jwsSignature.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 
@@ -104,6 +105,58 @@ describe('verifyJwsSignature', () => {
       verifyJwsSignature(await joseToken('RS256', privateKey), 'PS256', publicKey),
       false,
     );
+  });
+
+  describe('PS256: only RSASSA-PSS with SHA-256, MGF1-SHA-256 and a 32-octet salt (RFC 7518 §3.5)', () => {
+    const rsa = PAIRS.PS256();
+    // Our own keys: held as RSASSA-PSS keys restricted to PS256; the issuers': plain RSA.
+    const ours = createPublicKey(ps256PrivateKey(rsa.privateKey));
+    const input = Buffer.from(`${b64({ alg: 'PS256', kid: 'k1' })}.${b64({ sub: 'acme' })}`);
+    const token = (signature: Buffer) => `${input.toString()}.${signature.toString('base64url')}`;
+    const pss = (saltLength: number) =>
+      sign('sha256', input, {
+        key: rsa.privateKey,
+        padding: constants.RSA_PKCS1_PSS_PADDING,
+        saltLength,
+      });
+    const cases: [string, Buffer, boolean][] = [
+      ['a 32-octet salt (what jose writes)', pss(32), true],
+      [
+        "Node's default salt, the longest that fits (222 octets)",
+        sign('sha256', input, { key: rsa.privateKey, padding: constants.RSA_PKCS1_PSS_PADDING }),
+        false,
+      ],
+      ['a 20-octet salt (RFC 8017 default)', pss(20), false],
+      ['no salt', pss(0), false],
+      ['a 33-octet salt', pss(33), false],
+      [
+        'PKCS#1 v1.5 padding (an RS256 signature labelled PS256)',
+        sign('sha256', input, rsa.privateKey),
+        false,
+      ],
+      [
+        'MGF1 and digest SHA-384',
+        sign('sha384', input, {
+          key: rsa.privateKey,
+          padding: constants.RSA_PKCS1_PSS_PADDING,
+          saltLength: 32,
+        }),
+        false,
+      ],
+    ];
+    for (const [name, signature, valid] of cases) {
+      test(`${name}: ${valid ? 'verifies' : 'refused'}, with our key and an issuer's`, () => {
+        assert.equal(verifyJwsSignature(token(signature), 'PS256', ours), valid);
+        assert.equal(verifyJwsSignature(token(signature), 'PS256', rsa.publicKey), valid);
+      });
+    }
+
+    test('a token jose signed verifies with our RSASSA-PSS form of the key', async () => {
+      assert.equal(
+        verifyJwsSignature(await joseToken('PS256', rsa.privateKey), 'PS256', ours),
+        true,
+      );
+    });
   });
 
   test('a key of another type than the algorithm names is a programming error', async () => {
