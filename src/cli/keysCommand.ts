@@ -51,15 +51,15 @@ export const KEYS_HELP = alignHelp(`Usage: portaria keys <command> [options]
 Manage the gateway's token-signing keys.
 
 Commands:
-  rotate [--alg ES256|EdDSA|RS256]     add a key and schedule a zero-downtime switch to it
-  list                                 show every key's state and schedule
-  remove <kid>                         take a key out at once (compromised, or retired early)
-  generate [--alg ES256|EdDSA|RS256]   create a key that is active at once (first key, tests)
+  rotate [--to ES256|EdDSA|RS256|PS256]      add a key and schedule a zero-downtime switch to it
+  list                                       show every key's state and schedule
+  remove <kid>                               take a key out at once (compromised, or retired early)
+  generate [--alg ES256|EdDSA|RS256|PS256]   create a key that is active at once (first key, tests)
 
 Run "portaria keys <command> --help" for a command's options.
 `);
 
-const GENERATE_HELP = alignHelp(`Usage: portaria keys generate [--alg ES256|EdDSA|RS256]
+const GENERATE_HELP = alignHelp(`Usage: portaria keys generate [--alg ES256|EdDSA|RS256|PS256]
 
 Creates a private key (PKCS#8 PEM, mode 0600) named after its new kid, without a
 schedule entry. In a directory without schedule.json the newest such key signs from the
@@ -68,14 +68,15 @@ its tokens until it refetches. Use it for the first key; in production, change k
 "portaria keys rotate". Where a scheduled key is active, the new key only verifies.
 
 Options:
-  --alg ALG          ES256 (P-256), EdDSA (Ed25519) or RS256 (RSA 3072); default: the
-                     configuration's token.algorithm, else the algorithm of the keys
-                     already in the directory, ES256 when it has none
+  --alg ALG          ES256 (P-256), EdDSA (Ed25519), RS256 (RSA 3072) or PS256
+                     (RSASSA-PSS 3072); default: the configuration's token.algorithm,
+                     else the algorithm of the keys already in the directory, ES256
+                     when it has none
 ${DIR_HELP}
 `);
 
 const ROTATE_HELP =
-  alignHelp(`Usage: portaria keys rotate [--alg ES256|EdDSA|RS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
+  alignHelp(`Usage: portaria keys rotate [--alg ES256|EdDSA|RS256|PS256] [--to ES256|EdDSA|RS256|PS256] [--jwks-max-age SECONDS] [--skew SECONDS] [--max-lifetime SECONDS]
 
 Adds a signing key and schedules the switch to it in schedule.json, so that no token
 fails verification, at the gateway or at a verifier caching the JWKS:
@@ -86,11 +87,17 @@ Gateways follow the schedule by their clocks; they must load the changed directo
 well within the skew. Refused while a rotation is pending. Use the gateway's settings:
 keys.jwksMaxAgeSeconds, clockSkewSeconds and the longest token lifetime of any client
 (with --config, the first two and the algorithm are read from its configuration).
+With --to another algorithm, the new key takes over from the current one by the same
+schedule, also on gateways whose token.algorithm is still the old one; set
+token.algorithm to the new algorithm once it signs (before that, such a gateway
+refuses to start: no key of it is active yet).
 
 Options:
-  --alg ALG               algorithm of the signing key, the gateway's token.algorithm
-                          (default: the configuration's, else the algorithm of the keys
-                          in the directory)
+  --alg ALG               the gateway's token.algorithm, which decides the key that
+                          signs now (default: the configuration's, else the algorithm of
+                          the keys in the directory)
+  --to ALG                algorithm of the new key (default: that of the key that signs
+                          now)
   --jwks-max-age SECONDS  Cache-Control max-age of the JWKS, 0 to 86400 (default: the
                           configuration's keys.jwksMaxAgeSeconds, else 300)
   --skew SECONDS          clock skew allowed between replicas, 0 to 600 (default: the
@@ -100,7 +107,7 @@ Options:
 ${DIR_HELP}
 `);
 
-const LIST_HELP = alignHelp(`Usage: portaria keys list [--alg ES256|EdDSA|RS256] [-o json]
+const LIST_HELP = alignHelp(`Usage: portaria keys list [--alg ES256|EdDSA|RS256|PS256] [-o json]
 
 Shows every key, newest first: kid, algorithm, state and its schedule (UTC).
 States: pending (not signing yet), active (signs now), retiring (no longer signs, still
@@ -115,7 +122,7 @@ ${OUTPUT_HELP}
 ${DIR_HELP}
 `);
 
-const REMOVE_HELP = alignHelp(`Usage: portaria keys remove <kid> [--alg ES256|EdDSA|RS256]
+const REMOVE_HELP = alignHelp(`Usage: portaria keys remove <kid> [--alg ES256|EdDSA|RS256|PS256]
 
 Deletes the key's file and its schedule entry: gateways stop publishing the key and
 stop accepting its tokens at their next reload (at once with file watching, or SIGHUP).
@@ -131,9 +138,10 @@ Third parties that cached the JWKS keep the old key until their cache expires, a
 refuse the new key's tokens until they fetch the JWKS again.
 
 Options:
-  --alg ALG          the gateway's token.algorithm: a key of another algorithm never
-                     signs there and is removed without the signer checks (default:
-                     the configuration's, else the algorithm of the keys in the directory)
+  --alg ALG          the gateway's token.algorithm, which decides the key that signs
+                     (a key of another algorithm signs there only after a rotation
+                     "--to" it); default: the configuration's, else the algorithm of
+                     the keys in the directory
   --skew SECONDS     the gateways' clockSkewSeconds, 0 to 600 (default: the
                      configuration's, else 60)
   --now TIME         the moment that decides which key signs (default: now)
@@ -180,6 +188,7 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
   const cmd = 'keys rotate';
   const parsed = parseCommandArgs(cmd, args, {
     alg: { type: 'string' },
+    to: { type: 'string' },
     'keys-dir': { type: 'string' },
     ...CONFIG_OPTION,
     'jwks-max-age': { type: 'string' },
@@ -192,6 +201,7 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
   const dir = keysDir(parsed, ctx, config);
   const now = nowOption(cmd, parsed, ctx);
   const algorithm = await algorithmOption(cmd, parsed, dir, now.getTime(), config);
+  const to = stringValue(parsed, 'to');
   const jwksMaxAge = secondsOption(
     cmd,
     parsed,
@@ -202,6 +212,7 @@ async function rotate(args: readonly string[], ctx: CliContext): Promise<void> {
   );
   const result = await rotateKeys(dir, {
     algorithm,
+    ...(to === undefined ? {} : { to: knownAlgorithm(cmd, '--to', to) }),
     now,
     jwksMaxAgeSeconds: jwksMaxAge,
     clockSkewSeconds: secondsOption(cmd, parsed, 'skew', 0, 600, config?.clockSkewSeconds ?? 60),
@@ -292,11 +303,13 @@ async function list(args: readonly string[], ctx: CliContext): Promise<void> {
 
 /**
  * A key's state for a gateway signing with `algorithm`: the ring's, except that a key of
- * another algorithm, published but never picked as signer, is `unused` (not `retiring`:
- * nothing schedules it out, and `keys remove` takes it without the signer checks).
+ * another algorithm without a schedule entry, published but never picked as signer, is
+ * `unused` (not `retiring`: nothing schedules it out, and `keys remove` takes it at
+ * once). One with an entry is a rotation's (`keys rotate --to`): it has the ring's state.
  */
 function keyState(key: KeyState, algorithm: SigningAlgorithm): KeyStateName | 'unused' {
-  return key.alg !== algorithm && key.state !== 'retired' ? 'unused' : key.state;
+  const unused = key.alg !== algorithm && key.activateAt === null && key.state !== 'retired';
+  return unused ? 'unused' : key.state;
 }
 
 async function remove(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -348,12 +361,7 @@ async function algorithmOption(
   config: Config | null,
 ): Promise<SigningAlgorithm> {
   const alg = stringValue(parsed, 'alg');
-  if (alg !== undefined) {
-    if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
-      throw new UsageError(cmd, `--alg must be one of ${SIGNING_ALGORITHMS.join(', ')}`);
-    }
-    return alg as SigningAlgorithm;
-  }
+  if (alg !== undefined) return knownAlgorithm(cmd, '--alg', alg);
   if (config !== null) return config.token.algorithm;
   let algorithms: SigningAlgorithm[];
   try {
@@ -370,6 +378,13 @@ async function algorithmOption(
     cmd,
     `${dir} holds ${algorithms.join(' and ')} keys: pass --alg, the gateway's token.algorithm`,
   );
+}
+
+function knownAlgorithm(cmd: string, option: string, alg: string): SigningAlgorithm {
+  if (!(SIGNING_ALGORITHMS as readonly string[]).includes(alg)) {
+    throw new UsageError(cmd, `${option} must be one of ${SIGNING_ALGORITHMS.join(', ')}`);
+  }
+  return alg as SigningAlgorithm;
 }
 
 function keysDir(parsed: ParsedCommand, ctx: CliContext, config: Config | null): string {

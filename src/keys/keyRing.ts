@@ -6,7 +6,8 @@
  * (`rotateKeys`).
  *
  * The signer is, among the configured algorithm's keys with activateAt ≤ now < retireAt,
- * the one activated last (tie: greatest kid), else a 503 `no-active-key`; a key verifies
+ * the one activated last (tie: greatest kid), or the key a rotation to another algorithm
+ * handed signing to (`pickSigner`), else a 503 `no-active-key`; a key verifies
  * only while publishAt ≤ now < removeAt. The JWKS (RFC 7517) holds the public members of
  * every key published now, newest kid first. Both are cached per schedule segment (between
  * two boundaries) and returned as the same instances, so serving the JWKS never

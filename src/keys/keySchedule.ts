@@ -61,7 +61,15 @@ export function windowOf(schedule: KeySchedule | undefined): Window {
   };
 }
 
-/** The key that signs at `now`: latest activateAt among the eligible, then greatest kid. */
+/**
+ * The key that signs at `now` for a gateway whose token.algorithm is `algorithm`: among
+ * its keys active now, the latest activateAt, then the greatest kid. Once a rotation has
+ * handed signing over to another algorithm (a key of `algorithm` retired by its schedule,
+ * and none is active), the same pick among the active keys that have a schedule entry,
+ * whatever their algorithm: so the switch to another algorithm happens on every replica
+ * by the clock, as any rotation does, before their token.algorithm is changed. A key
+ * without an entry never signs for another algorithm than its own.
+ */
 export function pickSigner<K extends { readonly kid: string; readonly alg: SigningAlgorithm }>(
   keys: readonly K[],
   windows: (key: K) => Window,
@@ -70,19 +78,33 @@ export function pickSigner<K extends { readonly kid: string; readonly alg: Signi
 ): K | undefined {
   let best: K | undefined;
   let bestAt = -Infinity;
+  let successor: K | undefined;
+  let successorAt = -Infinity;
+  let handedOver = false;
   for (const key of keys) {
     const w = windows(key);
-    if (key.alg !== algorithm || !(w.activateAt <= now && now < w.retireAt)) continue;
-    if (
-      best === undefined ||
-      w.activateAt > bestAt ||
-      (w.activateAt === bestAt && key.kid > best.kid)
-    ) {
-      best = key;
-      bestAt = w.activateAt;
+    if (key.alg === algorithm && w.retireAt <= now) handedOver = true;
+    if (!(w.activateAt <= now && now < w.retireAt)) continue;
+    if (key.alg === algorithm) {
+      if (later(key, w.activateAt, best, bestAt)) {
+        best = key;
+        bestAt = w.activateAt;
+      }
+    } else if (Number.isFinite(w.activateAt) && later(key, w.activateAt, successor, successorAt)) {
+      successor = key;
+      successorAt = w.activateAt;
     }
   }
-  return best;
+  return best ?? (handedOver ? successor : undefined);
+}
+
+function later<K extends { readonly kid: string }>(
+  key: K,
+  at: number,
+  best: K | undefined,
+  bestAt: number,
+): boolean {
+  return best === undefined || at > bestAt || (at === bestAt && key.kid > best.kid);
 }
 
 /**

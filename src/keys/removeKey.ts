@@ -5,7 +5,7 @@
  *
  * A key is kept while removing it would leave a replica without a signer: it signs now, or
  * did `skew` ago (a replica whose clock runs that far behind still sees it signing), and no
- * other key of its algorithm signs at both moments. Removing a scheduled key that does not
+ * other key signs for the gateways' token.algorithm at both moments. Removing a scheduled key that does not
  * sign yet cancels its rotation: the keys it was to replace keep signing (their `retireAt`
  * and `removeAt` cleared); any other removal that would leave a gap later is refused.
  * Under the schedule's lock, the cancelled rotation's schedule is written first, then the
@@ -45,9 +45,9 @@ export interface KeyRemoval {
 }
 
 /**
- * `algorithm` is the gateways' token.algorithm: a key of another algorithm never signs
- * there (the ring picks its signer among keys of that algorithm), so it is removed
- * without the signer checks.
+ * `algorithm` is the gateways' token.algorithm, which decides the signer (`pickSigner`):
+ * a key that never signs there (one of another algorithm without a rotation handing
+ * signing to it) passes the signer checks as it is.
  */
 export async function removeKey(
   dir: string,
@@ -94,18 +94,18 @@ async function removeLocked(
     if (key !== undefined) {
       alg = key.alg;
     }
-    if (key !== undefined && key.alg === algorithm) {
+    if (key !== undefined) {
       const window = (k: { kid: string }) => windowOf(loaded.get(k.kid));
       const others = keys.filter((k) => k.kid !== kid);
       for (const at of [now - skewMs, now]) {
-        if (pickSigner(keys, window, key.alg, at)?.kid !== kid) continue;
-        const next = pickSigner(others, window, key.alg, now);
+        if (pickSigner(keys, window, algorithm, at)?.kid !== kid) continue;
+        const next = pickSigner(others, window, algorithm, now);
         if (next === undefined) {
           throw new KeyRemovalRefused(
             `${kid} is the ${key.alg} key that signs now and no other key would take over; rotate first (at once, for a compromised key: "portaria keys rotate --jwks-max-age 0"), then remove it`,
           );
         }
-        if (pickSigner(others, window, key.alg, now - skewMs) === undefined) {
+        if (pickSigner(others, window, algorithm, now - skewMs) === undefined) {
           const from = windowOf(loaded.get(next.kid)).activateAt + skewMs;
           throw new KeyRemovalRefused(
             `${kid} still signs on a gateway whose clock is up to the skew (${skewMs / 1000} s) behind; ${next.kid} takes over everywhere at ${formatInstant(from)}: remove ${kid} then`,
@@ -114,20 +114,22 @@ async function removeLocked(
       }
       const activateAt = window(key).activateAt;
       if (activateAt > now) {
-        // A pending key: cancel the rotation that scheduled it.
+        // A pending key: cancel the rotation that scheduled it (whatever the algorithms:
+        // one to another algorithm retires the old algorithm's keys at the same instant).
         for (const other of others) {
           const entry = nextSchedule.get(other.kid);
-          if (other.alg === key.alg && entry !== undefined && entry.retireAt === activateAt) {
+          if (entry !== undefined && entry.retireAt === activateAt) {
             nextSchedule.set(other.kid, { ...entry, retireAt: null, removeAt: null });
             keptSigning.push(other.kid);
           }
         }
       }
       const after = (k: { kid: string }) => windowOf(nextSchedule.get(k.kid));
-      const gap = signerGap(keys, window, others, after, key.alg, now - skewMs);
+      const gap = signerGap(keys, window, others, after, algorithm, now - skewMs);
       if (gap !== undefined) {
+        const what = key.alg === algorithm ? `no ${key.alg} key` : 'no key';
         throw new KeyRemovalRefused(
-          `removing ${kid} would leave no ${key.alg} key signing from ${formatInstant(gap)} (see "portaria keys list"); rotate to another key first`,
+          `removing ${kid} would leave ${what} signing from ${formatInstant(gap)} (see "portaria keys list"); rotate to another key first`,
         );
       }
     }
@@ -147,8 +149,8 @@ async function removeLocked(
 }
 
 /**
- * The first instant from `from` on at which `before` had a signer of `alg` and `after`
- * has none (the instants where a signer can change: `from` and every key's activation
+ * The first instant from `from` on at which `before` had a signer for token.algorithm
+ * `alg` and `after` has none (the instants where a signer can change: `from` and every key's activation
  * and retirement), or undefined.
  */
 function signerGap<K extends { readonly kid: string; readonly alg: SigningAlgorithm }>(

@@ -11,6 +11,11 @@
  * expired). Retired keys without an entry get one from the epoch. A rotation is refused
  * while another is pending: it would retire a key that has not signed yet.
  *
+ * The new key's algorithm may differ from the signer's (ES256 → PS256): the same plan
+ * retires every active key of the gateways' token.algorithm then, and `pickSigner` hands
+ * signing to the new key on replicas still configured for the old algorithm, so the
+ * configuration can follow at any time after the hand-over.
+ *
  * Under the schedule's lock (`withEditLock`), the schedule is written first, then the key
  * file, and the previous schedule is put back when the key cannot be written: a crash
  * leaves an entry without a key file, which the loader refuses, never a key without an
@@ -47,8 +52,17 @@ export interface RotationPlan {
 }
 
 export interface RotationResult extends RotationPlan {
+  /** The new key's algorithm. */
   readonly alg: SigningAlgorithm;
   readonly path: string;
+}
+
+export interface RotationOptions extends RotationTiming {
+  /** The gateways' token.algorithm (which key signs now). */
+  readonly algorithm: SigningAlgorithm;
+  /** The new key's algorithm; default: the algorithm of the key that signs now. */
+  readonly to?: SigningAlgorithm;
+  readonly now: Date;
 }
 
 /** A rotation that must not happen now (exit 1, not a usage error). */
@@ -60,12 +74,16 @@ export class RotationRefused extends Error {
 export function planRotation(input: {
   readonly keys: readonly { readonly kid: string; readonly alg: SigningAlgorithm }[];
   readonly schedule: KeySchedules;
+  /** The gateways' token.algorithm. */
   readonly algorithm: SigningAlgorithm;
+  /** The new key's algorithm (default `algorithm`). */
+  readonly newAlgorithm?: SigningAlgorithm;
   readonly newKid: string;
   readonly now: number;
   readonly timing: RotationTiming;
 }): RotationPlan {
   const { keys, schedule, algorithm, newKid, now, timing } = input;
+  const newAlgorithm = input.newAlgorithm ?? algorithm;
   const window = (k: { kid: string }) => windowOf(schedule.get(k.kid));
   const pending = keys.find((k) => window(k).activateAt > now);
   if (pending !== undefined) {
@@ -95,9 +113,12 @@ export function planRotation(input: {
   next.set(newKid, added.schedule);
 
   const retiring: { kid: string; schedule: KeySchedule }[] = [];
+  // Whatever could sign now for either algorithm stops at the hand-over: left active, a
+  // key of token.algorithm would keep signing on replicas still configured for it.
   const stillSigning = keys.filter((k) => {
     const w = window(k);
-    return k.alg === algorithm && w.activateAt <= now && now < w.retireAt;
+    const mine = k === signer || k.alg === algorithm || k.alg === newAlgorithm;
+    return mine && w.activateAt <= now && now < w.retireAt;
   });
   for (const key of stillSigning) {
     const current = schedule.get(key.kid);
@@ -118,25 +139,23 @@ export function planRotation(input: {
 }
 
 /** Rotates the keys in `dir` at `now`: generates the key, writes schedule and key file. */
-export async function rotateKeys(
-  dir: string,
-  options: RotationTiming & { readonly algorithm: SigningAlgorithm; readonly now: Date },
-): Promise<RotationResult> {
+export async function rotateKeys(dir: string, options: RotationOptions): Promise<RotationResult> {
   // Two rotations at once would each plan from the same schedule and the second write
   // would drop the first's entries, leaving a key file the schedule does not know.
   return withEditLock(join(dir, SCHEDULE_FILE), () => rotateLocked(dir, options));
 }
 
-async function rotateLocked(
-  dir: string,
-  options: RotationTiming & { readonly algorithm: SigningAlgorithm; readonly now: Date },
-): Promise<RotationResult> {
+async function rotateLocked(dir: string, options: RotationOptions): Promise<RotationResult> {
   const { keys, schedule } = await readKeyDirectory(dir, options.now.getTime());
-  const key = await generateSigningKey(options.algorithm, options.now);
+  const window = (k: { kid: string }) => windowOf(schedule.get(k.kid));
+  const signer = pickSigner(keys, window, options.algorithm, options.now.getTime());
+  const newAlgorithm = options.to ?? signer?.alg ?? options.algorithm;
+  const key = await generateSigningKey(newAlgorithm, options.now);
   const plan = planRotation({
     keys,
     schedule,
     algorithm: options.algorithm,
+    newAlgorithm,
     newKid: key.kid,
     now: options.now.getTime(),
     timing: options,
@@ -149,5 +168,5 @@ async function rotateLocked(
     await writeKeySchedule(dir, schedule);
     throw err;
   }
-  return { ...plan, alg: options.algorithm, path };
+  return { ...plan, alg: newAlgorithm, path };
 }

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { createPrivateKey } from 'node:crypto';
 import { chmod, chown, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
@@ -213,7 +214,7 @@ describe('portaria keys rotate', () => {
       '--max-lifetime: must be an integer number of seconds from 1 to 86400',
     ],
     [['--now', 'tomorrow'], '--now: must be an ISO 8601 date-time with a time zone'],
-    [['--alg', 'HS256'], '--alg must be one of ES256, EdDSA, RS256'],
+    [['--alg', 'HS256'], '--alg must be one of ES256, EdDSA, RS256, PS256'],
     [['extra'], 'unexpected argument "extra"'],
   ];
   for (const [args, message] of usage) {
@@ -327,8 +328,11 @@ describe('portaria keys list', () => {
 
 describe('portaria keys help', () => {
   const helps: [string[], string][] = [
-    [['keys', 'rotate', '--help'], 'Usage: portaria keys rotate [--alg ES256|EdDSA|RS256]'],
-    [['keys', 'list', '-h'], 'Usage: portaria keys list [--alg ES256|EdDSA|RS256] [-o json]\n'],
+    [['keys', 'rotate', '--help'], 'Usage: portaria keys rotate [--alg ES256|EdDSA|RS256|PS256]'],
+    [
+      ['keys', 'list', '-h'],
+      'Usage: portaria keys list [--alg ES256|EdDSA|RS256|PS256] [-o json]\n',
+    ],
   ];
   for (const [args, start] of helps) {
     test(`prints help for: portaria ${args.join(' ')}`, async (t) => {
@@ -581,6 +585,81 @@ describe('a key of another algorithm than the configured one', () => {
     const refused = await run('remove', signer);
     assert.equal(refused.code, 1);
     assert.match(refused.stderr, /is the ES256 key that signs now/);
+  });
+});
+
+describe('PS256 keys and a rotation from ES256 to PS256', () => {
+  test('keys generate --alg PS256 writes an RSASSA-PSS key restricted to PS256', async (t) => {
+    const cwd = await tempDir(t);
+    const dir = join(cwd, 'keys');
+    const made = await runCli(['keys', 'generate', '--alg', 'PS256', '--keys-dir', dir], { cwd });
+    assert.equal(made.code, 0, made.stderr);
+    assert.match(made.stdout, /^alg: +PS256$/m);
+    const kid = /^kid: +(\S+)$/m.exec(made.stdout)?.[1] ?? '';
+    const key = createPrivateKey(await readFile(join(dir, `${kid}.pem`), 'utf8'));
+    assert.equal(key.asymmetricKeyType, 'rsa-pss');
+    assert.deepEqual(key.asymmetricKeyDetails, {
+      modulusLength: 3072,
+      publicExponent: 65537n,
+      hashAlgorithm: 'sha256',
+      mgf1HashAlgorithm: 'sha256',
+      saltLength: 32,
+    });
+    // The directory's one algorithm is then the default of the other commands.
+    const listed = await runCli(['keys', 'list', '--keys-dir', dir, '-o', 'json'], { cwd });
+    assert.equal(listed.code, 0, listed.stderr);
+    assert.deepEqual(
+      (JSON.parse(listed.stdout) as { alg: string; state: string }[]).map((k) => [k.alg, k.state]),
+      [['PS256', 'active']],
+    );
+  });
+
+  test('keys rotate --to PS256 under an ES256 configuration: list, and remove cancelling it', async (t) => {
+    const cwd = await tempDir(t);
+    const config = join(cwd, 'portaria.yaml');
+    await writeFile(config, 'token:\n  algorithm: ES256\nkeys:\n  dir: keys\n');
+    const run = (...args: string[]) => runCli(['keys', ...args, '--config', config], { cwd });
+    const es = await run('generate');
+    assert.equal(es.code, 0, es.stderr);
+    const a = /^kid: +(\S+)$/m.exec(es.stdout)?.[1] ?? '';
+
+    const bad = await run('rotate', '--to', 'HS256');
+    assert.equal(bad.code, 2);
+    assert.match(bad.stderr, /--to must be one of ES256, EdDSA, RS256, PS256/);
+
+    const now = '2026-01-01T00:00:00Z';
+    const rotated = await run('rotate', '--to', 'PS256', '--now', now, '--max-lifetime', '3600');
+    assert.equal(rotated.code, 0, rotated.stderr);
+    assert.match(rotated.stdout, /^alg: +PS256$/m);
+    const b = /^kid: +(\S+)$/m.exec(rotated.stdout)?.[1] ?? '';
+    assert.match(
+      rotated.stdout,
+      new RegExp(
+        `^retiring: +${a} retireAt 2026-01-01T00:06:00Z removeAt 2026-01-01T01:07:00Z$`,
+        'm',
+      ),
+    );
+
+    const states = async (at: string) => {
+      const listed = await run('list', '--now', at, '-o', 'json');
+      assert.equal(listed.code, 0, listed.stderr);
+      const keys = JSON.parse(listed.stdout) as { kid: string; alg: string; state: string }[];
+      return Object.fromEntries(keys.map((k) => [k.kid, `${k.alg} ${k.state}`]));
+    };
+    assert.deepEqual(await states('2026-01-01T00:05:59Z'), {
+      [a]: 'ES256 active',
+      [b]: 'PS256 pending',
+    });
+    assert.deepEqual(await states('2026-01-01T00:06:00Z'), {
+      [a]: 'ES256 retiring',
+      [b]: 'PS256 active',
+    });
+
+    // Removing the pending PS256 key cancels the rotation: the ES256 key keeps signing.
+    const removed = await run('remove', b, '--now', '2026-01-01T00:01:00Z');
+    assert.equal(removed.code, 0, removed.stderr);
+    assert.match(removed.stdout, new RegExp(`^Rotation cancelled: ${a} keeps signing`, 'm'));
+    assert.deepEqual(await states('2026-01-01T02:00:00Z'), { [a]: 'ES256 active' });
   });
 });
 

@@ -83,6 +83,42 @@ describe('KeyRing with a schedule', () => {
     assert.equal(keys.activeKeyAgeSeconds(), null);
   });
 
+  test('hands signing to a key of another algorithm once a rotation retired the configured one', () => {
+    const clock = new ManualClock(T0);
+    const keys = [key('a-es256'), key('b-ps256', 'PS256'), key('c-eddsa', 'EdDSA')];
+    const schedule = new Map([
+      ['a-es256', at(-100, -100, 10, 70)],
+      ['b-ps256', at(0, 10)],
+    ]);
+    const es256 = new KeyRing(keys, schedule, 'ES256', clock);
+    const ps256 = new KeyRing(keys, schedule, 'PS256', clock);
+    assert.equal(es256.signingKey.kid, 'a-es256');
+    // A PS256 gateway never signs ES256: before the hand-over it has no signer.
+    assert.throws(
+      () => ps256.signingKey,
+      (err: unknown) => err instanceof PortariaError && err.reason === 'no-active-key',
+    );
+    clock.set(T0 + 10 * MIN);
+    assert.deepEqual([es256.signingKey.kid, es256.signingKey.alg], ['b-ps256', 'PS256']);
+    assert.equal(ps256.signingKey.kid, 'b-ps256');
+    // The unscheduled EdDSA key never takes over.
+    assert.equal(es256.states().find((k) => k.kid === 'c-eddsa')?.state, 'retiring');
+  });
+
+  test('a key of another algorithm without a schedule entry never signs, even with none left', () => {
+    const clock = new ManualClock(T0 + 10 * MIN);
+    const keys = new KeyRing(
+      [key('a'), key('b-eddsa', 'EdDSA')],
+      new Map([['a', at(-1, -1, 5, 10)]]),
+      'ES256',
+      clock,
+    );
+    assert.throws(
+      () => keys.signingKey,
+      (err: unknown) => err instanceof PortariaError && err.reason === 'no-active-key',
+    );
+  });
+
   test('verifies with a key only from publishAt until removeAt', () => {
     const clock = new ManualClock(T0 - 1);
     const keys = rotating(clock);

@@ -93,6 +93,66 @@ describe('key rotation, walked with a fake clock', () => {
     );
   });
 
+  test('ES256 → PS256: PS256 signs from the hand-over on replicas still configured for ES256, and the ES256 key stays published until its last token expired', async (t) => {
+    const walk = await walkRotation(
+      t,
+      options({
+        from: 'ES256',
+        to: 'PS256',
+        stepMs: 60 * S,
+        verifierFirstFetchMs: [T0 - 600 * S, T0 - 1, T0 + 150 * S, T0 + ACTIVATE - 1],
+      }),
+    );
+    const { a, b, steps } = walk;
+    assert.deepEqual(walk.failures, [], firstFailures(walk.failures));
+    assert.equal(walk.rotation.alg, 'PS256');
+    assert.deepEqual(
+      walk.rotation.retiring.map((r) => [r.kid, r.schedule.retireAt, r.schedule.removeAt]),
+      [[a, T0 + ACTIVATE, T0 + REMOVE]],
+    );
+    // Replica 0 signs ES256 with A until the hand-over, PS256 with B from then on.
+    const algs = new Map(walk.tokens.map((x) => [x.kid, x.alg]));
+    assert.deepEqual([algs.get(a), algs.get(b)], ['ES256', 'PS256']);
+    for (const step of steps) {
+      assert.equal(step.signer, step.now < T0 + ACTIVATE ? a : b, `signer at ${step.now - T0}`);
+    }
+    // A stays in the JWKS until its last token expired, plus the skew.
+    const lastExpiry = Math.max(...walk.tokens.filter((x) => x.kid === a).map((x) => x.exp));
+    const removed = steps.find((s) => s.now > T0 && !s.published.includes(a))?.now ?? Number.NaN;
+    assert.equal(removed, T0 + REMOVE);
+    assert.ok(removed >= lastExpiry + SKEW * S, `removed ${removed - lastExpiry} ms after expiry`);
+    assert.deepEqual(transitions(steps), {
+      [a]: [
+        [-600 * S, 'active'],
+        [ACTIVATE, 'retiring'],
+        [REMOVE, 'retired'],
+      ],
+      [b]: [
+        [0, 'pending'],
+        [ACTIVATE, 'active'],
+      ],
+    });
+  });
+
+  test('ES256 → PS256: the replicas may take token.algorithm PS256 at any moment after the hand-over', async (t) => {
+    const walk = await walkRotation(
+      t,
+      options({
+        from: 'ES256',
+        to: 'PS256',
+        replicaOffsetsMs: [-(SKEW / 2) * S, 0, (SKEW / 2) * S],
+        stepMs: 60 * S,
+        reconfiguredAtMs: T0 + ACTIVATE + SKEW * S + 1,
+        verifierFirstFetchMs: [T0 - 1, T0 + ACTIVATE - 1],
+      }),
+    );
+    assert.deepEqual(walk.failures, [], firstFailures(walk.failures));
+    const after = walk.steps.filter((s) => s.now > T0 + ACTIVATE + SKEW * S);
+    assert.ok(after.length > 0 && after.every((s) => s.signer === walk.b));
+    // Under PS256 the ES256 key is on its way out, not unused.
+    assert.ok(after.every((s) => s.states[walk.a] !== 'active'));
+  });
+
   test('replicas whose clocks differ by up to the skew agree without talking', async (t) => {
     const walk = await walkRotation(
       t,

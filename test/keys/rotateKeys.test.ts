@@ -133,6 +133,58 @@ describe('planRotation', () => {
   });
 });
 
+describe('planRotation to another algorithm', () => {
+  test("retires every active key of token.algorithm at the new key's activation", () => {
+    const result = planRotation({
+      keys: [
+        { kid: 'k1', alg: 'ES256' },
+        { kid: 'k2', alg: 'ES256' },
+        { kid: 'ed', alg: 'EdDSA' },
+      ],
+      schedule: new Map(),
+      algorithm: 'ES256',
+      newAlgorithm: 'PS256',
+      newKid: 'new',
+      now: T0,
+      timing: TIMING,
+    });
+    const retired = {
+      publishAt: 0,
+      activateAt: 0,
+      retireAt: T0 + 360 * S,
+      removeAt: T0 + 4020 * S,
+    };
+    assert.deepEqual(result.retiring, [
+      { kid: 'k2', schedule: retired },
+      { kid: 'k1', schedule: retired },
+    ]);
+    assert.equal(result.added.schedule.activateAt, T0 + 360 * S);
+  });
+
+  test('after a hand-over, a rotation under the old token.algorithm retires the key that took over', () => {
+    const schedule = new Map<string, KeySchedule>([
+      ['a', { publishAt: 0, activateAt: 0, retireAt: T0 - 100 * S, removeAt: T0 + 3600 * S }],
+      ['b', { publishAt: T0 - 500 * S, activateAt: T0 - 100 * S, retireAt: null, removeAt: null }],
+    ]);
+    const result = planRotation({
+      keys: [
+        { kid: 'a', alg: 'ES256' },
+        { kid: 'b', alg: 'PS256' },
+      ],
+      schedule,
+      algorithm: 'ES256',
+      newAlgorithm: 'PS256',
+      newKid: 'c',
+      now: T0,
+      timing: TIMING,
+    });
+    assert.deepEqual(
+      result.retiring.map((r) => [r.kid, r.schedule.retireAt]),
+      [['b', T0 + 360 * S]],
+    );
+  });
+});
+
 describe('rotateKeys', () => {
   async function tempDir(t: TestContext): Promise<string> {
     const dir = await mkdtemp(join(tmpdir(), 'portaria-rotate-'));
@@ -169,6 +221,47 @@ describe('rotateKeys', () => {
     assert.equal(ring.signingKey.kid, 'a');
     clock.advance(1);
     assert.equal(ring.signingKey.kid, b);
+  });
+
+  test('--to PS256 from ES256: a PS256 key that ES256 gateways sign with from its activation', async (t) => {
+    const dir = await tempDir(t);
+    await writePem(dir, 'a', newPrivateKey('ES256'));
+    const result = await rotateKeys(dir, {
+      algorithm: 'ES256',
+      to: 'PS256',
+      now: new Date(T0),
+      ...TIMING,
+    });
+    assert.equal(result.alg, 'PS256');
+    const b = result.added.kid;
+    const clock = new ManualClock(T0 + 360 * S - 1);
+    const ring = await loadKeyRing(dir, 'ES256', clock);
+    assert.deepEqual(
+      ring.jwks().keys.map((k) => [k.kid, k.alg, k.kty]),
+      [
+        ['a', 'ES256', 'EC'],
+        [b, 'PS256', 'RSA'],
+      ],
+    );
+    assert.equal(ring.signingKey.alg, 'ES256');
+    clock.advance(1);
+    assert.deepEqual([ring.signingKey.kid, ring.signingKey.alg], [b, 'PS256']);
+    // A gateway configured PS256 refuses to start before the hand-over, never signing ES256.
+    await assert.rejects(loadKeyRing(dir, 'PS256', new ManualClock(T0 + 360 * S - 1)), {
+      message: new RegExp(`no PS256 key is active now in keys.dir ${dir}`),
+    });
+    assert.equal((await loadKeyRing(dir, 'PS256', clock)).signingKey.kid, b);
+    // The next rotation under the old configuration stays with PS256, the signer's algorithm.
+    const again = await rotateKeys(dir, {
+      algorithm: 'ES256',
+      now: new Date(T0 + 360 * S),
+      ...TIMING,
+    });
+    assert.equal(again.alg, 'PS256');
+    assert.deepEqual(
+      again.retiring.map((r) => r.kid),
+      [b],
+    );
   });
 
   test('changes nothing when the directory does not load', async (t) => {

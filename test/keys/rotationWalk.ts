@@ -9,24 +9,29 @@
  * - at every third-party verifier, which fetches one replica's `jwksJson()`, keeps the
  *   copy until it is `cacheMaxAgeSeconds` old (it never refetches on an unknown kid) and
  *   verifies with jose `createLocalJWKSet` over its copy.
+ * The replicas sign as the gateway does (`signJws`). A rotation may change the algorithm
+ * (`from` → `to`), and the replicas may be reconfigured for `to` at some instant (a
+ * restart with the new token.algorithm), each then loading the directory again.
  * Nothing sleeps. jose's answer for a (token, key) pair depends only on the key material
  * and the time claims, so it is computed once per token and key document (or ring key)
  * and reused; whether the key is there is checked at every step.
  */
+import type { KeyObject } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TestContext } from 'node:test';
-import { createLocalJWKSet, jwtVerify, SignJWT } from 'jose';
+import { createLocalJWKSet, jwtVerify } from 'jose';
 import type { SigningAlgorithm } from '../../src/config/types.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
 import type { KeyRing, KeyStateName } from '../../src/keys/keyRing.js';
 import { loadKeyRing } from '../../src/keys/loadKeyRing.js';
 import { type RotationResult, type RotationTiming, rotateKeys } from '../../src/keys/rotateKeys.js';
+import { plainRsaPublicKey } from '../../src/keys/rsaPssKey.js';
+import { signJws } from '../../src/keys/signJws.js';
 import { type Clock, ManualClock } from '../../src/lib/clock.js';
 
 export const T0 = Date.UTC(2026, 0, 1);
-const ALG: SigningAlgorithm = 'ES256';
 const SECOND = 1000;
 
 export interface WalkOptions {
@@ -46,6 +51,12 @@ export interface WalkOptions {
   readonly boundariesMs: readonly number[];
   /** First fetch of the third-party verifiers (one per replica each). */
   readonly verifierFirstFetchMs: readonly number[];
+  /** The replicas' token.algorithm and the first key's (default ES256). */
+  readonly from?: SigningAlgorithm;
+  /** The algorithm `keys rotate` rotates to (default: `from`). */
+  readonly to?: SigningAlgorithm;
+  /** From this instant on (true time), the replicas run with token.algorithm `to`. */
+  readonly reconfiguredAtMs?: number;
 }
 
 export interface WalkStep {
@@ -68,12 +79,18 @@ export interface WalkReport {
   readonly failures: readonly string[];
   /** Successful (token, verifier, step) checks. */
   readonly verified: number;
-  readonly tokens: readonly { readonly kid: string; readonly iat: number; readonly exp: number }[];
+  readonly tokens: readonly {
+    readonly kid: string;
+    readonly alg: SigningAlgorithm;
+    readonly iat: number;
+    readonly exp: number;
+  }[];
 }
 
 interface Token {
   readonly jwt: string;
   readonly kid: string;
+  readonly alg: SigningAlgorithm;
   readonly iat: number;
   /** ms */
   readonly exp: number;
@@ -95,14 +112,17 @@ interface Verifier {
 export async function walkRotation(t: TestContext, o: WalkOptions): Promise<WalkReport> {
   const dir = await mkdtemp(join(tmpdir(), 'portaria-rotation-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
-  const a = await generateSigningKey(ALG, new Date(T0 - 30 * 86_400 * SECOND));
+  const from = o.from ?? 'ES256';
+  const to = o.to ?? from;
+  const a = await generateSigningKey(from, new Date(T0 - 30 * 86_400 * SECOND));
   await writeSigningKey(dir, a);
+  let configured = from;
 
   const truth = new ManualClock(o.startMs);
   const replicas: Replica[] = [];
   for (const offset of o.replicaOffsetsMs) {
     const clock: Clock = { now: () => truth.now() + offset };
-    replicas.push({ clock, ring: await loadKeyRing(dir, ALG, clock), generation: 0 });
+    replicas.push({ clock, ring: await loadKeyRing(dir, from, clock), generation: 0 });
   }
   // Every first-fetch time against every replica's JWKS.
   const verifiers: Verifier[] = o.verifierFirstFetchMs.flatMap((firstFetch) =>
@@ -146,9 +166,21 @@ export async function walkRotation(t: TestContext, o: WalkOptions): Promise<Walk
   for (const [index, now] of walk.entries()) {
     truth.set(now);
     if (rotation === undefined && now >= T0) {
-      rotation = await rotateKeys(dir, { algorithm: ALG, now: new Date(T0), ...o.rotation });
+      rotation = await rotateKeys(dir, {
+        algorithm: configured,
+        to,
+        now: new Date(T0),
+        ...o.rotation,
+      });
       for (const replica of replicas) {
-        replica.ring = await loadKeyRing(dir, ALG, replica.clock);
+        replica.ring = await loadKeyRing(dir, configured, replica.clock);
+        replica.generation += 1;
+      }
+    }
+    if (o.reconfiguredAtMs !== undefined && configured !== to && now >= o.reconfiguredAtMs) {
+      configured = to;
+      for (const replica of replicas) {
+        replica.ring = await loadKeyRing(dir, configured, replica.clock);
         replica.generation += 1;
       }
     }
@@ -169,12 +201,11 @@ export async function walkRotation(t: TestContext, o: WalkOptions): Promise<Walk
       signer = key.kid;
       const iat = Math.floor(issuer.clock.now() / SECOND);
       const exp = iat + o.tokenLifetimeSeconds;
-      const jwt = await new SignJWT({ scope: 'walk' })
-        .setProtectedHeader({ alg: key.alg, kid: key.kid, typ: 'at+jwt' })
-        .setIssuedAt(iat)
-        .setExpirationTime(exp)
-        .sign(key.privateKey);
-      tokens.push({ jwt, kid: key.kid, iat, exp: exp * SECOND });
+      const header = b64({ alg: key.alg, kid: key.kid, typ: 'at+jwt' });
+      const input = `${header}.${b64({ scope: 'walk', iat, exp })}`;
+      const signature = signJws(key.alg, key.privateKey, Buffer.from(input));
+      const jwt = `${input}.${signature.toString('base64url')}`;
+      tokens.push({ jwt, kid: key.kid, alg: key.alg, iat, exp: exp * SECOND });
     } catch (err) {
       failures.push(
         `${at(now)}: replica ${index % replicas.length} cannot sign: ${(err as Error).message}`,
@@ -193,7 +224,8 @@ export async function walkRotation(t: TestContext, o: WalkOptions): Promise<Walk
           continue;
         }
         const error = await check(`replica ${r}.${replica.generation}`, n, () =>
-          jwtVerify(token.jwt, key.key, {
+          // jose takes no RSASSA-PSS KeyObject: the same RSA key, as the JWKS has it.
+          jwtVerify(token.jwt, joseKey(key.key), {
             algorithms: [key.alg],
             currentDate: new Date(local),
             clockTolerance: tolerance,
@@ -208,7 +240,7 @@ export async function walkRotation(t: TestContext, o: WalkOptions): Promise<Walk
         if (copy === undefined) continue;
         const error = await check(copy.json, n, () =>
           jwtVerify(token.jwt, copy.keySet, {
-            algorithms: [ALG],
+            algorithms: [from, to],
             currentDate: new Date(now),
             clockTolerance: tolerance,
           }),
@@ -240,8 +272,16 @@ export async function walkRotation(t: TestContext, o: WalkOptions): Promise<Walk
     steps,
     failures,
     verified,
-    tokens: tokens.map(({ kid, iat, exp }) => ({ kid, iat, exp })),
+    tokens: tokens.map(({ kid, alg, iat, exp }) => ({ kid, alg, iat, exp })),
   };
+}
+
+function b64(value: unknown): string {
+  return Buffer.from(JSON.stringify(value)).toString('base64url');
+}
+
+function joseKey(key: KeyObject): KeyObject {
+  return key.asymmetricKeyType === 'rsa-pss' ? plainRsaPublicKey(key) : key;
 }
 
 /** When each kid changed state: `[[at, state], …]` per kid (ms relative to T0). */
