@@ -10,7 +10,7 @@
  * `ps256PrivateKey` turns an RSA key (`rsaEncryption`, from a JWK file) or an RSASSA-PSS
  * key whose parameters allow PS256 into that form by re-wrapping its RSAPrivateKey in a
  * PKCS#8 with the fixed PS256 AlgorithmIdentifier. `plainRsaPublicKey` goes the other way
- * for the JWKS: Node exports no JWK for an RSASSA-PSS key, and a JWK carries no PSS
+ * for the JWKS (`plainRsaPrivateKey` for a private key): Node exports no JWK for an RSASSA-PSS key, and a JWK carries no PSS
  * parameters anyway (`kty: RSA`, `alg: PS256`, RFC 7518 §6.3). It reads only the DER
  * Node itself writes; it is no general ASN.1 parser.
  */
@@ -87,6 +87,12 @@ export function plainRsaPublicKey(key: KeyObject): KeyObject {
   // The BIT STRING's first octet counts unused bits: 0 for a DER RSAPublicKey.
   const rsaPublicKey = spki.subarray(bits.start + 1, bits.end);
   return createPublicKey({ key: rsaPublicKey, format: 'der', type: 'pkcs1' });
+}
+
+/** An RSASSA-PSS private key as a plain `rsa` key (the same RSAPrivateKey). */
+export function plainRsaPrivateKey(key: KeyObject): KeyObject {
+  const der = pkcs8PrivateKeyOctets(key.export({ type: 'pkcs8', format: 'der' }) as Buffer);
+  return createPrivateKey({ key: der, format: 'der', type: 'pkcs1' });
 }
 
 /** The privateKey OCTET STRING of a PKCS#8 PrivateKeyInfo (RFC 5208 §5). */

@@ -18,7 +18,7 @@ import type { TestContext } from 'node:test';
 import { type App, createApp } from '../../src/app/createApp.js';
 import { hashGeneratedSecret } from '../../src/clients/secretHash.js';
 import { loadConfig } from '../../src/config/loadConfig.js';
-import type { Config } from '../../src/config/types.js';
+import type { Config, SigningAlgorithm } from '../../src/config/types.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
 import { generateSigningKey, writeSigningKey } from '../../src/keys/generateKey.js';
 import type { KeyRing } from '../../src/keys/keyRing.js';
@@ -120,6 +120,8 @@ export interface GatewayOptions {
   configFile?: boolean;
   /** Where the app logs instead of the captured `logs` (which then stay empty). */
   logDestination?: DestinationStream;
+  /** token.algorithm, and the algorithm of the key generated for it (default ES256). */
+  algorithm?: SigningAlgorithm;
 }
 
 export interface Gateway {
@@ -142,7 +144,8 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   const dir = await mkdtemp(join(tmpdir(), 'portaria-test-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
   const keysDir = join(dir, 'keys');
-  await writeSigningKey(keysDir, await generateSigningKey('ES256', new Date()));
+  const algorithm = options.algorithm ?? 'ES256';
+  await writeSigningKey(keysDir, await generateSigningKey(algorithm, new Date()));
   const clients = (options.clients ?? DEFAULT_CLIENTS).map((c) => ({
     id: c.id,
     secrets: c.secret === '' ? [] : [{ hash: c.hash ?? hashGeneratedSecret(c.secret) }],
@@ -170,6 +173,9 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
       failedSecretBackoff: { enabled: false },
     },
     ...custom,
+    ...(options.algorithm === undefined
+      ? {}
+      : { token: { ...(custom as { token?: object }).token, algorithm } }),
     // A drain waits for idle keep-alive connections until their announced time is up:
     // at 1 s fetch does not keep them (undici subtracts its own margin), so the
     // teardown's drain ends with the test's last answer.
@@ -208,7 +214,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
   });
   const { publicUrl, adminUrl } = await app.listen();
   t.after(() => app.shutdown());
-  const keyRing = await loadKeyRing(keysDir, 'ES256', options.clock ?? systemClock);
+  const keyRing = await loadKeyRing(keysDir, algorithm, options.clock ?? systemClock);
   const gateway: Gateway = {
     app,
     config,

@@ -122,3 +122,40 @@ describe('revocation and introspection through stock client libraries', () => {
     assert.equal(await statusThroughRoute(gw, token), 401);
   });
 });
+
+describe('PS256 access tokens through stock client libraries', () => {
+  test('openid-client obtains one; oauth4webapi validateJwtAccessToken accepts it from the metadata and JWKS (RFC 9068)', async (t) => {
+    const gw = await startGateway(t, { clients: CLIENTS, algorithm: 'PS256' });
+    const partner = await client.discovery(
+      issuer,
+      CLIENT_ID,
+      undefined,
+      client.ClientSecretBasic(CLIENT_SECRET),
+      { algorithm: 'oauth2', [client.customFetch]: gatewayFetch(gw) },
+    );
+    const { access_token: token } = await client.clientCredentialsGrant(partner, {
+      scope: 'orders:read',
+    });
+
+    // A resource server checking the token itself, with the keys the metadata points at.
+    const fetchOptions = { [oauth.customFetch]: gatewayFetch(gw) };
+    const as = await oauth.processDiscoveryResponse(
+      issuer,
+      await oauth.discoveryRequest(issuer, { algorithm: 'oauth2', ...fetchOptions }),
+    );
+    const request = new Request(`${PUBLIC_ORIGIN}/v1/orders/1`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    const validate = (signingAlgorithms: string[]) =>
+      oauth.validateJwtAccessToken(as, request, gw.config.audience, {
+        signingAlgorithms,
+        ...fetchOptions,
+      });
+    const claims = await validate(['PS256']);
+    assert.equal(claims.client_id, CLIENT_ID);
+    assert.equal(claims.scope, 'orders:read');
+    // The library checks the algorithm: one that expects RS256 refuses the token.
+    await assert.rejects(validate(['RS256']));
+    assert.equal(await statusThroughRoute(gw, token), 200);
+  });
+});
