@@ -60,6 +60,33 @@ describe('portaria config check', () => {
     assert.match(r.stdout, /^ {2}routes: +1, no default upstream$/m);
   });
 
+  test('token.algorithm PS256: the key keys generate made for it checks ok; an RS256 key does not', async (t) => {
+    const { cwd, file } = await workingSetup(t, 'token:\n  algorithm: PS256\n');
+    const r = await runCli(['config', 'check', '--config', file], { cwd });
+    assert.equal(r.code, 0, r.stderr);
+    assert.match(r.stdout, /^ {2}signing: +PS256, key \S+ \(1 published\)$/m);
+    const rsa = await tempDir(t);
+    await writeFile(
+      join(rsa, 'portaria.yaml'),
+      `token:\n  algorithm: PS256\nkeys:\n  dir: ${join(rsa, 'keys')}\n`,
+    );
+    const made = await runCli(
+      ['keys', 'generate', '--alg', 'RS256', '--keys-dir', join(rsa, 'keys')],
+      {
+        cwd: rsa,
+      },
+    );
+    assert.equal(made.code, 0, made.stderr);
+    const refused = await runCli(['config', 'check', '--config', join(rsa, 'portaria.yaml')], {
+      cwd: rsa,
+    });
+    assert.equal(refused.code, 1);
+    assert.match(
+      refused.stdout + refused.stderr,
+      /no PS256 key in keys\.dir .* a PS256 key is an RSASSA-PSS key/,
+    );
+  });
+
   test('-o json: ok, file, problems, warnings and the summary, with stable names', async (t) => {
     const { cwd, file } = await workingSetup(t);
     const r = await runCli(['config', 'check', '--config', file, '-o', 'json'], { cwd });

@@ -84,7 +84,7 @@ describe('portaria command line', () => {
     [['keys'], 'portaria: keys: missing command (see "portaria keys --help")'],
     [
       ['keys', 'generate', '--alg', 'HS256'],
-      'portaria: keys generate: --alg must be one of ES256, EdDSA, RS256 (see "portaria keys generate --help")',
+      'portaria: keys generate: --alg must be one of ES256, EdDSA, RS256, PS256 (see "portaria keys generate --help")',
     ],
   ];
   for (const [args, line] of usageErrors) {
@@ -106,7 +106,10 @@ describe('portaria command line', () => {
     [['clients', 'list', '--help'], 'Usage: portaria clients list [-o json]\n'],
     [['clients', 'disable', '-h'], 'Usage: portaria clients disable <id>\n'],
     [['keys', '--help'], 'Usage: portaria keys <command> [options]\n'],
-    [['keys', 'generate', '--help'], 'Usage: portaria keys generate [--alg ES256|EdDSA|RS256]\n'],
+    [
+      ['keys', 'generate', '--help'],
+      'Usage: portaria keys generate [--alg ES256|EdDSA|RS256|PS256]\n',
+    ],
   ];
   for (const [args, start] of helps) {
     test(`prints help and exits 0 for: portaria ${args.join(' ')}`, async (t) => {

@@ -158,7 +158,7 @@ describe('gateway start-up errors', () => {
       'portaria: invalid configuration:\n' +
         '  - frob: unknown setting\n' +
         '  - server.port: must be integer\n' +
-        '  - token.algorithm: must be one of "ES256", "EdDSA", "RS256"\n',
+        '  - token.algorithm: must be one of "ES256", "EdDSA", "RS256", "PS256"\n',
     );
     assert.equal(run.stderr.includes('    at '), false);
   });

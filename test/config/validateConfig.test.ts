@@ -69,7 +69,7 @@ describe('validateConfig', () => {
       'server.frob: unknown setting',
       'server.port: must be integer',
       'clockSkewSeconds: must be >= 0',
-      'token.algorithm: must be one of "ES256", "EdDSA", "RS256"',
+      'token.algorithm: must be one of "ES256", "EdDSA", "RS256", "PS256"',
       'routes[0].id: is required',
       'identityHeaders["bad key"]: is not a valid name (must match pattern "^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$")',
       'identityHeaders.sub: must match pattern "^[A-Za-z0-9-]{1,64}$"',

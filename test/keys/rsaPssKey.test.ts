@@ -6,7 +6,11 @@
 import assert from 'node:assert/strict';
 import { constants, createPublicKey, sign, verify } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { plainRsaPublicKey, ps256PrivateKey } from '../../src/keys/rsaPssKey.js';
+import {
+  plainRsaPrivateKey,
+  plainRsaPublicKey,
+  ps256PrivateKey,
+} from '../../src/keys/rsaPssKey.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { newPs256Key } from './keyFixtures.js';
 
@@ -58,6 +62,13 @@ describe('ps256PrivateKey', () => {
       assert.equal(pssWithSalt(rsaPublic, signature, longest), false);
     });
   }
+
+  test('plainRsaPrivateKey gives the same RSA key back', () => {
+    const rsa = newKeyPair('rsa', { modulusLength: 2048 }).privateKey;
+    const back = plainRsaPrivateKey(ps256PrivateKey(rsa));
+    assert.equal(back.asymmetricKeyType, 'rsa');
+    assert.deepEqual(back.export({ format: 'jwk' }), rsa.export({ format: 'jwk' }));
+  });
 
   test('a key already in the PS256 form is returned as it is', () => {
     const key = newPs256Key();

@@ -10,6 +10,7 @@ import { describe, test } from 'node:test';
 import { createLocalJWKSet, decodeProtectedHeader, jwtVerify, SignJWT } from 'jose';
 import type { SigningAlgorithm } from '../../src/config/types.js';
 import { KeyRing } from '../../src/keys/keyRing.js';
+import { ps256PrivateKey } from '../../src/keys/rsaPssKey.js';
 import { ManualClock } from '../../src/lib/clock.js';
 import { issueAccessToken } from '../../src/token/issueAccessToken.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
@@ -22,6 +23,7 @@ const KEYS: [SigningAlgorithm, () => KeyObject][] = [
   ['ES256', () => newKeyPair('ec', { namedCurve: 'P-256' }).privateKey],
   ['EdDSA', () => newKeyPair('ed25519').privateKey],
   ['RS256', () => newKeyPair('rsa', { modulusLength: 2048 }).privateKey],
+  ['PS256', () => newKeyPair('rsa', { modulusLength: 2048 }).privateKey],
 ];
 
 describe('issueAccessToken', () => {
@@ -29,7 +31,9 @@ describe('issueAccessToken', () => {
     describe(alg, () => {
       const clock = new ManualClock(T0);
       const privateKey = keyOf();
-      const ring = new KeyRing([{ kid: 'k-1', alg, privateKey }], new Map(), alg, clock);
+      // The ring holds a PS256 key as the loader does: RSASSA-PSS, restricted to PS256.
+      const held = alg === 'PS256' ? ps256PrivateKey(privateKey) : privateKey;
+      const ring = new KeyRing([{ kid: 'k-1', alg, privateKey: held }], new Map(), alg, clock);
       const input = { clientId: 'acme ☃', scope: 'orders:read orders:write', lifetimeSeconds: 600 };
       const issued = issueAccessToken(
         ring.signingKey,
