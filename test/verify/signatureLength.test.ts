@@ -8,6 +8,8 @@ import assert from 'node:assert/strict';
 import { createPublicKey, type KeyObject, type webcrypto } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { CompactSign, importJWK, type JWK } from 'jose';
+import { ps256PrivateKey } from '../../src/keys/rsaPssKey.js';
+import { signJws } from '../../src/keys/signJws.js';
 import { signatureLength } from '../../src/verify/signatureLength.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 
@@ -64,6 +66,12 @@ describe('signatureLength', () => {
       assert.equal(signatureLength(alg, cryptoKey), octets, 'CryptoKey');
     });
   }
+
+  test('PS256 with our RSASSA-PSS form of a 3072-bit key → 384 octets, what it signs', () => {
+    const key = ps256PrivateKey(newKeyPair('rsa', { modulusLength: 3072 }).privateKey);
+    assert.equal(signJws('PS256', key, Buffer.from('a.b')).length, 384);
+    assert.equal(signatureLength('PS256', createPublicKey(key)), 384);
+  });
 
   test('a key type no algorithm of ours uses is a programming error, not a refusal', () => {
     const { publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
