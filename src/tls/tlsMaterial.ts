@@ -68,27 +68,23 @@ export function validityProblem(material: TlsMaterial, now: number): string | nu
 export async function loadTlsMaterial(settings: TlsSettings): Promise<TlsMaterial> {
   const { tls, clientCertificate } = settings;
   const problems: string[] = [];
-  const read = async (setting: string, file: string | null): Promise<string | null> => {
-    if (file === null) return null;
-    try {
-      return await readFile(file, 'utf8');
-    } catch (error) {
-      const code = (error as NodeJS.ErrnoException).code ?? 'error';
-      problems.push(`${setting}: cannot read ${file} (${code})`);
-      return null;
-    }
-  };
   const asks = tls.clientCertificates !== 'off';
   const caFiles = asks ? clientCertificate.caFiles : [];
   const crlFiles = asks ? clientCertificate.crlFiles : [];
-  const [certText, keyText, caTexts, crlTexts] = await Promise.all([
-    read('server.tls.certFile', tls.certFile),
-    read('server.tls.keyFile', tls.keyFile),
-    Promise.all(caFiles.map((file, i) => read(`clientCertificate.caFiles[${i}]`, file))),
-    Promise.all(crlFiles.map((file, i) => read(`clientCertificate.crlFiles[${i}]`, file))),
+  const [certRead, keyRead, caReads, crlReads] = await Promise.all([
+    readText('server.tls.certFile', tls.certFile),
+    readText('server.tls.keyFile', tls.keyFile),
+    Promise.all(caFiles.map((file, i) => readText(`clientCertificate.caFiles[${i}]`, file))),
+    Promise.all(crlFiles.map((file, i) => readText(`clientCertificate.crlFiles[${i}]`, file))),
   ]);
-
+  // In the order of the settings, each file's problem where it is.
+  const text = (read: Read): string | null => {
+    if ('problem' in read) problems.push(read.problem);
+    return 'text' in read ? read.text : null;
+  };
+  const certText = text(certRead);
   const leaf = certText === null ? null : leafCertificate(certText, problems);
+  const keyText = text(keyRead);
   const key = keyText === null ? null : privateKey(keyText, problems);
   if (leaf !== null && key !== null) {
     if (!leaf.checkPrivateKey(key)) {
@@ -101,13 +97,17 @@ export async function loadTlsMaterial(settings: TlsSettings): Promise<TlsMateria
       );
     }
   }
-  caTexts.forEach((text, i) => {
-    if (text !== null) checkCertificates(`clientCertificate.caFiles[${i}]`, text, problems);
+  const caTexts = caReads.map((read, i) => {
+    const ca = text(read);
+    if (ca !== null) checkCertificates(`clientCertificate.caFiles[${i}]`, ca, problems);
+    return ca;
   });
-  crlTexts.forEach((text, i) => {
-    if (text !== null && (text.match(CRL) ?? []).length === 0) {
+  const crlTexts = crlReads.map((read, i) => {
+    const crl = text(read);
+    if (crl !== null && (crl.match(CRL) ?? []).length === 0) {
       problems.push(`clientCertificate.crlFiles[${i}]: holds no PEM CRL ("BEGIN X509 CRL")`);
     }
+    return crl;
   });
   if (problems.length > 0) throw new ConfigError(problems);
 
@@ -142,6 +142,18 @@ export function contextFiles(material: TlsMaterial): {
     ...(material.ca.length > 0 ? { ca: [...material.ca] } : {}),
     ...(material.crl.length > 0 ? { crl: [...material.crl] } : {}),
   };
+}
+
+type Read = { readonly text: string } | { readonly problem: string } | { readonly none: true };
+
+async function readText(setting: string, file: string | null): Promise<Read> {
+  if (file === null) return { none: true };
+  try {
+    return { text: await readFile(file, 'utf8') };
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'error';
+    return { problem: `${setting}: cannot read ${file} (${code})` };
+  }
 }
 
 function leafCertificate(text: string, problems: string[]): X509Certificate | null {
