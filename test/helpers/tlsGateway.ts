@@ -37,7 +37,10 @@ export interface TlsGatewayOptions extends Omit<GatewayOptions, 'settings'> {
 
 export interface TlsGateway extends Gateway {
   readonly pki: TestPki;
-  /** An agent trusting the test CA, presenting `client` (none: no certificate); closed in `t.after`. */
+  /**
+   * An agent trusting the test CA, presenting `client` (none: no certificate), with one
+   * connection per origin; closed in `t.after`.
+   */
   agent(client?: IssuedCertificate | null, connect?: Record<string, unknown>): Agent;
   /** `fetch` of `path` through an agent presenting `client` (default: `pki.client`; null: none). */
   fetch(
@@ -72,6 +75,10 @@ export async function startTlsGateway(
             ...options.clientCertificate,
           },
         };
+  // Registered before the gateway's shutdown, so it runs first: the drain then waits for
+  // no idle keep-alive connection of ours.
+  const agents: Agent[] = [];
+  t.after(() => Promise.all(agents.map((a) => a.destroy())));
   const gateway = await startGateway(t, {
     ...options,
     settings: (upstreamUrl) => {
@@ -80,10 +87,11 @@ export async function startTlsGateway(
       return { ...certificates, ...custom, server: { ...server, tls } };
     },
   });
-  const agents: Agent[] = [];
-  t.after(() => Promise.all(agents.map((a) => a.destroy())));
   const agent = (client: IssuedCertificate | null = pki.client, connect = {}): Agent => {
+    // One connection per origin: requests in turn share it (keep-alive), whatever the
+    // timing of undici's pool.
     const made = new Agent({
+      connections: 1,
       connect: {
         ca: pki.ca.pem,
         ...(client === null ? {} : { cert: client.cert, key: client.key }),
