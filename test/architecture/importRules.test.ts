@@ -66,7 +66,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   admin: ['http', 'revocation', 'domain', 'config', 'lib', 'errors'],
   reload: ['config', 'lib', 'errors'],
   // `config check` loads issuers' key files and compiles the routes as the gateway does.
-  cli: ['clients', 'keys', 'issuers', 'proxy', 'config', 'domain', 'lib', 'errors'],
+  cli: ['clients', 'keys', 'issuers', 'proxy', 'tls', 'config', 'domain', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
     'tls',

@@ -194,6 +194,39 @@ describe('the public listener over TLS', () => {
     await res.arrayBuffer();
   });
 
+  test('a handshake that does not complete within server.headersTimeoutMs is cut', async (t) => {
+    const gw = await startTlsGateway(t, {
+      settings: () => ({ server: { headersTimeoutMs: 300 } }),
+    });
+    const socket = tcpConnect(portOf(gw.url), '127.0.0.1');
+    t.after(() => socket.destroy());
+    socket.on('error', () => {});
+    await once(socket, 'connect');
+    // The first bytes of a TLS record header, and nothing more.
+    socket.write(Buffer.from([0x16, 0x03, 0x01]));
+    const closed = once(socket, 'close').then(() => 'closed');
+    const later = new Promise((resolve) => setTimeout(resolve, 5000, 'still open'));
+    assert.equal(await Promise.race([closed, later]), 'closed');
+  });
+
+  test('the drain is not held by an idle TLS connection nor by one that never shook hands', async (t) => {
+    const gw = await startTlsGateway(t);
+    const idle = await handshake(t, gw.url, gw.pki.ca.pem);
+    idle.on('error', () => {});
+    idle.write('GET /.well-known/jwks.json HTTP/1.1\r\nHost: gw\r\n\r\n');
+    await once(idle, 'data');
+    const silent = tcpConnect(portOf(gw.url), '127.0.0.1');
+    t.after(() => silent.destroy());
+    silent.on('error', () => {});
+    await once(silent, 'connect');
+    await gw.app.shutdown();
+    assert.equal(
+      parsedLogs(gw.logs).find((l) => l.msg === 'grace period over: closing remaining connections'),
+      undefined,
+    );
+    assert.ok(parsedLogs(gw.logs).some((l) => l.msg === 'stopped'));
+  });
+
   test('with TLS on and no issuer set, the discovery documents name https: endpoints', async (t) => {
     const gw = await startTlsGateway(t, { settings: () => ({ issuer: undefined }) });
     assert.equal(gw.config.issuer, 'https://localhost:8080');
