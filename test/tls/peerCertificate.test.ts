@@ -13,7 +13,12 @@ import { connect, createServer, type TLSSocket } from 'node:tls';
 import type { ClientCertificate } from '../../src/domain/clientCertificate.js';
 import { certificateThumbprint } from '../../src/domain/clientCertificate.js';
 import { PeerCertificates, verdictOf } from '../../src/tls/peerCertificate.js';
-import { createTestPki, type IssuedCertificate, type TestPki } from '../helpers/certificates.js';
+import {
+  createTestPki,
+  type IssuedCertificate,
+  TestCa,
+  type TestPki,
+} from '../helpers/certificates.js';
 
 interface Seen {
   readonly certificate: ClientCertificate | null;
@@ -30,7 +35,7 @@ async function server(
   t: TestContext,
   pki: TestPki,
   certificates: PeerCertificates,
-  crl?: string,
+  trust: string | { ca?: string[]; crl?: string[] } = {},
 ): Promise<
   (
     client: IssuedCertificate | null,
@@ -43,7 +48,7 @@ async function server(
       cert: pki.server.cert,
       key: pki.server.key,
       ca: [pki.ca.pem],
-      ...(crl === undefined ? {} : { crl }),
+      ...(typeof trust === 'string' ? { crl: trust } : trust),
       requestCert: true,
       rejectUnauthorized: false,
     },
@@ -127,6 +132,44 @@ describe('PeerCertificates', () => {
     const visit = await server(t, pki, new PeerCertificates(), crl);
     assert.equal((await visit(pki.revokedClient)).certificate?.verdict, 'revoked');
     assert.equal((await visit(pki.client)).certificate?.verdict, 'verified');
+  });
+
+  test('with CRLs every CA of a chain needs one: an intermediate CA’s partner is verified only with both CRLs', async (t) => {
+    const intermediate = await TestCa.create(pki.dir, 'intermediate-ca', pki.ca);
+    const partner = await intermediate.issue('intermediate-partner', { use: 'client' });
+    const chained = { ...partner, cert: partner.cert + intermediate.pem };
+    const rootCrl = await readFile(pki.crlFile, 'utf8');
+    const intermediateCrl = await readFile(await intermediate.crl(), 'utf8');
+    const withCas = (crl: string[]) => ({ ca: [pki.ca.pem, intermediate.pem], crl });
+    const verdicts: [string, string | undefined][] = [];
+    for (const [name, crl] of [
+      ['both', [rootCrl, intermediateCrl]],
+      ['root only', [rootCrl]],
+      ['intermediate only', [intermediateCrl]],
+    ] as const) {
+      const visit = await server(t, pki, new PeerCertificates(), withCas([...crl]));
+      verdicts.push([name, (await visit(chained)).certificate?.verdict]);
+    }
+    assert.deepEqual(verdicts, [
+      ['both', 'verified'],
+      ['root only', 'untrusted'],
+      ['intermediate only', 'untrusted'],
+    ]);
+  });
+
+  test('a CRL past its next update makes every certificate of its CA untrusted', async (t) => {
+    const day = 86_400_000;
+    const stale = await pki.ca.crl({
+      lastUpdate: new Date(Date.now() - 3 * day),
+      nextUpdate: new Date(Date.now() - day),
+      file: join(pki.dir, 'stale.crl.pem'),
+    });
+    const told: string[] = [];
+    const visit = await server(t, pki, new PeerCertificates((_verdict, code) => told.push(code)), {
+      crl: [await readFile(stale, 'utf8')],
+    });
+    assert.equal((await visit(pki.client)).certificate?.verdict, 'untrusted');
+    assert.deepEqual(told, ['CRL_HAS_EXPIRED']);
   });
 
   test('no certificate is null, also on a resumed session, where Node reports it authorized', async (t) => {
