@@ -31,6 +31,7 @@ import { Session } from 'node:inspector/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs, promisify } from 'node:util';
+import { Agent, fetch as undiciFetch } from 'undici';
 import { createApp } from '../src/app/createApp.js';
 import { hashGeneratedSecret } from '../src/clients/secretHash.js';
 import { validateConfig } from '../src/config/validateConfig.js';
@@ -113,12 +114,18 @@ const logDestination = outputDestination(logFd);
 const app = await createApp({ config, logDestination });
 const { publicUrl, adminUrl } = await app.listen();
 
-const res = await fetch(publicUrl + TOKEN_PATH, {
+// Over TLS (`server.tls` in the overrides) the bench's own certificate, which no CA issued.
+const dispatcher = publicUrl.startsWith('https:')
+  ? new Agent({ connect: { rejectUnauthorized: false } })
+  : undefined;
+const res = await undiciFetch(publicUrl + TOKEN_PATH, {
+  ...(dispatcher === undefined ? {} : { dispatcher }),
   method: 'POST',
   headers: { 'content-type': 'application/json' },
   body: JSON.stringify({ clientId: BENCH_CLIENT_ID, clientSecret: BENCH_CLIENT_SECRET }),
 });
 const body = (await res.json()) as Record<string, unknown>;
+await dispatcher?.close();
 const token = body.token_de_acesso ?? body.accesstoken;
 if (res.status !== 200 || typeof token !== 'string') {
   process.stderr.write(

@@ -14,6 +14,7 @@
  *   revocations           req/s at 0 … 1,000,000 revocation entries
  *   workers               server.workers 2 vs 1
  *   tracing               tracing off / on at 1 % vs no tracing section, three gateways on one CPU
+ *   tls                   server.tls on vs off, two gateways on one CPU; new connections, resumption
  */
 import { splitMode } from './lib/modeArgs.js';
 
@@ -29,6 +30,7 @@ const MODES: Readonly<Record<string, () => Promise<Mode>>> = {
   revocations: () => import('./modes/revocations.js'),
   workers: () => import('./modes/workers.js'),
   tracing: () => import('./modes/tracing.js'),
+  tls: () => import('./modes/tls.js'),
 };
 
 const { mode = 'forwarding', rest } = splitMode(process.argv.slice(2));

@@ -1,7 +1,7 @@
 /**
  * The `config` part of the chart's values schema, derived from the gateway's own
  * configuration schema (`src/config/schema.ts`): the same rules, minus the settings the
- * chart owns (listeners, file locations, the Redis URL), so `helm install` refuses an
+ * chart owns (listeners, file locations, the Redis URL, TLS on and its files), so `helm install` refuses an
  * unknown or misspelt gateway setting before any pod starts, and refuses a chart-owned
  * setting that would disagree with the pod (ports, mounts).
  *
@@ -26,6 +26,12 @@ export const CHART_OWNED_SETTINGS: readonly (readonly string[])[] = [
   ['redis', 'tls'],
   ['redis', 'sentinel'],
   ['redis', 'cluster'],
+  // tls.enabled and tls.secret; clientCertificate.ca and .crl (the files the pod mounts).
+  ['server', 'tls', 'enabled'],
+  ['server', 'tls', 'certFile'],
+  ['server', 'tls', 'keyFile'],
+  ['clientCertificate', 'caFiles'],
+  ['clientCertificate', 'crlFiles'],
 ];
 
 type JsonObject = { [key: string]: unknown };

@@ -26,6 +26,9 @@ export const PROBLEMS = {
   'token-invalid': { status: 401, title: 'Access token invalid' },
   'token-expired': { status: 401, title: 'Access token expired' },
   'token-revoked': { status: 401, title: 'Access token revoked' },
+  // Client certificates (mutual TLS, RFC 8705): none presented, or one not verified.
+  'certificate-required': { status: 401, title: 'Client certificate required' },
+  'certificate-invalid': { status: 401, title: 'Client certificate invalid' },
   'insufficient-scope': { status: 403, title: 'Insufficient scope' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
@@ -175,6 +178,13 @@ export const FAILURE_REASONS = [
   'unrevocable-ids', // a `jti` or client id the admin API could not name
   'revoked', // the token or its client is revoked
   'audience-not-allowed', // `aud` lacks the audience the route requires (RFC 8707)
+  // Client certificates (certificate-required, certificate-invalid).
+  'certificate-missing', // no client certificate came
+  'certificate-expired', // its notAfter has passed
+  'certificate-not-yet-valid', // its notBefore lies ahead
+  'certificate-untrusted', // no trusted CA issued it, or its revocation status is unknown
+  'certificate-revoked', // a CRL of its issuer lists it
+  'certificate-self-signed', // signed by its own key, not by a trusted CA
   'error', // an unexpected error, not a refusal (verification metric only)
   // Keys.
   'no-active-key', // no signing key is active

@@ -3,7 +3,8 @@
  * returns the app. Each step is a room of `app/` with one job: logs and metrics, tracing,
  * the issuers' key sets, the reload baselines, the start-up reads, the revocation store,
  * the verifier, forwarding, the token operation and its limits, the OAuth endpoints, the
- * public gateway, the listeners, reloads, timers and the drain. Tests call `createApp`
+ * public gateway, the listeners (with the public one's TLS files), reloads, timers and
+ * the drain. Tests call `createApp`
  * directly with a port-0 config, a log destination they read, and (where time matters) a
  * manual clock.
  */
@@ -20,6 +21,8 @@ import type { DestinationStream, Logger } from '../observability/logger.js';
 import type { MetricsSnapshot } from '../observability/metrics.js';
 import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
+import { ServerTls } from '../tls/serverTls.js';
+import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { createAdminServer } from './adminServer.js';
 import { createForwarding } from './forwardingWiring.js';
@@ -88,7 +91,7 @@ export interface App {
   readonly logger: Logger;
   /** Starts both listeners; resolves with the bound addresses. */
   listen(): Promise<{ publicUrl: string; adminUrl: string }>;
-  /** Reloads the clients file, the keys directory, key files and the routes now (SIGHUP). */
+  /** Reloads the clients file, the keys directory, key files, the routes and TLS files now (SIGHUP). */
   reload(): Promise<void>;
   /** The /readyz policy's answer now (the primary asks its workers). */
   readiness(): Readiness;
@@ -117,11 +120,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   const issuerSets = createIssuerSets(config, { clock, metrics, tracing, logger, cache });
   const since = await takeReloadBaselines(config);
   // Everything start-up reads without side effects, together: every problem in one run.
-  const [clients, initialRing, adminToken] = await allOrEveryProblem([
+  const [clients, initialRing, adminToken, , tlsMaterial] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
     loadKeyRing(config.keys.dir, config.token.algorithm, clock),
     worker ? Promise.resolve(null) : readAdminToken(config.admin.tokenFile),
     worker ? Promise.resolve() : checkRevocationFile(config),
+    config.server.tls.enabled ? loadTlsMaterial(tlsSettingsOf(config)) : Promise.resolve(null),
     ...issuerSets.map((s) => s.keys.load()),
   ] as const);
   const { revocation, redis: redisRevocations } = worker
@@ -202,7 +206,8 @@ export async function createApp(options: AppOptions): Promise<App> {
     freshness,
   });
 
-  const publicListener = createPublicListener(config, gateway, logger);
+  const serverTls = tlsMaterial === null ? null : new ServerTls(tlsSettingsOf(config), tlsMaterial);
+  const publicListener = createPublicListener(config, gateway, logger, serverTls);
   const readiness = createReadiness({
     state,
     issuerSets,
@@ -231,6 +236,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     issuerSets,
     since,
     ...(options.configSource === undefined ? {} : { configSource: options.configSource }),
+    ...(serverTls === null ? {} : { tls: serverTls }),
   });
   const housekeeping = startHousekeeping({
     config,
@@ -252,6 +258,8 @@ export async function createApp(options: AppOptions): Promise<App> {
       listenBoth(config, {
         publicServer: publicListener.server,
         adminServer,
+        tls: serverTls,
+        clock,
         state,
         logger,
         worker: worker !== undefined,

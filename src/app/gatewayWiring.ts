@@ -2,7 +2,8 @@
  * The public listener's handler: the token operation, the OAuth endpoints and discovery,
  * the JWKS and OpenAPI documents, and the protected-request path over the verifier, the
  * live routes and the forwarders; with the Redis revocation store (or a worker's mirror
- * of it), the `revocation.whenStale` policy.
+ * of it), the `revocation.whenStale` policy; with `clientCertificate.source: tls`, the
+ * connections' client certificates (an unverified one logged once per connection).
  */
 import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
@@ -15,6 +16,7 @@ import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import { PeerCertificates } from '../tls/peerCertificate.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import type { Forwarding } from './forwardingWiring.js';
 import type { LiveState } from './liveState.js';
@@ -61,6 +63,13 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
     draining: () => state.draining,
     graceOver: () => state.graceOver,
     tracing: deps.tracing,
+    ...(config.clientCertificate.source === 'tls'
+      ? {
+          certificates: new PeerCertificates((verdict, opensslError) =>
+            deps.logger.info({ verdict, opensslError }, 'client certificate not verified'),
+          ),
+        }
+      : {}),
     ...(freshness === null
       ? {}
       : {

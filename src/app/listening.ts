@@ -1,11 +1,15 @@
 /**
  * Listening: the public listener first, then the admin one (a worker of a group has none:
  * its primary's serves the group), closing the first when the second cannot bind. Then
- * one line says where, and settings rarely meant outside tests are warned about.
+ * one line says where, and settings rarely meant outside tests are warned about (and,
+ * with TLS, a server certificate out of its validity or an http: issuer).
  */
 import type { Server } from 'node:http';
 import type { Config } from '../config/types.js';
+import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../observability/logger.js';
+import type { ServerTls } from '../tls/serverTls.js';
+import { validityProblem } from '../tls/tlsMaterial.js';
 import type { LiveState } from './liveState.js';
 import { listenOn, urlOf } from './servers.js';
 
@@ -16,6 +20,9 @@ export interface ListeningDeps {
   readonly logger: Logger;
   /** A worker of a group: the revocation store is its primary's, which warns of it. */
   readonly worker: boolean;
+  /** The public listener's TLS; null: plain HTTP. */
+  readonly tls: ServerTls | null;
+  readonly clock: Clock;
 }
 
 export async function listenBoth(
@@ -49,6 +56,16 @@ export async function listenBoth(
       { setting: 'revocation.store' },
       'revocations are kept in memory only: a restart forgets them and other replicas never see them (use local or redis outside tests)',
     );
+  }
+  if (deps.tls !== null) {
+    const problem = validityProblem(deps.tls.material, deps.clock.now());
+    if (problem !== null) logger.warn({ setting: 'server.tls.certFile' }, problem);
+    if (config.issuer.startsWith('http:')) {
+      logger.warn(
+        { setting: 'issuer' },
+        'the listener speaks TLS but issuer is an http: URL: the discovery documents and challenges name http: endpoints (set issuer to the https: URL partners use)',
+      );
+    }
   }
   return { publicUrl, adminUrl };
 }

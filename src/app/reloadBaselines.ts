@@ -10,6 +10,7 @@ import {
   contentFingerprint,
   type EntryFilter,
 } from '../reload/contentFingerprint.js';
+import { tlsFilePaths, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import type { ReloadDeps } from './reloads.js';
 
 /** The fingerprint of one reloadable source, taken now. */
@@ -24,8 +25,11 @@ export function sourceBaseline(
   return print;
 }
 
-/** The clients file's, the keys directory's and each issuer key file's baselines. */
+/** The clients file's, the keys directory's, each issuer key file's and the TLS files' baselines. */
 export async function takeReloadBaselines(config: Config): Promise<ReloadDeps['since']> {
+  const tls = config.server.tls.enabled
+    ? sourceBaseline(tlsFilePaths(tlsSettingsOf(config)))
+    : undefined;
   const since = {
     clients: sourceBaseline([config.clients.file]),
     keys: sourceBaseline([config.keys.dir], isKeyDirectoryEntry),
@@ -34,9 +38,15 @@ export async function takeReloadBaselines(config: Config): Promise<ReloadDeps['s
         issuer.keyFile ? [[issuer.id, sourceBaseline([issuer.keyFile])] as const] : [],
       ),
     ),
+    ...(tls === undefined ? {} : { tls }),
   };
   // Settled before the loads read: a change landing between the two must not become the
   // baseline (then it would never be reloaded). A failed fingerprint reloads at once.
-  await Promise.allSettled([since.clients, since.keys, ...since.issuerFiles.values()]);
+  await Promise.allSettled([
+    since.clients,
+    since.keys,
+    ...since.issuerFiles.values(),
+    ...(tls === undefined ? [] : [tls]),
+  ]);
   return since;
 }

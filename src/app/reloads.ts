@@ -4,7 +4,9 @@
  * - keys directory → a new signing key ring (late publications warned about), cache emptied;
  * - an external issuer's key file → its keys reloaded, cache emptied;
  * - the configuration file (when there is one) → routes and `upstream.default`; other
- *   settings change only on restart, and a reload that changes them says so.
+ *   settings change only on restart, and a reload that changes them says so;
+ * - the public listener's TLS files (certificate, key, client CAs and CRLs) → a new
+ *   secure context: new handshakes use it, open connections keep their session.
  * A key that left a ring must not keep verifying through the verified-token cache.
  */
 import { createClientAuthenticator } from '../clients/authenticateClient.js';
@@ -21,6 +23,13 @@ import type { Forwarder } from '../proxy/forwarder.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
 import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import { type ReloadOutcome, type WatchedSource, watchSource } from '../reload/watchedSource.js';
+import type { ServerTls } from '../tls/serverTls.js';
+import {
+  loadTlsMaterial,
+  tlsFilePaths,
+  tlsSettingsOf,
+  validityProblem,
+} from '../tls/tlsMaterial.js';
 import type { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import type { LiveState } from './liveState.js';
 
@@ -41,7 +50,10 @@ export interface ReloadDeps {
     readonly clients: Promise<ContentFingerprint>;
     readonly keys: Promise<ContentFingerprint>;
     readonly issuerFiles: ReadonlyMap<string, Promise<ContentFingerprint>>;
+    readonly tls?: Promise<ContentFingerprint>;
   };
+  /** The public listener's TLS (`server.tls`); absent: a plain listener. */
+  readonly tls?: ServerTls;
   /** The configuration file and how to read it again; absent in demo mode. */
   readonly configSource?: {
     readonly file: string;
@@ -117,6 +129,25 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
         : [],
     ),
   ];
+  const tls = deps.tls;
+  if (tls !== undefined) {
+    const settings = tlsSettingsOf(config);
+    sources.push(
+      watchSource({
+        name: 'tls',
+        paths: tlsFilePaths(settings),
+        since: deps.since.tls,
+        load: () => loadTlsMaterial(settings),
+        apply: (material) => {
+          tls.apply(material);
+          const problem = validityProblem(material, clock.now());
+          if (problem !== null) logger.warn({ setting: 'server.tls.certFile' }, problem);
+        },
+        onOutcome,
+        ...watch,
+      }),
+    );
+  }
   const configSource = deps.configSource;
   if (configSource) {
     sources.push(

@@ -5,13 +5,20 @@
  * Public listener: the gateway's handlers for requests, 100-continue, other expectations,
  * CONNECT, WebSocket upgrades and declined upgrade offers; parser refusals answered with
  * problem details; Node's header-line count set to `server.maxHeaderLines`; every
- * connection tracked for the drain (shutdown.ts). Admin listener: the public listener's
- * time and size limits (Node's defaults would let a client trickle one request for
- * 300 s, holding a socket of the port probes depend on).
+ * connection tracked for the drain (shutdown.ts). With `server.tls` it is an HTTPS
+ * listener with the same options and handlers (`tls/serverTls.ts` gives its TLS
+ * options): the HTTP layer then runs on each connection's TLS socket, which is what is
+ * tracked and closed in stages, beside the TCP socket under it (a client that connects
+ * and never completes a handshake is cut like one that never sends a request). A failed
+ * handshake is logged at debug. Admin listener: plain HTTP always, with the public
+ * listener's time and size limits (Node's defaults would let a client trickle one
+ * request for 300 s, holding a socket of the port probes depend on).
  */
 import { createServer, type IncomingMessage, type RequestListener, type Server } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
+import type { TLSSocket, Server as TlsServer } from 'node:tls';
 import { ConfigError } from '../config/configError.js';
 import { variableName } from '../config/environment.js';
 import type { Config } from '../config/types.js';
@@ -23,6 +30,7 @@ import { lingeringClose } from '../lib/lingeringClose.js';
 import { ACCESS_FIELDS } from '../observability/accessLine.js';
 import type { Logger } from '../observability/logger.js';
 import { offersWebSocket } from '../proxy/webSocketProxy.js';
+import type { ServerTls } from '../tls/serverTls.js';
 
 export interface PublicListener {
   readonly server: Server;
@@ -36,34 +44,59 @@ export function createPublicListener(
   config: Config,
   gateway: PublicGateway,
   logger: Logger,
+  tls: ServerTls | null = null,
 ): PublicListener {
-  const server: Server = createServer(
-    {
-      ServerResponse: GatewayResponse,
-      headersTimeout: config.server.headersTimeoutMs,
-      requestTimeout: config.server.requestTimeoutMs,
-      keepAliveTimeout: config.server.keepAliveTimeoutMs,
-      maxHeaderSize: config.server.maxHeaderBytes,
-      // The gateway answers a missing Host itself, with problem details (singletonFields.ts).
-      requireHostHeader: false,
-      // Only WebSocket upgrades are taken up; newer Node sends other offers (h2c) to the
-      // request listener (older Node: declinedUpgrade.ts). Not in @types/node yet.
-      ...{ shouldUpgradeCallback: offersWebSocket },
-      connectionsCheckingInterval: checkingInterval(config),
-    },
-    gateway.handleRequest as RequestListener,
-  );
+  const options = {
+    ServerResponse: GatewayResponse,
+    headersTimeout: config.server.headersTimeoutMs,
+    requestTimeout: config.server.requestTimeoutMs,
+    keepAliveTimeout: config.server.keepAliveTimeoutMs,
+    maxHeaderSize: config.server.maxHeaderBytes,
+    // The gateway answers a missing Host itself, with problem details (singletonFields.ts).
+    requireHostHeader: false,
+    // Only WebSocket upgrades are taken up; newer Node sends other offers (h2c) to the
+    // request listener (older Node: declinedUpgrade.ts). Not in @types/node yet.
+    ...{ shouldUpgradeCallback: offersWebSocket },
+    connectionsCheckingInterval: checkingInterval(config),
+  };
+  const handler = gateway.handleRequest as RequestListener;
+  const server: Server =
+    tls === null
+      ? createServer(options, handler)
+      : (createHttpsServer(
+          { ...options, ...tls.serverOptions(config.server.headersTimeoutMs) },
+          handler,
+        ) as unknown as Server);
   // Node's count is per listener; lines past it are dropped (Node < 24) or refused.
   server.maxHeadersCount = config.server.maxHeaderLines;
   const connections = new Set<Socket>();
-  server.on('connection', (socket: Socket) => {
+  const track = (socket: Socket): void => {
     connections.add(socket);
     socket.once('close', () => connections.delete(socket));
-    // Node closes a connection after an answer saying `Connection: close` with
-    // destroySoon: a close in stages instead, so a client still sending its body reads
-    // the refusal (RFC 9112 §9.6; lingeringClose.ts).
+  };
+  // Node closes a connection after an answer saying `Connection: close` with
+  // destroySoon: a close in stages instead, so a client still sending its body reads
+  // the refusal (RFC 9112 §9.6; lingeringClose.ts). On the socket HTTP runs on.
+  const closeInStages = (socket: Socket): void => {
     socket.destroySoon = () => lingeringClose(socket);
+  };
+  server.on('connection', (socket: Socket) => {
+    track(socket);
+    if (tls === null) closeInStages(socket);
   });
+  if (tls !== null) {
+    tls.attach(server as unknown as TlsServer);
+    server.on('secureConnection', (socket: TLSSocket) => {
+      // Refused by OpenSSL already (tls/serverTls.ts); Node's own guard as well.
+      socket.disableRenegotiation();
+      track(socket);
+      closeInStages(socket);
+    });
+    server.on('tlsClientError', (error: NodeJS.ErrnoException, socket: TLSSocket) => {
+      logger.debug({ reason: error.code ?? error.message }, 'TLS handshake failed');
+      socket.destroy();
+    });
+  }
   if (config.server.halfClosedRequests === 'answer') answerAfterHalfClose(server);
   // An expectation other than 100-continue is ignored (RFC 9110 §10.1.1 allows it; Node
   // would answer a bare 417): the request is handled like any other, `Expect` not forwarded.
@@ -92,6 +125,7 @@ export function createPublicListener(
       (reason) => logger.info({ reason }, 'request refused by the HTTP parser'),
       (reqId, bytes) =>
         logger.info({ [ACCESS_FIELDS.requestId]: reqId, bytes }, 'bytes after the request ignored'),
+      (code) => logger.info({ reason: code }, 'connection closed: TLS error'),
     ),
   );
   return { server, connections, declined };
@@ -156,11 +190,13 @@ const LISTEN_ERRORS: Readonly<Record<string, string>> = {
   EADDRNOTAVAIL: 'no such address on this machine',
 };
 
+/** The listener's URL: `https:` for a TLS listener. */
 export function urlOf(server: Server): string {
   const address = server.address();
   if (address === null || typeof address === 'string') throw new Error('server is not listening');
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  return `http://${host}:${address.port}`;
+  const scheme = 'setSecureContext' in server ? 'https' : 'http';
+  return `${scheme}://${host}:${address.port}`;
 }
 
 /**

@@ -2,7 +2,8 @@
  * `portaria config check [--config FILE] [-o json]`: what the gateway would read at start,
  * checked without starting it: the configuration (file, environment, validation), the
  * keys directory (a signing key for token.algorithm), the clients file, the admin token
- * file, the trusted issuers' key files, and the route table. No port is opened, nothing
+ * file, the trusted issuers' key files, the public listener's TLS files, and the route
+ * table. No port is opened, nothing
  * is written, no remote JWKS is fetched. Every problem is listed, not just the first.
  * Exit 0 with a short summary, or 1 with the problems.
  */
@@ -14,6 +15,7 @@ import type { Config } from '../config/types.js';
 import { StaticKeySet } from '../issuers/staticKeySet.js';
 import { loadKeyRing } from '../keys/loadKeyRing.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
+import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import {
   AlreadyReported,
   type CliContext,
@@ -43,7 +45,7 @@ const CHECK_HELP = alignHelp(`Usage: portaria config check [--config FILE] [-o j
 Loads the configuration as the gateway does (the file, then the PORTARIA_* environment
 variables, then validation) and everything it names: the keys directory (a signing key
 for token.algorithm), the clients file, the admin token file, the trusted issuers' key
-files and the routes. Starts nothing, opens no port, writes nothing, fetches no remote
+files, the TLS files and the routes. Starts nothing, opens no port, writes nothing, fetches no remote
 JWKS. Exit 0 and a summary when the gateway would start with it; exit 1 with every
 problem otherwise.
 
@@ -123,6 +125,7 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
     settle(loadKeyRing(config.keys.dir, config.token.algorithm)),
     settle(loadClientRegistry(config.clients.file)),
     settle(readAdminToken(config.admin.tokenFile)),
+    config.server.tls.enabled ? settle(loadTlsMaterial(tlsSettingsOf(config))) : null,
     ...config.issuers.flatMap((issuer, index) =>
       issuer.keyFile === null ? [] : [settle(new StaticKeySet(issuer, { index }).load())],
     ),

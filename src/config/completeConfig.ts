@@ -60,6 +60,12 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   redis.tls.certFile = resolveOptional(options.baseDir, redis.tls.certFile);
   redis.tls.keyFile = resolveOptional(options.baseDir, redis.tls.keyFile);
   redis.sentinel.passwordFile = resolveOptional(options.baseDir, redis.sentinel.passwordFile);
+  const tls = config.server.tls;
+  tls.certFile = resolveOptional(options.baseDir, tls.certFile);
+  tls.keyFile = resolveOptional(options.baseDir, tls.keyFile);
+  const certificates = config.clientCertificate;
+  certificates.caFiles = certificates.caFiles.map((file) => resolvePath(options.baseDir, file));
+  certificates.crlFiles = certificates.crlFiles.map((file) => resolvePath(options.baseDir, file));
   if (config.admin.tokenFile)
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;

@@ -95,14 +95,16 @@ function redisUrlHasPassword(raw: Record<string, unknown>): boolean {
 /**
  * The demo's issuer is where it listens (127.0.0.1, its port after the environment's
  * overrides), not the schema's `http://localhost:8080`: the RFC 9728 `resource_metadata`
- * of its challenges and its discovery documents then name a URL that reaches it.
+ * of its challenges and its discovery documents then name a URL that reaches it (https:
+ * with `server.tls`).
  * `PORTARIA_ISSUER` still wins. Port 0 (chosen at start) cannot be named here.
  */
 function demoIssuer(raw: Record<string, unknown>): void {
   if (raw.issuer !== undefined) return;
   const server = raw.server as Record<string, unknown> | undefined;
   const port = server?.port ?? configSchema.properties.server.properties.port.default;
-  raw.issuer = `http://127.0.0.1:${String(port)}`;
+  const tls = server?.tls as Record<string, unknown> | undefined;
+  raw.issuer = `${tls?.enabled === true ? 'https' : 'http'}://127.0.0.1:${String(port)}`;
 }
 
 /** The embedded demo: local data directory, one scoped route and a default upstream. */

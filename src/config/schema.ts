@@ -26,6 +26,15 @@ const redisNodes = {
   default: [],
 } as const;
 
+/** Files given as a list of paths (PEM bundles). */
+const fileList = {
+  type: 'array',
+  maxItems: 64,
+  uniqueItems: true,
+  items: { type: 'string', minLength: 1 },
+  default: [],
+} as const;
+
 /** A token bucket's settings (`tokenLimits.perAddress`, `tokenLimits.perClient`). */
 function tokenBucket(ratePerSecond: number, burst: number) {
   return {
@@ -80,6 +89,20 @@ export const configSchema = {
           pattern: '^auto$',
           default: 1,
         },
+        // TLS on the public listener (docs/configuration.md#tls); rules in tlsRules.ts.
+        tls: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: false },
+            certFile: nullableText,
+            keyFile: nullableText,
+            minVersion: { enum: ['TLSv1.2', 'TLSv1.3'], default: 'TLSv1.2' },
+            policy: { enum: ['default', 'fapi'], default: 'default' },
+            clientCertificates: { enum: ['off', 'request', 'require'], default: 'off' },
+          },
+        },
       },
     },
     admin: {
@@ -90,6 +113,18 @@ export const configSchema = {
         host: { ...host, default: '127.0.0.1' },
         port: { ...port, default: 9091 },
         tokenFile: { type: ['string', 'null'], minLength: 1, default: null },
+      },
+    },
+    // Client certificates: where they come from and what they are checked against
+    // (docs/configuration.md#client-certificates); rules in tlsRules.ts.
+    clientCertificate: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        source: { enum: ['none', 'tls', 'header'], default: 'none' },
+        caFiles: fileList,
+        crlFiles: fileList,
       },
     },
     issuer: { type: 'string', minLength: 1, default: 'http://localhost:8080' },

@@ -56,6 +56,42 @@ export interface ServerConfig extends ListenerConfig {
    * in this one process; `auto`, the CPUs available to it (cgroup quota included).
    */
   readonly workers: number | 'auto';
+  /** TLS on the public listener (off: plain HTTP). */
+  readonly tls: ServerTlsConfig;
+}
+
+/** `server.tls`: the public listener's TLS (the admin listener stays plain HTTP). */
+export interface ServerTlsConfig {
+  readonly enabled: boolean;
+  /** PEM: the server certificate, then the intermediates a client needs to reach its root. */
+  readonly certFile: string | null;
+  /** PEM: its private key (unencrypted). */
+  readonly keyFile: string | null;
+  readonly minVersion: 'TLSv1.2' | 'TLSv1.3';
+  /**
+   * `default`: Node's cipher suites, TLS 1.3 preferred; `fapi`: TLS 1.2 only with the four
+   * suites of FAPI 1.0 Advanced §8.5 (RSA certificates), TLS 1.3 as by default.
+   */
+  readonly policy: 'default' | 'fapi';
+  /**
+   * Client certificates in the handshake: `off` (none asked for), `request` (asked for,
+   * verified when given), `require` (every request but the public documents refused
+   * without a verified one, with problem details).
+   */
+  readonly clientCertificates: 'off' | 'request' | 'require';
+}
+
+/** `clientCertificate`: where a client certificate comes from and what verifies it. */
+export interface ClientCertificateConfig {
+  /**
+   * `none`; `tls`: the public listener's handshake (`server.tls.clientCertificates`);
+   * `header`: a trusted proxy's header.
+   */
+  readonly source: 'none' | 'tls' | 'header';
+  /** PEM bundles of the CAs client certificates must chain to (absolute paths). */
+  readonly caFiles: readonly string[];
+  /** PEM CRLs; given, every CA in a chain needs a current one (docs/security.md). */
+  readonly crlFiles: readonly string[];
 }
 
 export interface TokenConfig {
@@ -267,6 +303,7 @@ export interface Config {
   readonly revocation: RevocationConfig;
   readonly redis: RedisConfig;
   readonly tokenLimits: TokenLimitsConfig;
+  readonly clientCertificate: ClientCertificateConfig;
   /** `iss` of the tokens we issue. */
   readonly issuer: string;
   /** `aud` of the tokens we issue and require. */

@@ -18,6 +18,7 @@ import { redisProblems, redisTargetOf } from './redisRules.js';
 import { routeProblems } from './routeRules.js';
 import { schemaProblems } from './schemaProblems.js';
 import { portProblems, trustedProxyProblems } from './serverRules.js';
+import { defaultIssuerForTls, tlsProblems } from './tlsRules.js';
 import { tokenLimitProblems } from './tokenLimitRules.js';
 import type { Config } from './types.js';
 import { checkUrl } from './urlRules.js';
@@ -28,6 +29,7 @@ export type ValidateOptions = CompleteOptions;
 
 export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   const input = structuredClone(raw ?? {});
+  defaultIssuerForTls(input);
   const problems = schemaProblems(input);
   // The rules run on whatever the schema accepted (each reads its settings defensively),
   // so a file with a schema problem and a rule problem shows both in one run.
@@ -58,6 +60,7 @@ function ruleProblems(config: Loose): string[] {
     ...trustedProxyProblems(config),
     ...callerHeaderProblems(config),
     ...portProblems(config),
+    ...tlsProblems(config),
   );
   return problems;
 }

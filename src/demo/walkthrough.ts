@@ -11,6 +11,10 @@ export function printDemoWalkthrough(options: {
       ? '  (the demo secret was printed on the first run; delete .portaria-demo/ to start over)'
       : `  clientSecret: ${options.secret}\n  (shown once: it is stored only as a hash)`;
   const secretValue = options.secret ?? '<the demo secret>';
+  // With server.tls the commands need curl to trust the gateway's certificate.
+  const tlsLine = base.startsWith('https:')
+    ? '\n  (TLS: give curl the CA of the server certificate: --cacert <file>)'
+    : '';
   process.stderr.write(`
 Portaria demo is running.
   Gateway:  ${base}
@@ -20,7 +24,7 @@ Demo client:
   clientId: ${options.clientId}
 ${secretLine}
 
-Try it:
+Try it:${tlsLine}
   # 1. Get an access token
   TOKEN=$(curl -s ${base}/v1/authentication/accesstoken \\
     -H 'Content-Type: application/json' \\

@@ -9,6 +9,10 @@
  * answer: the request may already have been carried out upstream, and a client told
  * 400 would send it again. Its answer goes out with `Connection: close`, the connection
  * closes after it, and the stray bytes are logged as a count.
+ *
+ * A TLS failure on an established connection (a renegotiation attempt, a record that
+ * does not decrypt) is no HTTP refusal: nothing more can be written, the connection is
+ * closed and the failure logged.
  */
 import type { Duplex } from 'node:stream';
 import { type FailureReason, PortariaError } from '../errors.js';
@@ -28,9 +32,15 @@ export function createClientErrorHandler(
   problemTypeBase: string,
   onError: (reason: FailureReason) => void,
   onStrayBytes: (requestId: string, bytes: number) => void,
+  onTlsError: (code: string) => void = () => {},
 ) {
   return (error: ParserError, socket: Duplex): void => {
     socket.on('error', () => {});
+    if (isTlsError(error.code)) {
+      onTlsError(error.code);
+      socket.destroy();
+      return;
+    }
     // Answered and closing in stages: a later timeout check or parser error of the
     // same connection must not cut the close short (the client may not have read yet).
     if (isLingering(socket)) return;
@@ -67,6 +77,10 @@ export function createClientErrorHandler(
     }
     writeSocketProblem(socket, problem, '#unparsed', problemTypeBase);
   };
+}
+
+function isTlsError(code: string | undefined): code is string {
+  return code !== undefined && (code.startsWith('ERR_SSL_') || code.startsWith('ERR_TLS_'));
 }
 
 /** Lets the complete request's answer go out, and nothing after it on this connection. */

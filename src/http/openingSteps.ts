@@ -9,6 +9,9 @@
  *   transfer coding  chunked only, never on HTTP/1.0 (501 / 400) — a request with a body
  *                    it may read; an upgrade refuses any body later (`checkUpgradeWithoutBody`)
  *   path             one canonical target into the scope, or 400 `invalid-path`
+ *   certificate      with `clientCertificate.source: tls` only: the connection's client
+ *                    certificate into the scope (`clientCertificateStep.ts`; 401 without a
+ *                    verified one in `require` mode)
  *
  * An entry runs one of the two lists; a refusal is thrown as a PortariaError.
  */
@@ -44,11 +47,16 @@ export interface OpeningSteps {
   readonly upgrade: readonly OpeningStep[];
 }
 
-export function openingSteps(maxHeaderLines: number): OpeningSteps {
+/** The two lists; `certificate` (a step or null) comes last in both. */
+export function openingSteps(
+  maxHeaderLines: number,
+  certificate: OpeningStep | null = null,
+): OpeningSteps {
   const lines = headerLines(maxHeaderLines);
+  const last = certificate === null ? [] : [certificate];
   return {
-    request: [lines, singletonFields, transferCoding, path],
-    upgrade: [lines, singletonFields, path],
+    request: [lines, singletonFields, transferCoding, path, ...last],
+    upgrade: [lines, singletonFields, path, ...last],
   };
 }
 

@@ -40,12 +40,19 @@ import {
   writeSocketResponse,
 } from '../proxy/socketProblem.js';
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
+import type { PeerCertificates } from '../tls/peerCertificate.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { basicChallenge, type EdgeChallenge } from './challenge.js';
+import { clientCertificateStep } from './clientCertificateStep.js';
 import { checkUpgradeWithoutBody, hasBody } from './framingChecks.js';
 import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
 import type { OAuthRoutes } from './oauthRoutes.js';
-import { type OpeningSteps, openingSteps, runOpeningSteps } from './openingSteps.js';
+import {
+  type OpeningStep,
+  type OpeningSteps,
+  openingSteps,
+  runOpeningSteps,
+} from './openingSteps.js';
 import { BodyTooLarge } from './readBoundedBody.js';
 import { instanceOf, pathOnly, sendRefusal, sendServerError } from './replies.js';
 import { RequestAccounting, UPGRADE_CLASS } from './requestAccounting.js';
@@ -85,6 +92,8 @@ export interface PublicGatewayDeps {
   };
   /** OpenTelemetry tracing; null or absent when off. */
   readonly tracing?: Tracing | null;
+  /** Client certificates from the TLS connection (`clientCertificate.source: tls`); absent: none read. */
+  readonly certificates?: PeerCertificates;
 }
 
 export class PublicGateway {
@@ -100,7 +109,10 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#deps = deps;
     this.#typeBase = deps.config.problemTypeBase;
-    this.#opening = openingSteps(deps.config.server.maxHeaderLines);
+    this.#opening = openingSteps(
+      deps.config.server.maxHeaderLines,
+      deps.certificates === undefined ? null : this.#certificateStep(deps.certificates),
+    );
     this.#protected = protectedSteps({
       verifier: deps.verifier,
       ownAudience: deps.config.audience,
@@ -118,8 +130,22 @@ export class PublicGateway {
       trustedProxies: deps.tokenRoute.trustedProxies,
       ...(deps.graceOver === undefined ? {} : { graceOver: deps.graceOver }),
       tracing: deps.tracing ?? null,
+      proto: deps.config.server.tls.enabled ? 'https' : 'http',
     });
     this.#onForwardFailure = (req, res, error) => this.#fail(req, res as GatewayResponse, error);
+  }
+
+  /** The certificate opening step; in `require` mode open only to the served documents. */
+  #certificateStep(certificates: PeerCertificates): OpeningStep {
+    if (this.#deps.config.server.tls.clientCertificates !== 'require') {
+      return clientCertificateStep(certificates, null);
+    }
+    const discovery = this.#deps.discovery;
+    return clientCertificateStep(
+      certificates,
+      (path) =>
+        path === JWKS_PATH || path === OPENAPI_PATH || discovery?.document(path) !== undefined,
+    );
   }
 
   /** `request` listener. */

@@ -21,6 +21,7 @@ import {
   statusClass,
 } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { ForwardedProto } from '../proxy/headers.js';
 import { type GatewayResponse, type RequestScope, requestIdFor } from './requestScope.js';
 import {
   endRequestTrace,
@@ -43,6 +44,8 @@ export interface RequestAccountingDeps {
   readonly trustedProxies?: TrustedProxies;
   /** OpenTelemetry tracing; null or absent when off. */
   readonly tracing?: Tracing | null;
+  /** The listener's scheme (`https` with `server.tls`), forwarded as X-Forwarded-Proto. */
+  readonly proto?: ForwardedProto;
 }
 
 /** A connection's byte counters when its previous request's line was written. */
@@ -60,6 +63,7 @@ interface CountingSocket {
 export class RequestAccounting {
   readonly #deps: RequestAccountingDeps;
   readonly #tracing: Tracing | null;
+  readonly #proto: ForwardedProto;
   /** The one `close` listener every response shares (Node calls it with the response as `this`). */
   readonly onResponseClose: (this: GatewayResponse) => void;
   /** Requests whose access line is not written yet; `#idle` waits for none. */
@@ -74,6 +78,7 @@ export class RequestAccounting {
   constructor(deps: RequestAccountingDeps) {
     this.#deps = deps;
     this.#tracing = deps.tracing ?? null;
+    this.#proto = deps.proto ?? 'http';
     const closed = (res: GatewayResponse) => this.#responseClosed(res);
     this.onResponseClose = function (this: GatewayResponse) {
       closed(this);
@@ -90,6 +95,7 @@ export class RequestAccounting {
     scope.methodClass = methodClass(req.method);
     scope.id = requestIdFor(req.headers['x-request-id']);
     scope.socket = req.socket;
+    scope.proto = this.#proto;
     const peer = req.socket.remoteAddress;
     scope.peerAddress = peer;
     scope.clientAddress =

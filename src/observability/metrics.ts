@@ -329,7 +329,7 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
   const reloads = new Counter({
     name: 'portaria_config_reload_total',
     aggregator: 'max',
-    help: 'Reloads of the clients file, the keys directory and the routes, by source and outcome (applied, failed; a change event that left the content as it was is not counted; with workers, the most any worker counted).',
+    help: 'Reloads of the clients file, the keys directory, the routes and the TLS files, by source and outcome (applied, failed; a change event that left the content as it was is not counted; with workers, the most any worker counted).',
     labelNames: ['source', 'outcome'] as const,
     registers,
   });

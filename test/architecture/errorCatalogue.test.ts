@@ -17,6 +17,8 @@ test('the error catalogue is pinned: code → status', () => {
     'token-invalid': 401,
     'token-expired': 401,
     'token-revoked': 401,
+    'certificate-required': 401,
+    'certificate-invalid': 401,
     'insufficient-scope': 403,
     'not-found': 404,
     'method-not-allowed': 405,

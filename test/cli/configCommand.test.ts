@@ -3,10 +3,11 @@
  * files, keys made by `keys generate` and a clients file made by `clients add`.
  */
 import assert from 'node:assert/strict';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
+import { createTestPki } from '../helpers/certificates.js';
 import { runCli, tempDir } from '../helpers/runCli.js';
 
 const ADMIN_TOKEN = 'config-check-admin-token-0123456789';
@@ -111,6 +112,29 @@ describe('portaria config check', () => {
     assert.equal(report.summary.clients, 1);
     assert.equal(report.summary.adminApi, true);
     assert.match(report.summary.signingKid, /^\d{8}T\d{6}Z-[0-9a-f]{8}$/);
+  });
+
+  test('checks the TLS files as the gateway would read them', async (t) => {
+    const { cwd, file } = await workingSetup(t);
+    const tls =
+      '  tls:\n    enabled: true\n    certFile: tls/server.crt\n    keyFile: clients.json\n';
+    const text = await readFile(file, 'utf8');
+    await writeFile(file, text.replace('  host: 127.0.0.1\n', `  host: 127.0.0.1\n${tls}`));
+    const r = await runCli(['config', 'check', '--config', file, '-o', 'json'], { cwd });
+    assert.equal(r.code, 1);
+    assert.deepEqual(JSON.parse(r.stdout).problems, [
+      `server.tls.certFile: cannot read ${join(cwd, 'tls/server.crt')} (ENOENT)`,
+      'server.tls.keyFile: holds no unencrypted PEM private key',
+    ]);
+    const pki = await createTestPki(await tempDir(t));
+    await writeFile(
+      file,
+      (await readFile(file, 'utf8'))
+        .replace('tls/server.crt', pki.server.certFile)
+        .replace('keyFile: clients.json', `keyFile: ${pki.server.keyFile}`),
+    );
+    const ok = await runCli(['config', 'check', '--config', file], { cwd });
+    assert.equal(ok.code, 0, ok.stderr);
   });
 
   test('opens no port: a configuration whose ports are taken still checks ok', async (t) => {

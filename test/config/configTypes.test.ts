@@ -26,7 +26,16 @@ const EVERY_SETTING = {
     closeWebSocketsAtTokenExpiry: true,
     halfClosedRequests: 'answer',
     workers: 1,
+    tls: {
+      enabled: false,
+      certFile: null,
+      keyFile: null,
+      minVersion: 'TLSv1.2',
+      policy: 'default',
+      clientCertificates: 'off',
+    },
   },
+  clientCertificate: { source: 'tls', caFiles: ['ca.pem'], crlFiles: ['ca.crl.pem'] },
   admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
   revocation: {
     store: 'local',

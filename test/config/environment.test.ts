@@ -129,6 +129,12 @@ async function problemsOf(run: () => Promise<unknown>): Promise<readonly string[
   return assert.fail('no ConfigError was thrown');
 }
 
+const TLS_COMPANIONS: Readonly<Record<string, string>> = {
+  PORTARIA_SERVER__TLS__ENABLED: 'true',
+  PORTARIA_SERVER__TLS__CERT_FILE: '/tmp/env-server.pem',
+  PORTARIA_SERVER__TLS__KEY_FILE: '/tmp/env-server-key.pem',
+};
+
 /** Settings another one may need beside it, tried in turn (a Redis store needs Redis, …). */
 const COMPANIONS: readonly Record<string, string>[] = [
   {},
@@ -141,6 +147,13 @@ const COMPANIONS: readonly Record<string, string>[] = [
   {
     PORTARIA_REDIS__SENTINEL__NODES: 'sentinel-0:26379',
     PORTARIA_REDIS__SENTINEL__MASTER_NAME: 'm',
+  },
+  TLS_COMPANIONS,
+  {
+    ...TLS_COMPANIONS,
+    PORTARIA_SERVER__TLS__CLIENT_CERTIFICATES: 'request',
+    PORTARIA_CLIENT_CERTIFICATE__SOURCE: 'tls',
+    PORTARIA_CLIENT_CERTIFICATE__CA_FILES: '/tmp/env-ca.pem',
   },
 ];
 

@@ -132,6 +132,48 @@ describe('gateway start-up errors', () => {
     assert.deepEqual((await readdir(join(l.file, '..'))).sort(), ['portaria.yaml']);
   });
 
+  test('TLS files that cannot be read or used are reported with the other start-up problems', async (t) => {
+    const yaml = [
+      'server:',
+      '  host: 127.0.0.1',
+      '  port: 0',
+      '  tls:',
+      '    enabled: true',
+      '    certFile: tls/server.crt',
+      '    keyFile: portaria.yaml',
+      '    clientCertificates: require',
+      'clientCertificate:',
+      '  source: tls',
+      '  caFiles: [tls/partners-ca.pem]',
+      'admin:',
+      '  port: 0',
+      'keys:',
+      '  dir: keys',
+      'clients:',
+      '  file: clients.json',
+      '',
+    ].join('\n');
+    const l = await layout(t, yaml);
+    const etc = join(l.file, '..');
+    const run = await runMain(['--config', l.file], l.cwd);
+    assert.equal(run.code, 1);
+    assert.match(run.stderr, /keys\.dir: .* does not exist/);
+    assert.match(run.stderr, /clients\.file: .* does not exist/);
+    assert.ok(
+      run.stderr.includes(
+        `server.tls.certFile: cannot read ${join(etc, 'tls/server.crt')} (ENOENT)`,
+      ),
+      run.stderr,
+    );
+    assert.match(run.stderr, /server\.tls\.keyFile: holds no unencrypted PEM private key/);
+    assert.ok(
+      run.stderr.includes(
+        `clientCertificate.caFiles[0]: cannot read ${join(etc, 'tls/partners-ca.pem')} (ENOENT)`,
+      ),
+      run.stderr,
+    );
+  });
+
   for (const [mode, reported] of [
     ['queue', true],
     ['refuse', false],

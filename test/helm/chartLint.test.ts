@@ -53,6 +53,21 @@ describe('values.schema.json', () => {
       /Additional property servr is not allowed/,
     ],
     [
+      'a chart-owned TLS setting (config.server.tls.certFile: the chart mounts tls.secret)',
+      { config: { server: { tls: { certFile: '/x.pem' } } } },
+      /Additional property certFile is not allowed/,
+    ],
+    [
+      'a chart-owned client CA file (config.clientCertificate.caFiles)',
+      { config: { clientCertificate: { caFiles: ['/x.pem'] } } },
+      /Additional property caFiles is not allowed/,
+    ],
+    [
+      'client certificates "off" unquoted, which YAML 1.1 reads as false',
+      { config: { server: { tls: { clientCertificates: false } } } },
+      /clientCertificates/,
+    ],
+    [
       'a chart-owned gateway setting (server.port)',
       { config: { server: { port: 9000 } } },
       /Additional property port is not allowed/,
@@ -436,6 +451,52 @@ describe('fail guards', () => {
         persistence: { existingClaim: 'data' },
       },
       /persistence.existingClaim is mounted by every pod/,
+    ],
+    [
+      'TLS without the Secret of its certificate',
+      { tls: { enabled: true } },
+      /tls.enabled needs tls.secret.name/,
+    ],
+    [
+      'a TLS Secret with TLS off',
+      { tls: { secret: { name: 'portaria-tls' } } },
+      /tls.secret.name is set but tls.enabled is false/,
+    ],
+    [
+      'gateway TLS settings with TLS off',
+      { config: { server: { tls: { policy: 'fapi' } } } },
+      /config.server.tls needs tls.enabled/,
+    ],
+    [
+      'client certificates asked for without client CAs',
+      {
+        tls: { enabled: true, secret: { name: 'portaria-tls' } },
+        config: { server: { tls: { clientCertificates: 'request' } } },
+      },
+      /config.server.tls.clientCertificates: request needs clientCertificate.ca/,
+    ],
+    [
+      'the client CAs from a Secret and a ConfigMap',
+      { clientCertificate: { ca: { secretName: 'a', configMapName: 'b' } } },
+      /clientCertificate.ca: secretName and configMapName are both set/,
+    ],
+    [
+      'CRLs without their CAs',
+      { clientCertificate: { crl: { configMapName: 'crls' } } },
+      /clientCertificate.crl needs clientCertificate.ca/,
+    ],
+    [
+      'require mode with a test client but no client certificate for the test',
+      {
+        tls: { enabled: true, secret: { name: 'portaria-tls' } },
+        clientCertificate: { ca: { configMapName: 'cas' } },
+        config: {
+          server: { tls: { clientCertificates: 'require' } },
+          clientCertificate: { source: 'tls' },
+        },
+        tests: { clientId: 'a', clientSecret: 'b' },
+      },
+      /set tests.tls.clientSecret/,
     ],
   ];
   for (const [what, values, message] of guards) {

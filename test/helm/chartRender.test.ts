@@ -452,6 +452,84 @@ describe('Deployment', () => {
     );
   });
 
+  test('TLS wiring: the certificate Secret, the client CAs and CRLs as whole-directory mounts, the settings passed on, nothing rolling the pods', async () => {
+    const objects = await rendered('tls');
+    const config = rawConfig(objects);
+    assert.deepEqual(config.server?.tls, {
+      enabled: true,
+      certFile: '/etc/portaria/tls/tls.crt',
+      keyFile: '/etc/portaria/tls/tls.key',
+      minVersion: 'TLSv1.2',
+      policy: 'fapi',
+      clientCertificates: 'require',
+    });
+    assert.deepEqual(config.clientCertificate, {
+      source: 'tls',
+      caFiles: ['/etc/portaria/client-ca/ca.crt'],
+      crlFiles: ['/etc/portaria/client-crl/crl.pem'],
+    });
+    const spec = deploymentOf(objects).spec?.template.spec;
+    const volumes = spec?.volumes ?? [];
+    const tlsSecret = volumes.find((v) => v.name === 'tls')?.secret;
+    assert.deepEqual(
+      { ...tlsSecret, defaultMode: undefined },
+      {
+        secretName: 'portaria-tls',
+        defaultMode: undefined,
+        items: [
+          { key: 'tls.crt', path: 'tls.crt' },
+          { key: 'tls.key', path: 'tls.key' },
+        ],
+      },
+    );
+    const caMap = volumes.find((v) => v.name === 'client-ca')?.configMap;
+    assert.deepEqual(
+      { ...caMap, defaultMode: undefined },
+      {
+        name: 'partner-cas',
+        defaultMode: undefined,
+        items: [{ key: 'partners-ca.pem', path: 'ca.crt' }],
+      },
+    );
+    assert.equal(volumes.find((v) => v.name === 'client-crl')?.secret?.secretName, 'partner-crls');
+    // subPath mounts are never updated by the kubelet: the reload would never see a renewal.
+    for (const mount of gatewayContainer(objects).volumeMounts ?? []) {
+      assert.equal(mount.subPath, undefined, mount.name);
+    }
+    // The Secrets are not the chart's: no checksum of them rolls the pods.
+    const annotations = deploymentOf(objects).spec?.template.metadata?.annotations ?? {};
+    assert.deepEqual(Object.keys(annotations).sort(), ['checksum/config', 'checksum/secret']);
+    const service = find(objects, 'Service', RELEASE) as unknown as IService;
+    assert.deepEqual(service.spec?.ports, [
+      { name: 'http', port: 80, targetPort: 'http', protocol: 'TCP', appProtocol: 'https' },
+    ]);
+    const noTls = find(await rendered('default'), 'Service', RELEASE) as unknown as IService;
+    assert.equal(noTls.spec?.ports?.[0]?.appProtocol, undefined);
+    // The test pod calls https:// with the server's CA and the partner certificate.
+    const pod = find(objects, 'Pod') as unknown as IPod;
+    const env = new Map((pod.spec?.containers[0]?.env ?? []).map((e) => [e.name, e.value]));
+    assert.equal(env.get('PORTARIA_URL'), 'https://portaria.portaria.svc:80');
+    assert.equal(
+      env.get('CURL_TLS'),
+      '--cacert /etc/portaria-test/tls/ca.crt --cert /etc/portaria-test/client/tls.crt --key /etc/portaria-test/client/tls.key',
+    );
+    assert.deepEqual(
+      pod.spec?.volumes?.map((v) => [
+        v.name,
+        v.secret?.secretName,
+        v.secret?.items?.map((i) => i.key),
+      ]),
+      [
+        ['server-ca', 'portaria-tls', ['ca.crt']],
+        ['client-certificate', 'portaria-test-partner', ['tls.crt', 'tls.key']],
+      ],
+    );
+    assert.equal(
+      (find(await rendered('default'), 'Pod') as unknown as IPod).spec?.volumes,
+      undefined,
+    );
+  });
+
   test('existingSecret: no Secret rendered, the pods mount the named one', async () => {
     const objects = await rendered('existing-secret');
     assert.equal(installed(objects).filter((o) => o.kind === 'Secret').length, 0);
@@ -713,6 +791,15 @@ describe("the rendered configuration passes the gateway's own loader and validat
       ];
       for (const redisFile of redisFiles) {
         if (redisFile !== null) assert.equal(mountOf(redisFile).readOnly, true);
+      }
+      const tlsFiles = [
+        config.server.tls.certFile,
+        config.server.tls.keyFile,
+        ...config.clientCertificate.caFiles,
+        ...config.clientCertificate.crlFiles,
+      ];
+      for (const tlsFile of tlsFiles) {
+        if (tlsFile !== null) assert.equal(mountOf(tlsFile).readOnly, true, tlsFile);
       }
       assert.equal(mountOf('/etc/portaria/config/portaria.yaml').readOnly, true);
       if (config.revocation.store === 'redis') {

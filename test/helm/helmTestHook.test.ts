@@ -6,17 +6,18 @@
  * in the curl image) runs against it with the hook Secret's credentials.
  */
 import assert from 'node:assert/strict';
-import { mkdir, mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { describe, type TestContext, test } from 'node:test';
 import type { IPod } from 'kubernetes-models/v1/Pod';
 import { parse } from 'yaml';
 import { createApp } from '../../src/app/createApp.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
+import { createTestPki } from '../helpers/certificates.js';
 import { startUpstream } from '../helpers/fixture.js';
-import { runToEnd } from '../helpers/process.js';
+import { runToEnd, tempDir } from '../helpers/process.js';
 import { find, installed, type K8sObject, render, SCENARIOS } from './helm.js';
 
 interface Secret {
@@ -26,13 +27,22 @@ interface Secret {
 
 const decode = (b64: string) => Buffer.from(b64, 'base64').toString('utf8');
 
-/** Runs the rendered gateway; returns its public URL. */
+/**
+ * Runs the rendered gateway; returns its public URL. `files` are what the pod's other
+ * mounts hold (pod path → content), written where the pod paths are mapped to.
+ */
 async function startRenderedGateway(
   t: TestContext,
   objects: readonly K8sObject[],
+  files: Readonly<Record<string, string>> = {},
 ): Promise<string> {
   const dir = await mkdtemp(join(tmpdir(), 'portaria-helm-test-'));
   t.after(() => rm(dir, { recursive: true, force: true }));
+  for (const [path, content] of Object.entries(files)) {
+    const local = join(dir, 'pod', path);
+    await mkdir(dirname(local), { recursive: true });
+    await writeFile(local, content);
+  }
   const secretDir = join(dir, 'secret');
   const dataDir = join(dir, 'data');
   await mkdir(secretDir, { mode: 0o700 });
@@ -44,7 +54,10 @@ async function startRenderedGateway(
   const map = find(objects, 'ConfigMap') as unknown as { data: Record<string, string> };
   // The pod's paths and addresses, mapped onto this machine.
   const podPath = (path: string) =>
-    path.replace(/^\/etc\/portaria\/secret/, secretDir).replace(/^\/data/, dataDir);
+    path
+      .replace(/^\/etc\/portaria\/secret/, secretDir)
+      .replace(/^\/data/, dataDir)
+      .replace(/^\/etc\/portaria\//, `${join(dir, 'pod')}/etc/portaria/`);
   const raw = parse(map.data['portaria.yaml'] as string) as {
     server: Record<string, unknown>;
     admin: Record<string, unknown>;
@@ -52,6 +65,7 @@ async function startRenderedGateway(
     clients: { file: string };
     revocation: { file: string; queueFile: string };
     routes: { upstream: string }[];
+    clientCertificate?: { caFiles?: string[]; crlFiles?: string[] };
   };
   const upstream = await startUpstream(t);
   raw.server = { ...raw.server, host: '127.0.0.1', port: 0 };
@@ -66,6 +80,12 @@ async function startRenderedGateway(
   raw.revocation.file = podPath(raw.revocation.file);
   raw.revocation.queueFile = podPath(raw.revocation.queueFile);
   for (const route of raw.routes) route.upstream = upstream.url;
+  const tls = raw.server.tls as { certFile?: string; keyFile?: string } | undefined;
+  if (tls?.certFile) tls.certFile = podPath(tls.certFile);
+  if (tls?.keyFile) tls.keyFile = podPath(tls.keyFile);
+  const certificates = raw.clientCertificate;
+  if (certificates?.caFiles) certificates.caFiles = certificates.caFiles.map(podPath);
+  if (certificates?.crlFiles) certificates.crlFiles = certificates.crlFiles.map(podPath);
   const config = validateConfig(raw, { baseDir: dir });
   const app = await createApp({
     config,
@@ -97,7 +117,7 @@ async function runHook(
       env[variable.name] = decode((secret as unknown as Secret).data[ref.key as string] as string);
     } else env[variable.name] = variable.value ?? '';
   }
-  assert.match(env.PORTARIA_URL ?? '', /^http:\/\/portaria\.portaria\.svc:80$/);
+  assert.match(env.PORTARIA_URL ?? '', /^https?:\/\/portaria\.portaria\.svc:80$/);
   Object.assign(env, { PORTARIA_URL: publicUrl }, override);
   return runToEnd('sh', ['-ec', script as string], { env });
 }
@@ -139,6 +159,35 @@ describe('helm test hook, run against the gateway the chart renders', () => {
     const down = await runHook(objects, 'http://127.0.0.1:9');
     assert.notEqual(down.code, 0);
     assert.match(down.stderr, /FAIL: GET \/.well-known\/jwks.json answered 000/);
+  });
+
+  test('with TLS and client certificates required: over https, trusting the CA, presenting the partner certificate', async (t) => {
+    const objects = await render({
+      files: [SCENARIOS.find((s) => s.name === 'tls')?.file as string],
+    });
+    const pki = await createTestPki(await tempDir(t, 'portaria-pki-'));
+    // The scenario's fapi policy with TLS 1.2 takes RSA suites only.
+    const server = await pki.ca.issue('rsa-server', { use: 'server', keyType: 'rsa' });
+    const url = await startRenderedGateway(t, objects, {
+      '/etc/portaria/tls/tls.crt': server.cert,
+      '/etc/portaria/tls/tls.key': server.key,
+      '/etc/portaria/client-ca/ca.crt': pki.ca.pem,
+      '/etc/portaria/client-crl/crl.pem': await readFile(pki.crlFile, 'utf8'),
+    });
+    assert.match(url, /^https:/);
+    const curlTls = (client: { certFile: string; keyFile: string }) =>
+      `--cacert ${pki.ca.certFile} --cert ${client.certFile} --key ${client.keyFile}`;
+    const result = await runHook(objects, url, { CURL_TLS: curlTls(pki.client) });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.deepEqual(result.stdout.trim().split('\n'), [
+      'ok: public keys served',
+      'ok: /open-banking/accounts/v2/accounts refused without a token',
+      'ok: token issued',
+      'ok: GET /open-banking/accounts/v2/accounts with the token answered 200',
+    ]);
+    const revoked = await runHook(objects, url, { CURL_TLS: curlTls(pki.revokedClient) });
+    assert.notEqual(revoked.code, 0);
+    assert.match(revoked.stderr, /FAIL: token request answered 401, expected 200/);
   });
 
   test('without test credentials it checks the public keys and the refusal only', async (t) => {

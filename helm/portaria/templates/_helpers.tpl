@@ -97,6 +97,42 @@ app.kubernetes.io/part-of: portaria
 {{- define "portaria.redisTlsDir" -}}/etc/portaria/redis-tls{{- end -}}
 {{- define "portaria.redisSentinelPasswordDir" -}}/etc/portaria/redis-sentinel{{- end -}}
 {{- define "portaria.dataDir" -}}/data{{- end -}}
+{{- define "portaria.tlsDir" -}}/etc/portaria/tls{{- end -}}
+{{- define "portaria.clientCaDir" -}}/etc/portaria/client-ca{{- end -}}
+{{- define "portaria.clientCrlDir" -}}/etc/portaria/client-crl{{- end -}}
+{{- define "portaria.testTlsDir" -}}/etc/portaria-test/tls{{- end -}}
+{{- define "portaria.testClientDir" -}}/etc/portaria-test/client{{- end -}}
+
+{{/* config.server.tls.clientCertificates (gateway default off). */}}
+{{- define "portaria.clientCertificates" -}}
+{{- dig "server" "tls" "clientCertificates" "off" (.Values.config | default dict) -}}
+{{- end -}}
+
+{{/* The public listener's scheme. */}}
+{{- define "portaria.publicScheme" -}}
+{{- ternary "https" "http" .Values.tls.enabled -}}
+{{- end -}}
+
+{{/* A volume of one key of a Secret or a ConfigMap ({secretName, configMapName, key}), as path. */}}
+{{- define "portaria.fileVolume" -}}
+{{- $source := index . 0 -}}
+{{- $path := index . 1 -}}
+{{- if $source.secretName }}
+secret:
+  secretName: {{ $source.secretName }}
+  defaultMode: 0440
+  items:
+    - key: {{ $source.key }}
+      path: {{ $path }}
+{{- else }}
+configMap:
+  name: {{ $source.configMapName }}
+  defaultMode: 0440
+  items:
+    - key: {{ $source.key }}
+      path: {{ $path }}
+{{- end }}
+{{- end -}}
 
 {{/* The revocation and token-limit stores chosen in config. */}}
 {{- define "portaria.revocationStore" -}}
@@ -212,6 +248,26 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- if $redis -}}
 {{- $_ := set $cfg "redis" $redis -}}
 {{- end -}}
+{{- /* TLS on the public listener and the client CAs and CRLs: files the pod mounts. */ -}}
+{{- if .Values.tls.enabled -}}
+{{- $serverTls := deepCopy ($server.tls | default dict) -}}
+{{- $_ := set $serverTls "enabled" true -}}
+{{- $_ := set $serverTls "certFile" (printf "%s/tls.crt" (include "portaria.tlsDir" .)) -}}
+{{- $_ := set $serverTls "keyFile" (printf "%s/tls.key" (include "portaria.tlsDir" .)) -}}
+{{- $_ := set $server "tls" $serverTls -}}
+{{- end -}}
+{{- $certificates := deepCopy ($cfg.clientCertificate | default dict) -}}
+{{- $ca := .Values.clientCertificate.ca -}}
+{{- if or $ca.secretName $ca.configMapName -}}
+{{- $_ := set $certificates "caFiles" (list (printf "%s/ca.crt" (include "portaria.clientCaDir" .))) -}}
+{{- end -}}
+{{- $crl := .Values.clientCertificate.crl -}}
+{{- if or $crl.secretName $crl.configMapName -}}
+{{- $_ := set $certificates "crlFiles" (list (printf "%s/crl.pem" (include "portaria.clientCrlDir" .))) -}}
+{{- end -}}
+{{- if $certificates -}}
+{{- $_ := set $cfg "clientCertificate" $certificates -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
@@ -272,6 +328,31 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- end -}}
 {{- if and .Values.redis.tls.secret.certKey (not .Values.redis.tls.secret.keyKey) -}}
 {{- fail "redis.tls.secret.certKey needs redis.tls.secret.keyKey (the client certificate's key)" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (not .Values.tls.secret.name) -}}
+{{- fail "tls.enabled needs tls.secret.name (the Secret with the server certificate and its key)" -}}
+{{- end -}}
+{{- if and .Values.tls.secret.name (not .Values.tls.enabled) -}}
+{{- fail "tls.secret.name is set but tls.enabled is false" -}}
+{{- end -}}
+{{- if and (not .Values.tls.enabled) (dig "server" "tls" nil (.Values.config | default dict)) -}}
+{{- fail "config.server.tls needs tls.enabled (and tls.secret.name): without it the public listener is plain HTTP" -}}
+{{- end -}}
+{{- range $name := list "ca" "crl" -}}
+{{- $source := index $.Values.clientCertificate $name -}}
+{{- if and $source.secretName $source.configMapName -}}
+{{- fail (printf "clientCertificate.%s: secretName and configMapName are both set; give one" $name) -}}
+{{- end -}}
+{{- end -}}
+{{- $hasCa := or .Values.clientCertificate.ca.secretName .Values.clientCertificate.ca.configMapName -}}
+{{- if and (or .Values.clientCertificate.crl.secretName .Values.clientCertificate.crl.configMapName) (not $hasCa) -}}
+{{- fail "clientCertificate.crl needs clientCertificate.ca (the CAs whose revocations the CRLs list)" -}}
+{{- end -}}
+{{- if and (ne (include "portaria.clientCertificates" .) "off") (not $hasCa) -}}
+{{- fail (printf "config.server.tls.clientCertificates: %s needs clientCertificate.ca (the CAs partners' certificates chain to)" (include "portaria.clientCertificates" .)) -}}
+{{- end -}}
+{{- if and (eq (include "portaria.clientCertificates" .) "require") .Values.tests.enabled (or .Values.tests.clientId .Values.tests.existingSecret) (not .Values.tests.tls.clientSecret) -}}
+{{- fail "config.server.tls.clientCertificates: require refuses the test's token request without a client certificate: set tests.tls.clientSecret (a kubernetes.io/tls Secret of a certificate the client CAs issued)" -}}
 {{- end -}}
 {{- if and .Values.redis.url .Values.redis.existingSecret -}}
 {{- fail "redis.url and redis.existingSecret are both set: choose one source for the Redis URL" -}}
