@@ -27,6 +27,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   token: ['keys', 'clients', 'revocation', 'limits', 'domain', 'config', 'lib', 'errors'],
   verify: ['keys', 'issuers', 'clients', 'revocation', 'domain', 'config', 'lib', 'errors'],
   proxy: ['domain', 'config', 'lib', 'errors'],
+  // Client certificates from a proxy's header: formats, CA and CRL files, verification.
+  certificates: ['domain', 'config', 'lib', 'errors'],
   // The protected steps over the plain per-request value: no entry's objects.
   pipeline: ['verify', 'proxy', 'observability', 'domain', 'config', 'lib', 'errors'],
   oauth: [
@@ -44,6 +46,7 @@ const ALLOWED: Record<string, readonly string[]> = {
     'errors',
   ],
   http: [
+    'certificates',
     'pipeline',
     'documents',
     'oauth',
@@ -63,9 +66,10 @@ const ALLOWED: Record<string, readonly string[]> = {
   admin: ['http', 'revocation', 'domain', 'config', 'lib', 'errors'],
   reload: ['config', 'lib', 'errors'],
   // `config check` loads issuers' key files and compiles the routes as the gateway does.
-  cli: ['clients', 'keys', 'issuers', 'proxy', 'config', 'domain', 'lib', 'errors'],
+  cli: ['certificates', 'clients', 'keys', 'issuers', 'proxy', 'config', 'domain', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
+    'certificates',
     'admin',
     'documents',
     'http',
@@ -120,6 +124,7 @@ const HOMES: Record<string, readonly string[]> = {
   ioredis: ['redis'],
   'proxy-addr': ['lib'],
   'ipaddr.js': ['limits'],
+  'structured-headers': ['certificates'],
 };
 
 interface Edge {
