@@ -6,6 +6,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { headerKey } from './callerHeaders.js';
+import { DEFAULT_CERTIFICATE_HEADER } from './certificateHeaders.js';
 import type { Config } from './types.js';
 
 export interface CompleteOptions {
@@ -60,6 +61,15 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   redis.tls.certFile = resolveOptional(options.baseDir, redis.tls.certFile);
   redis.tls.keyFile = resolveOptional(options.baseDir, redis.tls.keyFile);
   redis.sentinel.passwordFile = resolveOptional(options.baseDir, redis.sentinel.passwordFile);
+  // The client certificate's files and its header's name (the format's by default).
+  const certificate = config.clientCertificate;
+  certificate.caFiles = certificate.caFiles.map((file) => resolvePath(options.baseDir, file));
+  certificate.crlFiles = certificate.crlFiles.map((file) => resolvePath(options.baseDir, file));
+  const header = certificate.header as {
+    name: string | null;
+    format: 'rfc9440' | 'xfcc' | 'nginx';
+  };
+  header.name = (header.name ?? DEFAULT_CERTIFICATE_HEADER[header.format]).toLowerCase();
   if (config.admin.tokenFile)
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;

@@ -335,6 +335,37 @@ export const configSchema = {
       default: [],
     },
     problemTypeBase: { type: 'string', minLength: 1, default: 'urn:portaria:problem:' },
+    // The client certificate (mutual TLS, RFC 8705): from the listener's TLS or from a
+    // trusted proxy's header (config/certificateHeaders.ts, docs/configuration.md).
+    clientCertificate: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        source: { enum: ['none', 'tls', 'header'], default: 'none' },
+        caFiles: {
+          type: 'array',
+          uniqueItems: true,
+          items: { type: 'string', minLength: 1 },
+          default: [],
+        },
+        crlFiles: {
+          type: 'array',
+          uniqueItems: true,
+          items: { type: 'string', minLength: 1 },
+          default: [],
+        },
+        header: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            format: { enum: ['rfc9440', 'xfcc', 'nginx'], default: 'rfc9440' },
+            name: { type: ['string', 'null'], pattern: '^[A-Za-z0-9-]{1,64}$', default: null },
+          },
+        },
+      },
+    },
     metrics: {
       type: 'object',
       additionalProperties: false,

@@ -258,6 +258,25 @@ export interface TokenLimitsConfig {
   };
 }
 
+/** Where the client certificate comes from, and what the gateway checks it against. */
+export interface ClientCertificateConfig {
+  /**
+   * `none`; `tls`: the public listener's own TLS handshake; `header`: a header set by a
+   * TLS-terminating proxy of `server.trustedProxies` (read from no other peer).
+   */
+  readonly source: 'none' | 'tls' | 'header';
+  /** PEM (or DER) CA certificates a client certificate must chain to; empty: the proxy's check is trusted. */
+  readonly caFiles: readonly string[];
+  /** PEM (or DER) CRLs of those CAs (and of intermediates); empty: no revocation check. */
+  readonly crlFiles: readonly string[];
+  readonly header: {
+    /** `rfc9440` (Client-Cert), `xfcc` (Envoy), `nginx` ($ssl_client_escaped_cert). */
+    readonly format: 'rfc9440' | 'xfcc' | 'nginx';
+    /** The certificate field's name, lower case: the format's default unless set. */
+    readonly name: string;
+  };
+}
+
 export interface Config {
   readonly server: ServerConfig;
   readonly admin: ListenerConfig & {
@@ -300,6 +319,8 @@ export interface Config {
   readonly forwardCallerHeaders: readonly string[];
   /** Base of problem-details `tipo` URIs; the code is appended. */
   readonly problemTypeBase: string;
+  /** The client certificate: its source, trust anchors and CRLs, and the proxy's header. */
+  readonly clientCertificate: ClientCertificateConfig;
   readonly metrics: {
     /** Distinct clients given their own `client` metric label; later ones share `_other`; 0: none. */
     readonly maxClientLabels: number;

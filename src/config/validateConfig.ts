@@ -8,6 +8,7 @@
  * listed in `ruleProblems`; completeConfig.ts derives what depends on other settings.
  */
 import { deepFreeze } from '../lib/deepFreeze.js';
+import { clientCertificateProblems } from './certificateRules.js';
 import { type CompleteOptions, completeConfig } from './completeConfig.js';
 import { ConfigError } from './configError.js';
 import { callerHeaderProblems, identityHeaderProblems } from './headerRules.js';
@@ -58,6 +59,7 @@ function ruleProblems(config: Loose): string[] {
     ...trustedProxyProblems(config),
     ...callerHeaderProblems(config),
     ...portProblems(config),
+    ...clientCertificateProblems(config),
   );
   return problems;
 }

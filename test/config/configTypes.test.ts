@@ -107,6 +107,12 @@ const EVERY_SETTING = {
   forwardAuthorization: true,
   forwardCallerHeaders: [],
   problemTypeBase: 'urn:portaria:problem:',
+  clientCertificate: {
+    source: 'none',
+    caFiles: [],
+    crlFiles: [],
+    header: { format: 'rfc9440', name: 'client-cert' },
+  },
   metrics: { maxClientLabels: 1, processMetricsPrefix: 'p_' },
   log: { level: 'info', pretty: false },
   tracing: { enabled: false },

@@ -406,6 +406,12 @@ describe('validateConfig', () => {
       forwardAuthorization: true,
       forwardCallerHeaders: [],
       problemTypeBase: 'urn:portaria:problem:',
+      clientCertificate: {
+        source: 'none',
+        caFiles: [],
+        crlFiles: [],
+        header: { format: 'rfc9440', name: 'client-cert' },
+      },
       metrics: { maxClientLabels: 100, processMetricsPrefix: '' },
       log: { level: 'info', pretty: false },
       tracing: { enabled: false },
