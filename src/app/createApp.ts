@@ -22,6 +22,7 @@ import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { createAdminServer } from './adminServer.js';
+import { certificateHeaderReader, headerCertificateTrust } from './certificateHeaderWiring.js';
 import { createForwarding } from './forwardingWiring.js';
 import { createGateway } from './gatewayWiring.js';
 import { startHousekeeping } from './housekeeping.js';
@@ -117,11 +118,12 @@ export async function createApp(options: AppOptions): Promise<App> {
   const issuerSets = createIssuerSets(config, { clock, metrics, tracing, logger, cache });
   const since = await takeReloadBaselines(config);
   // Everything start-up reads without side effects, together: every problem in one run.
-  const [clients, initialRing, adminToken] = await allOrEveryProblem([
+  const [clients, initialRing, adminToken, , certificateTrust] = await allOrEveryProblem([
     loadClientRegistry(config.clients.file),
     loadKeyRing(config.keys.dir, config.token.algorithm, clock),
     worker ? Promise.resolve(null) : readAdminToken(config.admin.tokenFile),
     worker ? Promise.resolve() : checkRevocationFile(config),
+    headerCertificateTrust(config),
     ...issuerSets.map((s) => s.keys.load()),
   ] as const);
   const { revocation, redis: redisRevocations } = worker
@@ -200,6 +202,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     tracing,
     freshness,
+    certificateHeader: certificateHeaderReader(config, certificateTrust, clock),
   });
 
   const publicListener = createPublicListener(config, gateway, logger);

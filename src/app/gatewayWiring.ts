@@ -4,6 +4,7 @@
  * live routes and the forwarders; with the Redis revocation store (or a worker's mirror
  * of it), the `revocation.whenStale` policy.
  */
+import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
 import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { openApiDocumentFor } from '../documents/openApiDocument.js';
@@ -33,6 +34,8 @@ export interface GatewayWiringDeps {
   readonly tracing: Tracing | null;
   /** The Redis revocation list's staleness (a worker: its primary's); null with another store. */
   readonly freshness: { isStale(): boolean } | null;
+  /** With `clientCertificate.source: header`: the proxy's certificate header reader. */
+  readonly certificateHeader?: CertificateHeaderReader | undefined;
 }
 
 export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGateway {
@@ -61,6 +64,7 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
     draining: () => state.draining,
     graceOver: () => state.graceOver,
     tracing: deps.tracing,
+    ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
     ...(freshness === null
       ? {}
       : {

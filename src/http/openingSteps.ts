@@ -9,6 +9,8 @@
  *   transfer coding  chunked only, never on HTTP/1.0 (501 / 400) — a request with a body
  *                    it may read; an upgrade refuses any body later (`checkUpgradeWithoutBody`)
  *   path             one canonical target into the scope, or 400 `invalid-path`
+ *   certificate      with `clientCertificate.source: header`: the client certificate
+ *                    from a trusted proxy's header into the scope (400)
  *
  * An entry runs one of the two lists; a refusal is thrown as a PortariaError.
  */
@@ -44,11 +46,16 @@ export interface OpeningSteps {
   readonly upgrade: readonly OpeningStep[];
 }
 
-export function openingSteps(maxHeaderLines: number): OpeningSteps {
+/**
+ * The lists; `certificate` (the client certificate from a trusted proxy's header,
+ * `certificateHeaderStep.ts`) is last in both when the certificate comes from a header.
+ */
+export function openingSteps(maxHeaderLines: number, certificate?: OpeningStep): OpeningSteps {
   const lines = headerLines(maxHeaderLines);
+  const last = certificate === undefined ? [] : [certificate];
   return {
-    request: [lines, singletonFields, transferCoding, path],
-    upgrade: [lines, singletonFields, path],
+    request: [lines, singletonFields, transferCoding, path, ...last],
+    upgrade: [lines, singletonFields, path, ...last],
   };
 }
 

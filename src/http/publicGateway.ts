@@ -21,6 +21,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
 import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { JWKS_PATH, OPENAPI_PATH } from '../documents/openPaths.js';
@@ -41,6 +42,7 @@ import {
 } from '../proxy/socketProblem.js';
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { certificateHeaderStep } from './certificateHeaderStep.js';
 import { basicChallenge, type EdgeChallenge } from './challenge.js';
 import { checkUpgradeWithoutBody, hasBody } from './framingChecks.js';
 import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
@@ -85,6 +87,8 @@ export interface PublicGatewayDeps {
   };
   /** OpenTelemetry tracing; null or absent when off. */
   readonly tracing?: Tracing | null;
+  /** With `clientCertificate.source: header`: the reader of the proxy's certificate header. */
+  readonly certificateHeader?: CertificateHeaderReader;
 }
 
 export class PublicGateway {
@@ -100,7 +104,16 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#deps = deps;
     this.#typeBase = deps.config.problemTypeBase;
-    this.#opening = openingSteps(deps.config.server.maxHeaderLines);
+    this.#opening = openingSteps(
+      deps.config.server.maxHeaderLines,
+      deps.certificateHeader === undefined
+        ? undefined
+        : certificateHeaderStep({
+            reader: deps.certificateHeader,
+            trustedProxies: deps.tokenRoute.trustedProxies,
+            ignored: () => deps.metrics.certificateHeaderIgnored(),
+          }),
+    );
     this.#protected = protectedSteps({
       verifier: deps.verifier,
       ownAudience: deps.config.audience,
