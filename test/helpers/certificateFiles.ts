@@ -132,6 +132,11 @@ async function caDirectory(dir: string, serial: string): Promise<string> {
   return config;
 }
 
+/** A file name for a common name (no spaces: nginx and shells take paths as words). */
+function fileName(commonName: string): string {
+  return commonName.toLowerCase().replace(/[^a-z0-9]+/g, '-');
+}
+
 const P256 = ['-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes'];
 
 /** A self-signed certificate (a root CA with `extensions: root`). */
@@ -141,8 +146,8 @@ async function selfSigned(
   name: string,
   extensions: string,
 ): Promise<CertificateFile> {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
+  const cert = join(dir, `${fileName(name)}.crt`);
+  const key = join(dir, `${fileName(name)}.key`);
   await openssl([
     'req',
     '-x509',
@@ -172,9 +177,9 @@ async function issued(
   start: number,
   end: number,
 ): Promise<CertificateFile> {
-  const cert = join(dir, `${name}.crt`);
-  const key = join(dir, `${name}.key`);
-  const csr = join(dir, `${name}.csr`);
+  const cert = join(dir, `${fileName(name)}.crt`);
+  const key = join(dir, `${fileName(name)}.key`);
+  const csr = join(dir, `${fileName(name)}.csr`);
   await openssl(['req', '-new', '-config', config, ...P256, '-keyout', key, '-out', csr]);
   await openssl([
     'ca',
