@@ -27,19 +27,15 @@ export const NO_CERTIFICATE_TRUST: CertificateTrust = Object.freeze({
   revocationLists: [],
 });
 
-async function readAll(
-  setting: string,
-  files: readonly string[],
-  problems: string[],
-): Promise<(Buffer | null)[]> {
+/** Each file's content, or why it could not be read (a problem naming the setting). */
+function readAll(setting: string, files: readonly string[]): Promise<(Buffer | string)[]> {
   return Promise.all(
     files.map(async (file, i) => {
       try {
         return await readFile(file);
       } catch (error) {
         const code = (error as NodeJS.ErrnoException).code ?? 'error';
-        problems.push(`${setting}[${i}]: cannot read ${file} (${code})`);
-        return null;
+        return `${setting}[${i}]: cannot read ${file} (${code})`;
       }
     }),
   );
@@ -56,12 +52,15 @@ export async function loadCertificateTrust(
 ): Promise<CertificateTrust> {
   const problems: string[] = [];
   const [caContents, crlContents] = await Promise.all([
-    readAll('clientCertificate.caFiles', caFiles, problems),
-    readAll('clientCertificate.crlFiles', crlFiles, problems),
+    readAll('clientCertificate.caFiles', caFiles),
+    readAll('clientCertificate.crlFiles', crlFiles),
   ]);
   const anchors: ParsedCertificate[] = [];
   caContents.forEach((content, i) => {
-    if (content === null) return;
+    if (typeof content === 'string') {
+      problems.push(content);
+      return;
+    }
     const where = `clientCertificate.caFiles[${i}]: ${caFiles[i]}`;
     try {
       certificatesOfFile(content).forEach((der, n) => {
@@ -77,7 +76,10 @@ export async function loadCertificateTrust(
   });
   const revocationLists: RevocationList[] = [];
   crlContents.forEach((content, i) => {
-    if (content === null) return;
+    if (typeof content === 'string') {
+      problems.push(content);
+      return;
+    }
     const where = `clientCertificate.crlFiles[${i}]: ${crlFiles[i]}`;
     try {
       revocationListsOfFile(content).forEach((der, n) => {

@@ -82,7 +82,7 @@ describe('certificate trust files', () => {
     assert.equal(trust.revocationLists.length, 1);
   });
 
-  test('reports every problem together, each with its setting and path', async () => {
+  test('reports every problem together, in file order, each with its setting and path', async () => {
     const text = join(dir, 'text.pem');
     await writeFile(text, '-----BEGIN PRIVATE KEY-----\nMIIB\n-----END PRIVATE KEY-----\n');
     const junk = join(dir, 'junk.pem');
@@ -93,9 +93,9 @@ describe('certificate trust files', () => {
       loadCertificateTrust([files.ca.cert, text, junk, missing], [files.ca.cert, forged]),
     );
     assert.deepEqual(problems, [
-      `clientCertificate.caFiles[3]: cannot read ${missing} (ENOENT)`,
       `clientCertificate.caFiles[1]: ${text}: there is no CERTIFICATE block in it`,
       `clientCertificate.caFiles[2]: ${junk}: certificate 1 is not an X.509 certificate`,
+      `clientCertificate.caFiles[3]: cannot read ${missing} (ENOENT)`,
       `clientCertificate.crlFiles[0]: ${files.ca.cert}: there is no X509 CRL block in it`,
       `clientCertificate.crlFiles[1]: ${forged}: CRL 1's signature does not verify with the CA that issued it`,
     ]);

@@ -13,6 +13,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, type TestContext, test } from 'node:test';
+import { ConfigError } from '../../src/config/configError.js';
 import {
   type CertificateFile,
   type CertificateFiles,
@@ -187,6 +188,25 @@ describe('a certificate from a trusted proxy’s header', () => {
     assert.equal(answer.status, 200);
     const line = await lineOf(gw, answer);
     assert.equal(line['tls.client.hash.sha256'], sha256(files.client.der));
+  });
+});
+
+describe('the CA and CRL files', () => {
+  test('a file that cannot be used stops the start, each problem named', async (t) => {
+    await assert.rejects(
+      gatewayFor(t, {
+        caFiles: [files.ca.cert, join(dir, 'absent.pem')],
+        crlFiles: [files.ca.cert],
+      }),
+      (error: unknown) => {
+        assert.ok(error instanceof ConfigError, String(error));
+        assert.deepEqual(error.problems, [
+          `clientCertificate.caFiles[1]: cannot read ${join(dir, 'absent.pem')} (ENOENT)`,
+          `clientCertificate.crlFiles[0]: ${files.ca.cert}: there is no X509 CRL block in it`,
+        ]);
+        return true;
+      },
+    );
   });
 });
 
