@@ -29,6 +29,8 @@ const NEEDS = [
   { program: 'openssl', pkg: 'openssl', service: false },
   // scripts/fetch-helm.sh unpacks the pinned helm binary from a zip file.
   { program: 'unzip', pkg: 'unzip', service: false },
+  // The certificate-header tests run a real nginx terminating mutual TLS in front.
+  { program: 'nginx', variable: 'NGINX', pkg: 'nginx', service: true },
 ];
 
 const SELF = 'test-prerequisites';

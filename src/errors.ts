@@ -141,6 +141,12 @@ export const FAILURE_REASONS = [
   'resource-malformed', // resource is not an absolute URI without fragment
   'resource-not-allowed', // resource is not among the client's audiences
   'introspection-not-permitted', // the client lacks the `introspect` permission (RFC 7662)
+  // A client certificate in a trusted proxy's header (400; src/certificates/).
+  'certificate-header-malformed', // not one certificate in the header's format
+  'certificate-header-repeated', // the certificate header sent more than once
+  'certificate-header-too-large', // a certificate header over the size bound
+  'certificate-header-no-cert', // an XFCC element without Cert (only its Hash)
+  'certificate-hash-mismatch', // an XFCC Hash that is not the certificate's SHA-256
   // Token-endpoint limits (429).
   'rate-limit-address', // the address's request rate
   'rate-limit-client', // the client's request rate

@@ -25,6 +25,7 @@ import { ServerTls } from '../tls/serverTls.js';
 import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { createAdminServer } from './adminServer.js';
+import { certificateHeaderReader, headerCertificateTrust } from './certificateHeaderWiring.js';
 import { createForwarding } from './forwardingWiring.js';
 import { createGateway } from './gatewayWiring.js';
 import { startHousekeeping } from './housekeeping.js';
@@ -120,14 +121,16 @@ export async function createApp(options: AppOptions): Promise<App> {
   const issuerSets = createIssuerSets(config, { clock, metrics, tracing, logger, cache });
   const since = await takeReloadBaselines(config);
   // Everything start-up reads without side effects, together: every problem in one run.
-  const [clients, initialRing, adminToken, , tlsMaterial] = await allOrEveryProblem([
-    loadClientRegistry(config.clients.file),
-    loadKeyRing(config.keys.dir, config.token.algorithm, clock),
-    worker ? Promise.resolve(null) : readAdminToken(config.admin.tokenFile),
-    worker ? Promise.resolve() : checkRevocationFile(config),
-    config.server.tls.enabled ? loadTlsMaterial(tlsSettingsOf(config)) : Promise.resolve(null),
-    ...issuerSets.map((s) => s.keys.load()),
-  ] as const);
+  const [clients, initialRing, adminToken, , tlsMaterial, certificateTrust] =
+    await allOrEveryProblem([
+      loadClientRegistry(config.clients.file),
+      loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+      worker ? Promise.resolve(null) : readAdminToken(config.admin.tokenFile),
+      worker ? Promise.resolve() : checkRevocationFile(config),
+      config.server.tls.enabled ? loadTlsMaterial(tlsSettingsOf(config)) : Promise.resolve(null),
+      headerCertificateTrust(config),
+      ...issuerSets.map((s) => s.keys.load()),
+    ] as const);
   const { revocation, redis: redisRevocations } = worker
     ? mirroredRevocations(worker.revocation, metrics)
     : await openRevocationStore(config, clock, logger, metrics);
@@ -204,6 +207,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     tracing,
     freshness,
+    certificateHeader: certificateHeaderReader(config, certificateTrust, clock),
   });
 
   const serverTls = tlsMaterial === null ? null : new ServerTls(tlsSettingsOf(config), tlsMaterial);

@@ -4,6 +4,7 @@
  * proxy, bound to the metrics. A WebSocket upgrade refused mid-handshake carries the
  * edge's challenge (`http/challenge.ts`).
  */
+import { certificateHeadersRemoved } from '../config/certificateHeaders.js';
 import type { Config } from '../config/types.js';
 import type { EdgeChallenge } from '../http/challenge.js';
 import { TrustedProxies } from '../lib/trustedProxies.js';
@@ -34,6 +35,7 @@ export function createForwarding(config: Config, deps: ForwardingDeps): Forwardi
     forwardAuthorization: config.forwardAuthorization,
     trustedProxies,
     forwardCallerHeaders: config.forwardCallerHeaders,
+    certificateHeaders: certificateHeadersRemoved(config.clientCertificate.header.name),
   });
   const forwarder = createForwarder({
     routesOrigins: deps.state.routes.origins,

@@ -5,6 +5,7 @@
  * of it), the `revocation.whenStale` policy; with `clientCertificate.source: tls`, the
  * connections' client certificates (an unverified one logged once per connection).
  */
+import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
 import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { openApiDocumentFor } from '../documents/openApiDocument.js';
@@ -35,6 +36,8 @@ export interface GatewayWiringDeps {
   readonly tracing: Tracing | null;
   /** The Redis revocation list's staleness (a worker: its primary's); null with another store. */
   readonly freshness: { isStale(): boolean } | null;
+  /** With `clientCertificate.source: header`: the proxy's certificate header reader. */
+  readonly certificateHeader?: CertificateHeaderReader | undefined;
 }
 
 export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGateway {
@@ -70,6 +73,7 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
           ),
         }
       : {}),
+    ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
     ...(freshness === null
       ? {}
       : {

@@ -7,6 +7,7 @@
  * is written, no remote JWKS is fetched. Every problem is listed, not just the first.
  * Exit 0 with a short summary, or 1 with the problems.
  */
+import { loadCertificateTrust } from '../certificates/certificateTrust.js';
 import { loadClientRegistry } from '../clients/clientRegistry.js';
 import { readAdminToken } from '../config/adminTokenFile.js';
 import { ConfigError } from '../config/configError.js';
@@ -129,6 +130,17 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
     ...config.issuers.flatMap((issuer, index) =>
       issuer.keyFile === null ? [] : [settle(new StaticKeySet(issuer, { index }).load())],
     ),
+    // The client certificate header's CA and CRL files, read as start reads them.
+    ...(config.clientCertificate.source === 'header'
+      ? [
+          settle(
+            loadCertificateTrust(
+              config.clientCertificate.caFiles,
+              config.clientCertificate.crlFiles,
+            ),
+          ),
+        ]
+      : []),
   ]);
   await settle(Promise.resolve().then(() => compileRouteTable(config)));
   const warnings: string[] = [];

@@ -6,6 +6,7 @@
  */
 import { isAbsolute, resolve } from 'node:path';
 import { headerKey } from './callerHeaders.js';
+import { DEFAULT_CERTIFICATE_HEADER } from './certificateHeaders.js';
 import type { Config } from './types.js';
 
 export interface CompleteOptions {
@@ -63,9 +64,15 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   const tls = config.server.tls;
   tls.certFile = resolveOptional(options.baseDir, tls.certFile);
   tls.keyFile = resolveOptional(options.baseDir, tls.keyFile);
-  const certificates = config.clientCertificate;
-  certificates.caFiles = certificates.caFiles.map((file) => resolvePath(options.baseDir, file));
-  certificates.crlFiles = certificates.crlFiles.map((file) => resolvePath(options.baseDir, file));
+  // The client certificate's files and its header's name (the format's by default).
+  const certificate = config.clientCertificate;
+  certificate.caFiles = certificate.caFiles.map((file) => resolvePath(options.baseDir, file));
+  certificate.crlFiles = certificate.crlFiles.map((file) => resolvePath(options.baseDir, file));
+  const header = certificate.header as {
+    name: string | null;
+    format: 'rfc9440' | 'xfcc' | 'nginx';
+  };
+  header.name = (header.name ?? DEFAULT_CERTIFICATE_HEADER[header.format]).toLowerCase();
   if (config.admin.tokenFile)
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;

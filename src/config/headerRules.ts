@@ -7,7 +7,7 @@ import { CALLER_HEADERS, headerKey } from './callerHeaders.js';
 import { type Loose, section, strings, text } from './looseValues.js';
 
 /** Headers the gateway owns: an identity-header mapping may not name them. */
-const RESERVED_HEADERS = new Set([
+export const RESERVED_HEADERS: ReadonlySet<string> = new Set([
   'authorization',
   'host',
   'connection',

@@ -115,8 +115,10 @@ export const configSchema = {
         tokenFile: { type: ['string', 'null'], minLength: 1, default: null },
       },
     },
-    // Client certificates: where they come from and what they are checked against
-    // (docs/configuration.md#client-certificates); rules in tlsRules.ts.
+    // Client certificates (mutual TLS, RFC 8705): where they come from — the listener's
+    // TLS or a trusted proxy's header — and what they are checked against
+    // (docs/configuration.md#client-certificates); rules in tlsRules.ts and
+    // certificateRules.ts, header names in config/certificateHeaders.ts.
     clientCertificate: {
       type: 'object',
       additionalProperties: false,
@@ -125,6 +127,15 @@ export const configSchema = {
         source: { enum: ['none', 'tls', 'header'], default: 'none' },
         caFiles: fileList,
         crlFiles: fileList,
+        header: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            format: { enum: ['rfc9440', 'xfcc', 'nginx'], default: 'rfc9440' },
+            name: { type: ['string', 'null'], pattern: '^[A-Za-z0-9-]{1,64}$', default: null },
+          },
+        },
       },
     },
     issuer: { type: 'string', minLength: 1, default: 'http://localhost:8080' },

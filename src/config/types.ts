@@ -88,10 +88,21 @@ export interface ClientCertificateConfig {
    * `header`: a trusted proxy's header.
    */
   readonly source: 'none' | 'tls' | 'header';
-  /** PEM bundles of the CAs client certificates must chain to (absolute paths). */
+  /**
+   * PEM bundles of the CAs client certificates must chain to (absolute paths): the TLS
+   * handshake's, and a header certificate's re-check (empty there: the proxy's check is
+   * trusted).
+   */
   readonly caFiles: readonly string[];
   /** PEM CRLs; given, every CA in a chain needs a current one (docs/security.md). */
   readonly crlFiles: readonly string[];
+  /** `source: header`: the trusted proxy's header. */
+  readonly header: {
+    /** `rfc9440` (Client-Cert), `xfcc` (Envoy), `nginx` ($ssl_client_escaped_cert). */
+    readonly format: 'rfc9440' | 'xfcc' | 'nginx';
+    /** The certificate field's name, lower case: the format's default unless set. */
+    readonly name: string;
+  };
 }
 
 export interface TokenConfig {
@@ -294,6 +305,7 @@ export interface TokenLimitsConfig {
   };
 }
 
+/** Where the client certificate comes from, and what the gateway checks it against. */
 export interface Config {
   readonly server: ServerConfig;
   readonly admin: ListenerConfig & {

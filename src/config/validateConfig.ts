@@ -8,6 +8,7 @@
  * listed in `ruleProblems`; completeConfig.ts derives what depends on other settings.
  */
 import { deepFreeze } from '../lib/deepFreeze.js';
+import { clientCertificateProblems } from './certificateRules.js';
 import { type CompleteOptions, completeConfig } from './completeConfig.js';
 import { ConfigError } from './configError.js';
 import { callerHeaderProblems, identityHeaderProblems } from './headerRules.js';
@@ -61,6 +62,7 @@ function ruleProblems(config: Loose): string[] {
     ...callerHeaderProblems(config),
     ...portProblems(config),
     ...tlsProblems(config),
+    ...clientCertificateProblems(config),
   );
   return problems;
 }

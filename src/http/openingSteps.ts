@@ -9,9 +9,10 @@
  *   transfer coding  chunked only, never on HTTP/1.0 (501 / 400) — a request with a body
  *                    it may read; an upgrade refuses any body later (`checkUpgradeWithoutBody`)
  *   path             one canonical target into the scope, or 400 `invalid-path`
- *   certificate      with `clientCertificate.source: tls` only: the connection's client
+ *   certificate      with `clientCertificate.source` `tls`: the connection's client
  *                    certificate into the scope (`clientCertificateStep.ts`; 401 without a
- *                    verified one in `require` mode)
+ *                    verified one in `require` mode); `header`: the certificate from a
+ *                    trusted proxy's header (`certificateHeaderStep.ts`; 400 malformed)
  *
  * An entry runs one of the two lists; a refusal is thrown as a PortariaError.
  */

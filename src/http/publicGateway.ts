@@ -21,6 +21,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
+import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
 import type { Config } from '../config/types.js';
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import { JWKS_PATH, OPENAPI_PATH } from '../documents/openPaths.js';
@@ -42,6 +43,7 @@ import {
 import type { UpgradeDone, WebSocketProxy } from '../proxy/webSocketProxy.js';
 import type { PeerCertificates } from '../tls/peerCertificate.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { certificateHeaderStep } from './certificateHeaderStep.js';
 import { basicChallenge, type EdgeChallenge } from './challenge.js';
 import { clientCertificateStep } from './clientCertificateStep.js';
 import { checkUpgradeWithoutBody, hasBody } from './framingChecks.js';
@@ -94,6 +96,8 @@ export interface PublicGatewayDeps {
   readonly tracing?: Tracing | null;
   /** Client certificates from the TLS connection (`clientCertificate.source: tls`); absent: none read. */
   readonly certificates?: PeerCertificates;
+  /** With `clientCertificate.source: header`: the reader of the proxy's certificate header. */
+  readonly certificateHeader?: CertificateHeaderReader;
 }
 
 export class PublicGateway {
@@ -109,10 +113,7 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#deps = deps;
     this.#typeBase = deps.config.problemTypeBase;
-    this.#opening = openingSteps(
-      deps.config.server.maxHeaderLines,
-      deps.certificates === undefined ? null : this.#certificateStep(deps.certificates),
-    );
+    this.#opening = openingSteps(deps.config.server.maxHeaderLines, this.#certificateStep());
     this.#protected = protectedSteps({
       verifier: deps.verifier,
       ownAudience: deps.config.audience,
@@ -135,8 +136,21 @@ export class PublicGateway {
     this.#onForwardFailure = (req, res, error) => this.#fail(req, res as GatewayResponse, error);
   }
 
-  /** The certificate opening step; in `require` mode open only to the served documents. */
-  #certificateStep(certificates: PeerCertificates): OpeningStep {
+  /**
+   * The certificate opening step of `clientCertificate.source`: from a trusted proxy's
+   * header, or from the TLS connection (in `require` mode open only to the served
+   * documents); null: none.
+   */
+  #certificateStep(): OpeningStep | null {
+    const { certificates, certificateHeader, metrics } = this.#deps;
+    if (certificateHeader !== undefined) {
+      return certificateHeaderStep({
+        reader: certificateHeader,
+        trustedProxies: this.#deps.tokenRoute.trustedProxies,
+        ignored: () => metrics.certificateHeaderIgnored(),
+      });
+    }
+    if (certificates === undefined) return null;
     if (this.#deps.config.server.tls.clientCertificates !== 'require') {
       return clientCertificateStep(certificates, null);
     }

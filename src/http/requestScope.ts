@@ -94,6 +94,18 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
     return this.id;
   }
 
+  /** The client certificate's SHA-256 in upper-case hex (the access line's), when one came. */
+  get certificateSha256(): string | undefined {
+    const certificate = this.certificate;
+    if (certificate === null) return undefined;
+    return Buffer.from(certificate.thumbprint, 'base64url').toString('hex').toUpperCase();
+  }
+
+  /** The client certificate's verdict (the access line's), when one came. */
+  get certificateVerdict(): string | undefined {
+    return this.certificate?.verdict;
+  }
+
   /** The path without the query: the canonical target's, else the raw target's. */
   get urlPath(): string {
     return this.target?.path ?? pathOf(this.url);

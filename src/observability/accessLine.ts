@@ -34,6 +34,10 @@ export interface AccessRecord {
   /** Time from dispatch to the end of the upstream response (or its failure). */
   readonly upstreamMs: number | undefined;
   readonly clientId: string | undefined;
+  /** The client certificate's SHA-256 over its DER, upper-case hex (64 characters), when one came. */
+  readonly certificateSha256: string | undefined;
+  /** Its verification verdict (closed set: `verified`, `expired`, …), when one came. */
+  readonly certificateVerdict: string | undefined;
   /** A private reason code (closed set). */
   readonly reason: string | undefined;
 }
@@ -53,6 +57,8 @@ export const ACCESS_FIELDS = {
   responseBytes: 'http.response.size',
   upstreamMs: 'portaria.upstream.duration_ms',
   clientId: 'portaria.client_id',
+  certificateSha256: 'tls.client.hash.sha256',
+  certificateVerdict: 'portaria.client_certificate.verdict',
   reason: 'portaria.reason',
   truncated: 'portaria.truncated',
   exceptionType: 'exception.type',
@@ -76,6 +82,8 @@ export const ACCESS_BOUNDS = {
 const REQUEST_ID_BYTES = 128;
 const ROUTE_BYTES = 64;
 const REASON_BYTES = 64;
+/** A SHA-256 in hex. */
+const HASH_BYTES = 64;
 
 /** Every access line is shorter than this, newline included (PIPE_BUF on Linux). */
 export const ACCESS_LINE_MAX_BYTES = 4096;
@@ -194,6 +202,17 @@ export function accessFieldsJson(r: AccessRecord): string {
   line += `${m.requestBytes}${r.requestBytes}${m.responseBytes}${r.responseBytes}`;
   if (r.upstreamMs !== undefined) line += `${m.upstreamMs}${finite(roundedMs(r.upstreamMs))}`;
   if (r.clientId !== undefined) line += stringField(m.clientId, f.clientId, r.clientId, b.clientId);
+  if (r.certificateSha256 !== undefined) {
+    line += stringField(m.certificateSha256, f.certificateSha256, r.certificateSha256, HASH_BYTES);
+  }
+  if (r.certificateVerdict !== undefined) {
+    line += stringField(
+      m.certificateVerdict,
+      f.certificateVerdict,
+      r.certificateVerdict,
+      REASON_BYTES,
+    );
+  }
   if (r.reason !== undefined) line += stringField(m.reason, f.reason, r.reason, REASON_BYTES);
   if (cutNames.length > 0) line += m.truncated + JSON.stringify(cutNames);
   return line;
@@ -239,6 +258,12 @@ export function accessFieldsObject(r: AccessRecord, error?: unknown): Record<str
   fields[f.responseBytes] = r.responseBytes;
   if (r.upstreamMs !== undefined) fields[f.upstreamMs] = finite(roundedMs(r.upstreamMs));
   if (r.clientId !== undefined) fields[f.clientId] = text(f.clientId, r.clientId, b.clientId);
+  if (r.certificateSha256 !== undefined) {
+    fields[f.certificateSha256] = text(f.certificateSha256, r.certificateSha256, HASH_BYTES);
+  }
+  if (r.certificateVerdict !== undefined) {
+    fields[f.certificateVerdict] = text(f.certificateVerdict, r.certificateVerdict, REASON_BYTES);
+  }
   if (r.reason !== undefined) fields[f.reason] = text(f.reason, r.reason, REASON_BYTES);
   if (error !== undefined) {
     const e = error instanceof Error ? error : undefined;

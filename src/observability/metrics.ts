@@ -105,6 +105,8 @@ export interface Metrics {
   webSocketClosed(reason: 'token_expired' | 'token_revoked'): void;
   /** Binds the count of open WebSocket tunnels, read at scrape time. */
   setWebSocketTunnelSource(read: () => number): void;
+  /** A client-certificate header came from a peer that is not a trusted proxy (ignored). */
+  certificateHeaderIgnored(): void;
 }
 
 /** Which token limit refused a request. */
@@ -485,6 +487,11 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     registers,
   });
 
+  const certificateHeadersIgnored = new Counter({
+    name: 'portaria_client_certificate_headers_ignored_total',
+    help: 'Requests whose client-certificate header was ignored because their TCP peer is not in server.trustedProxies (clientCertificate.source: header).',
+    registers,
+  });
   const tunnelsClosed = new Counter({
     name: 'portaria_websocket_closed_total',
     help: 'WebSocket tunnels the gateway closed because the token that opened them ended, by reason (token_expired, token_revoked).',
@@ -626,6 +633,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     setWebSocketTunnelSource(read) {
       readOpenTunnels = read;
+    },
+    certificateHeaderIgnored() {
+      certificateHeadersIgnored.inc();
     },
   };
 }

@@ -13,7 +13,9 @@
  * `X-Forwarded-*` and `X-Original-URL` / `X-Rewrite-URL`; any other peer is the client,
  * and those fields, which frameworks honour to rebuild URLs, are removed. A claim sets
  * its header when it is a string, an array of strings (joined by a space) or a finite
- * number, percent-encoded by `identityHeaderValue`.
+ * number, percent-encoded by `identityHeaderValue`. The client-certificate fields a
+ * proxy sets are removed from every request, a trusted proxy's too: the gateway reads
+ * and checks them; an upstream must never read one unchecked.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';
@@ -45,6 +47,11 @@ export interface HeaderPolicyOptions {
   readonly trustedProxies: TrustedProxies;
   /** Caller-written fields let through (`forwardCallerHeaders`), lowercase. */
   readonly forwardCallerHeaders: readonly string[];
+  /**
+   * Client-certificate fields a proxy sets (`config/certificateHeaders.ts`), lowercase:
+   * removed from every request, from a trusted proxy too, since the gateway consumes them.
+   */
+  readonly certificateHeaders?: readonly string[];
 }
 
 export interface HeaderPolicy {
@@ -230,6 +237,7 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     ...DEFAULT_IDENTITY_HEADERS,
   ]);
   if (!opts.forwardAuthorization) requestDrop.add('authorization');
+  for (const name of opts.certificateHeaders ?? []) requestDrop.add(normalizeName(name));
   for (const name of ADDRESS_FIELDS) requestDrop.add(name);
   for (const name of CALLER_HEADERS) if (!passed.has(name)) requestDrop.add(name);
   // From a peer that is not a trusted proxy, the proxy fields go too.

@@ -35,7 +35,7 @@ export interface TlsMaterial {
 
 export interface TlsSettings {
   readonly tls: ServerTlsConfig;
-  readonly clientCertificate: ClientCertificateConfig;
+  readonly clientCertificate: Pick<ClientCertificateConfig, 'source' | 'caFiles' | 'crlFiles'>;
 }
 
 export function tlsSettingsOf(config: Pick<Config, 'server' | 'clientCertificate'>): TlsSettings {

@@ -29,6 +29,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   proxy: ['domain', 'config', 'lib', 'errors'],
   // The public listener's TLS: files, policy, context reloads, the peer's certificate.
   tls: ['domain', 'config', 'lib', 'errors'],
+  // Client certificates from a proxy's header: formats, CA and CRL files, verification.
+  certificates: ['domain', 'config', 'lib', 'errors'],
   // The protected steps over the plain per-request value: no entry's objects.
   pipeline: ['verify', 'proxy', 'observability', 'domain', 'config', 'lib', 'errors'],
   oauth: [
@@ -47,6 +49,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   ],
   http: [
     'tls',
+    'certificates',
     'pipeline',
     'documents',
     'oauth',
@@ -66,10 +69,22 @@ const ALLOWED: Record<string, readonly string[]> = {
   admin: ['http', 'revocation', 'domain', 'config', 'lib', 'errors'],
   reload: ['config', 'lib', 'errors'],
   // `config check` loads issuers' key files and compiles the routes as the gateway does.
-  cli: ['clients', 'keys', 'issuers', 'proxy', 'tls', 'config', 'domain', 'lib', 'errors'],
+  cli: [
+    'certificates',
+    'clients',
+    'keys',
+    'issuers',
+    'proxy',
+    'tls',
+    'config',
+    'domain',
+    'lib',
+    'errors',
+  ],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
     'tls',
+    'certificates',
     'admin',
     'documents',
     'http',
@@ -124,6 +139,7 @@ const HOMES: Record<string, readonly string[]> = {
   ioredis: ['redis'],
   'proxy-addr': ['lib'],
   'ipaddr.js': ['limits'],
+  'structured-headers': ['certificates'],
 };
 
 interface Edge {

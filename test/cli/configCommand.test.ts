@@ -3,7 +3,7 @@
  * files, keys made by `keys generate` and a clients file made by `clients add`.
  */
 import assert from 'node:assert/strict';
-import { readFile, writeFile } from 'node:fs/promises';
+import { appendFile, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:http';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
@@ -198,6 +198,28 @@ describe('portaria config check', () => {
     const report = JSON.parse(json.stdout);
     assert.equal(report.ok, false);
     assert.equal(report.problems.length, problems.length);
+  });
+
+  test('the client certificate header’s CA and CRL files are read as start reads them', async (t) => {
+    const extra = [
+      'clientCertificate:',
+      '  source: header',
+      '  caFiles: [no-partners-ca.pem]',
+      '  crlFiles: [no-partners.crl]',
+      '',
+    ].join('\n');
+    const { cwd, file } = await workingSetup(t);
+    await appendFile(file, extra);
+    const r = await runCli(['config', 'check', '--config', file], {
+      cwd,
+      env: { PORTARIA_SERVER__TRUSTED_PROXIES: '127.0.0.1' },
+    });
+    assert.equal(r.code, 1, r.stdout);
+    const problems = r.stderr.trimEnd().split('\n').slice(1);
+    assert.deepEqual(problems, [
+      `  - clientCertificate.caFiles[0]: cannot read ${join(cwd, 'no-partners-ca.pem')} (ENOENT)`,
+      `  - clientCertificate.crlFiles[0]: cannot read ${join(cwd, 'no-partners.crl')} (ENOENT)`,
+    ]);
   });
 
   test('settings problems are all listed, environment variables by name', async (t) => {

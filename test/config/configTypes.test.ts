@@ -35,7 +35,12 @@ const EVERY_SETTING = {
       clientCertificates: 'off',
     },
   },
-  clientCertificate: { source: 'tls', caFiles: ['ca.pem'], crlFiles: ['ca.crl.pem'] },
+  clientCertificate: {
+    source: 'tls',
+    caFiles: ['ca.pem'],
+    crlFiles: ['ca.crl.pem'],
+    header: { format: 'rfc9440', name: 'client-cert' },
+  },
   admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
   revocation: {
     store: 'local',

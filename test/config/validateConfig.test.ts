@@ -353,7 +353,12 @@ describe('validateConfig', () => {
         },
       },
       admin: { host: '127.0.0.1', port: 9091, tokenFile: null },
-      clientCertificate: { source: 'none', caFiles: [], crlFiles: [] },
+      clientCertificate: {
+        source: 'none',
+        caFiles: [],
+        crlFiles: [],
+        header: { format: 'rfc9440', name: 'client-cert' },
+      },
       issuer: 'http://localhost:8080',
       audience: 'portaria',
       clockSkewSeconds: 60,

@@ -17,6 +17,8 @@ export function accessRecord(fields: Partial<AccessRecord> = {}): AccessRecord {
     responseBytes: 0,
     upstreamMs: undefined,
     clientId: undefined,
+    certificateSha256: undefined,
+    certificateVerdict: undefined,
     reason: undefined,
     ...fields,
   };

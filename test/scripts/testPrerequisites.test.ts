@@ -60,7 +60,7 @@ case " $* " in *" install "*)
     case "$p" in
       redis-server) /bin/ln -s /bin/true ${bin}/redis-server ;;
       prometheus) /bin/ln -s /bin/true ${bin}/promtool ;;
-      curl|unzip|openssl) /bin/ln -s /bin/true ${bin}/$p ;;
+      curl|unzip|openssl|nginx) /bin/ln -s /bin/true ${bin}/$p ;;
     esac
   done ;;
 esac
@@ -98,7 +98,7 @@ function prerequisites(
   });
 }
 
-const ALL = ['redis-server', 'promtool', 'curl', 'unzip', 'openssl'];
+const ALL = ['redis-server', 'promtool', 'curl', 'unzip', 'openssl', 'nginx'];
 
 describe('test prerequisites', () => {
   test('everything on PATH: exit 0, nothing printed, nothing installed', async (t) => {
@@ -111,7 +111,7 @@ describe('test prerequisites', () => {
   test('redis-server and promtool missing, not root: one line naming them, their packages and the command; exit 1; nothing installed', {
     skip: ROOT ? OTHER_USER_UNAVAILABLE : false,
   }, async (t) => {
-    const m = await machine(t, ['curl', 'unzip', 'openssl']);
+    const m = await machine(t, ['curl', 'unzip', 'openssl', 'nginx']);
     const run = prerequisites(m, { asRoot: false });
     assert.equal(run.status, 1);
     assert.equal(run.stdout, '');
@@ -125,7 +125,7 @@ describe('test prerequisites', () => {
   test('redis-server and promtool missing, as root with apt-get: both installed, their services stopped, exit 0', {
     skip: ROOT ? false : 'needs root to run the script as root',
   }, async (t) => {
-    const m = await machine(t, ['curl', 'unzip', 'openssl']);
+    const m = await machine(t, ['curl', 'unzip', 'openssl', 'nginx']);
     const run = prerequisites(m, { asRoot: true });
     assert.equal(run.status, 0, run.stderr);
     assert.equal(
@@ -144,7 +144,7 @@ describe('test prerequisites', () => {
   test('curl missing, as root with apt-get: curl installed, no service touched', {
     skip: ROOT ? false : 'needs root to run the script as root',
   }, async (t) => {
-    const m = await machine(t, ['redis-server', 'promtool', 'unzip', 'openssl']);
+    const m = await machine(t, ['redis-server', 'promtool', 'unzip', 'openssl', 'nginx']);
     const run = prerequisites(m, { asRoot: true });
     assert.equal(run.status, 0, run.stderr);
     assert.deepEqual(await m.calls(), [
@@ -153,10 +153,24 @@ describe('test prerequisites', () => {
     ]);
   });
 
+  test('nginx missing, as root with apt-get: installed, its service (which listens on port 80) stopped', {
+    skip: ROOT ? false : 'needs root to run the script as root',
+  }, async (t) => {
+    const m = await machine(t, ['redis-server', 'promtool', 'curl', 'unzip', 'openssl']);
+    const run = prerequisites(m, { asRoot: true });
+    assert.equal(run.status, 0, run.stderr);
+    assert.deepEqual(await m.calls(), [
+      'apt-get update -qq DEBIAN_FRONTEND=noninteractive',
+      'apt-get -qq install -y --no-install-recommends nginx DEBIAN_FRONTEND=noninteractive',
+      'systemctl disable --now nginx DEBIAN_FRONTEND=noninteractive',
+      'service nginx stop DEBIAN_FRONTEND=noninteractive',
+    ]);
+  });
+
   test('as root, apt-get failing: one line naming the failed command; exit 1', {
     skip: ROOT ? false : 'needs root to run the script as root',
   }, async (t) => {
-    const m = await machine(t, ['curl', 'unzip', 'openssl'], 100);
+    const m = await machine(t, ['curl', 'unzip', 'openssl', 'nginx'], 100);
     const run = prerequisites(m, { asRoot: true });
     assert.equal(run.status, 1);
     assert.equal(
@@ -168,7 +182,7 @@ describe('test prerequisites', () => {
   test('as root without apt-get: one line with the install command; exit 1', {
     skip: ROOT ? false : 'needs root to run the script as root',
   }, async (t) => {
-    const m = await machine(t, ['redis-server', 'curl', 'unzip', 'openssl']);
+    const m = await machine(t, ['redis-server', 'curl', 'unzip', 'openssl', 'nginx']);
     const run = spawnSync(process.execPath, [m.script], {
       encoding: 'utf8',
       env: { PATH: join(m.bin, 'none') },
@@ -176,7 +190,7 @@ describe('test prerequisites', () => {
     assert.equal(run.status, 1);
     assert.match(
       run.stderr,
-      /^test-prerequisites: npm test needs redis-server, promtool, curl, openssl, unzip, not found on PATH; install the Debian\/Ubuntu packages with: apt-get install -y --no-install-recommends redis-server prometheus curl openssl unzip\n$/,
+      /^test-prerequisites: npm test needs redis-server, promtool, curl, openssl, unzip, nginx, not found on PATH; install the Debian\/Ubuntu packages with: apt-get install -y --no-install-recommends redis-server prometheus curl openssl unzip nginx\n$/,
     );
   });
 
@@ -195,7 +209,7 @@ describe('test prerequisites', () => {
   });
 
   test('PROMTOOL naming an executable file off PATH: exit 0', async (t) => {
-    const m = await machine(t, ['redis-server', 'curl', 'unzip', 'openssl']);
+    const m = await machine(t, ['redis-server', 'curl', 'unzip', 'openssl', 'nginx']);
     const run = prerequisites(m, { asRoot: ROOT, env: { PROMTOOL: '/bin/true' } });
     assert.deepEqual([run.status, run.stderr], [0, '']);
   });
