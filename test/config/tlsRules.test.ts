@@ -89,7 +89,11 @@ describe('server.tls and clientCertificate settings', () => {
       'clientCertificate.source: "tls" needs server.tls.enabled',
     ]);
     assert.deepEqual(
-      problems({ server: { tls: MTLS }, clientCertificate: { ...FROM_TLS, source: 'header' } }),
+      problems({
+        // A header is read from trusted proxies only (certificateRules.ts): some are listed.
+        server: { tls: MTLS, trustedProxies: ['10.0.0.0/8'] },
+        clientCertificate: { ...FROM_TLS, source: 'header' },
+      }),
       [
         'server.tls.clientCertificates: "require" asks partners for certificates nothing reads; set clientCertificate.source: tls',
       ],
@@ -102,7 +106,10 @@ describe('server.tls and clientCertificate settings', () => {
       'clientCertificate.caFiles: the handshake asks for client certificates: list the CA files they must chain to',
     ]);
     assert.deepEqual(
-      problems({ clientCertificate: { source: 'header', crlFiles: ['partners.crl.pem'] } }),
+      problems({
+        server: { trustedProxies: ['10.0.0.0/8'] },
+        clientCertificate: { source: 'header', crlFiles: ['partners.crl.pem'] },
+      }),
       [
         'clientCertificate.crlFiles: needs clientCertificate.caFiles (the CAs that issued the CRLs)',
       ],
