@@ -39,6 +39,10 @@ export interface ClientRecord extends OAuthClientFields {
   /** Token lifetime override; null = the configured default. */
   readonly lifetimeSeconds: number | null;
   readonly disabled: boolean;
+  /** Its tokens only to a request with a verified client certificate (RFC 8705 §3). */
+  readonly requireCertificate: boolean;
+  /** Only certificate-bound tokens of it pass at the edge; implies `requireCertificate`. */
+  readonly requireCertificateBound: boolean;
 }
 
 export const MAX_SECRETS_PER_CLIENT = 2;
@@ -51,6 +55,8 @@ const CLIENT_FIELDS = new Set<string>([
   'scopes',
   'lifetimeSeconds',
   'disabled',
+  'requireCertificate',
+  'requireCertificateBound',
   ...OAUTH_FIELDS,
 ]);
 const SECRET_FIELDS = new Set(['hash', 'expiresAt']);
@@ -218,8 +224,10 @@ function validateClient(
     const p = lifetimeProblem(entry.lifetimeSeconds);
     if (p) problems.push(`${path}.lifetimeSeconds: ${p}`);
   }
-  if (entry.disabled !== undefined && typeof entry.disabled !== 'boolean') {
-    problems.push(`${path}.disabled: must be true or false`);
+  for (const flag of ['disabled', 'requireCertificate', 'requireCertificateBound'] as const) {
+    if (entry[flag] !== undefined && typeof entry[flag] !== 'boolean') {
+      problems.push(`${path}.${flag}: must be true or false`);
+    }
   }
   const keysOnly = isKeysOnly(entry.authMethods);
   const secrets = validateSecrets(entry.secrets, `${path}.secrets`, keysOnly, problems);
@@ -237,6 +245,8 @@ function validateClient(
     scope: scopes.join(' '),
     lifetimeSeconds: (entry.lifetimeSeconds as number | undefined) ?? null,
     disabled: entry.disabled === true,
+    requireCertificate: entry.requireCertificate === true || entry.requireCertificateBound === true,
+    requireCertificateBound: entry.requireCertificateBound === true,
     ...oauth,
   });
   return { id, record };

@@ -34,6 +34,8 @@ export interface ClientsFileEntry extends ClientAuthFields {
   scopes: string[];
   lifetimeSeconds?: number;
   disabled?: boolean;
+  requireCertificate?: boolean;
+  requireCertificateBound?: boolean;
 }
 
 /** A client's OAuth 2.0 fields as the file holds them (`oauthClientFields.ts`). */

@@ -17,12 +17,20 @@
  * closed: its client hangs and the primary leaks the descriptor (docs/workers.md).
  */
 import cluster, { type Worker } from 'node:cluster';
+import { setTimeout as delay } from 'node:timers/promises';
 import type { PrimaryMessage, WorkerMessage } from './messages.js';
 import { isPortariaMessage } from './messages.js';
 import { PendingAnswers } from './pendingAnswers.js';
 
 const EARLY_EXIT_MS = 10_000;
 const MAX_RESPAWN_DELAY_MS = 10_000;
+/**
+ * How long after a worker's exit its channel may take to close. Node emits `disconnect`
+ * only once a message it was reading completes: a worker that died in the middle of
+ * writing one (a log line cut by its exit) never completes it, and `disconnect` never
+ * comes. Past this, the worker counts as gone without it.
+ */
+const CHANNEL_CLOSE_MS = 1000;
 
 export interface WorkerExit {
   readonly workerId: number;
@@ -46,7 +54,7 @@ export class WorkerPool {
   readonly #registered = new Set<Worker>();
   readonly #listening = new Set<Worker>();
   readonly #startedAt = new Map<Worker, number>();
-  /** Resolves (true) once every worker exited and its channel closed. */
+  /** Resolves once a worker exited and its channel closed (or `CHANNEL_CLOSE_MS` passed). */
   readonly #gone = new Map<Worker, Promise<void>>();
   #earlyExits = 0;
   #stopping = false;
@@ -161,11 +169,22 @@ export class WorkerPool {
   #fork(): void {
     const worker = cluster.fork();
     this.#startedAt.set(worker, Date.now());
-    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+    // A write to a worker that died and whose exit is not seen yet fails (EPIPE) as an
+    // `error` event on the worker: without a listener it would end the primary. The exit
+    // handler replaces the worker.
+    worker.on('error', () => {});
     const disconnected = new Promise<void>((resolve) => worker.once('disconnect', () => resolve()));
+    const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
     this.#gone.set(
       worker,
-      Promise.all([exited, disconnected]).then(() => undefined),
+      exited.then(async () => {
+        const closeWait = new AbortController();
+        await Promise.race([
+          disconnected,
+          delay(CHANNEL_CLOSE_MS, undefined, { signal: closeWait.signal }),
+        ]);
+        closeWait.abort();
+      }),
     );
     worker.once('online', () => this.#hooks.started(worker.id, worker.process.pid));
   }

@@ -35,6 +35,7 @@ export async function handleTokenRequest(
         contentType: req.headers['content-type'],
         // As the request's accounting read it behind `server.trustedProxies`.
         clientAddress: scope.clientAddress ?? '',
+        certificate: scope.certificate,
         // A pending `100 Continue` goes out once the declared length passed.
         readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
         steps: trace === null ? undefined : (step: string) => trace.step(step),

@@ -1,7 +1,8 @@
 /**
  * Step "issue" of the token operation: signs a JWT access token per RFC 9068 — header
  * `typ: at+jwt`, `alg`, `kid`; claims `client_id`, `scope` (space-separated), `iss`,
- * `sub` (the client id), `aud`, `iat`, `nbf`, `exp`, `jti` (128 random bits).
+ * `sub` (the client id), `aud`, `iat`, `nbf`, `exp`, `jti` (128 random bits), and for a
+ * token bound to the client's certificate `cnf: {"x5t#S256": …}` (RFC 8705 §3.1).
  *
  * The compact JWS (RFC 7515 §7.1) is written here, with the members in that order, and
  * signed by Node's synchronous `crypto.sign` on the key ring's KeyObject — a sixth of the
@@ -20,12 +21,16 @@ export interface IssuedToken {
   readonly expiresAt: number;
   readonly lifetimeSeconds: number;
   readonly scope: string;
+  /** `cnf.x5t#S256` when the token is certificate-bound. */
+  readonly certificateThumbprint: string | undefined;
 }
 
 export interface IssueInput {
   readonly clientId: string;
   readonly scope: string;
   readonly lifetimeSeconds: number;
+  /** The `x5t#S256` of the certificate the token is bound to (RFC 8705 §3.1); absent: bearer. */
+  readonly certificateThumbprint?: string;
 }
 
 /** `BASE64URL(UTF8(JWS Protected Header))` by signing key (a ring's keys live as long as it). */
@@ -79,6 +84,10 @@ export function issueAccessToken(
     nbf: issuedAt,
     exp: expiresAt,
     jti: tokenId,
+    cnf:
+      input.certificateThumbprint === undefined
+        ? undefined
+        : { 'x5t#S256': input.certificateThumbprint },
   });
   const signingInput = `${encodedHeader(key)}.${base64url(claims)}`;
   const signature = signJws(key.alg, key.privateKey, Buffer.from(signingInput, 'latin1'));
@@ -89,6 +98,7 @@ export function issueAccessToken(
     expiresAt,
     lifetimeSeconds: input.lifetimeSeconds,
     scope: input.scope,
+    certificateThumbprint: input.certificateThumbprint,
   };
 }
 

@@ -20,6 +20,7 @@
  * PortariaError at once (no request is held); credentials come from the JSON body only.
  * Why the limits are ordered so: docs/security.md, token-endpoint abuse controls.
  */
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import { PortariaError } from '../errors.js';
 import { isJsonMediaType } from '../lib/mediaType.js';
 import {
@@ -38,6 +39,8 @@ export interface TokenCall {
   readonly contentType: string | undefined;
   /** The caller's address, as `server.trustedProxies` decides it. */
   readonly clientAddress: string;
+  /** The client certificate (TLS or a trusted proxy's header); the token is bound to it. */
+  readonly certificate: ClientCertificate | null;
   /** The body, read within the size limit (throws 413 over it). */
   readBody(): Promise<string>;
   /** Observes client authentication and signing (tracing on). */
@@ -64,18 +67,19 @@ export async function runTokenOperation(
     deps,
   );
   const request = parseTokenRequest(await call.readBody());
-  const exchange: Exchange = { request, steps: call.steps };
+  const exchange: Exchange = { request, certificate: call.certificate, steps: call.steps };
   return authenticateWithinLimits(request.clientId, address, EXCHANGE, exchange, deps);
 }
 
 interface Exchange {
   readonly request: TokenRequest;
+  readonly certificate: ClientCertificate | null;
   readonly steps: ExchangeSteps | undefined;
 }
 
 /** Client authentication and signing; a refused secret is `invalid-client` (401). */
 const EXCHANGE: CredentialCheck<Exchange, TokenOperationDeps, TokenExchange> = (exchange, deps) =>
-  deps.tokens.exchange(exchange.request, exchange.steps);
+  deps.tokens.exchange(exchange.request, exchange.certificate, exchange.steps);
 
 function requirePost(method: string | undefined): void {
   if (method !== 'POST') {

@@ -11,9 +11,11 @@ import type { AuthenticationResult, ClientAuthenticator } from '../clients/authe
 import type { ClientRecord } from '../clients/clientRegistry.js';
 import { SECRET_METHODS } from '../clients/oauthClientFields.js';
 import type { ResponseFieldSet } from '../config/types.js';
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import { PortariaError } from '../errors.js';
 import type { SigningKey } from '../keys/keyRing.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
+import { boundThumbprint } from './certificateBinding.js';
 import { type IssuedToken, issueAccessToken } from './issueAccessToken.js';
 import type { TokenRequest } from './parseTokenRequest.js';
 import { shapeTokenResult } from './shapeTokenResult.js';
@@ -49,8 +51,15 @@ export class TokenService {
     this.#options = options;
   }
 
-  /** Authenticates a parsed token request (`parseTokenRequest`) and issues its token. */
-  async exchange(request: TokenRequest, steps?: ExchangeSteps): Promise<TokenExchange> {
+  /**
+   * Authenticates a parsed token request (`parseTokenRequest`) and issues its token,
+   * bound to `certificate` when one came (`certificateBinding.ts`).
+   */
+  async exchange(
+    request: TokenRequest,
+    certificate: ClientCertificate | null,
+    steps?: ExchangeSteps,
+  ): Promise<TokenExchange> {
     const authenticated = steps?.('authenticate_client');
     let result: AuthenticationResult;
     try {
@@ -74,7 +83,9 @@ export class TokenService {
       });
     }
     const { client } = result;
-    const issued = this.issueTo(client, client.scope, this.#options.audience, steps);
+    // After the secret: a stranger learns nothing of a client's certificate rules.
+    const thumbprint = boundThumbprint(client, certificate);
+    const issued = this.issueTo(client, client.scope, this.#options.audience, steps, thumbprint);
     return {
       clientId: client.id,
       issued,
@@ -84,13 +95,15 @@ export class TokenService {
 
   /**
    * Issues a token to an authenticated client, with `scope` (the client's or fewer) and
-   * `audience`; the same signer, claims and lifetime rules as the contract's operation.
+   * `audience`, bound to the certificate of `certificateThumbprint` when given; the same
+   * signer, claims and lifetime rules as the contract's operation.
    */
   issueTo(
     client: ClientRecord,
     scope: string,
     audience: string,
     steps?: ExchangeSteps,
+    certificateThumbprint?: string,
   ): IssuedToken {
     this.#refuseWhileRevoking(client.id);
     const signed = steps?.('sign');
@@ -102,6 +115,7 @@ export class TokenService {
           clientId: client.id,
           scope,
           lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
+          ...(certificateThumbprint === undefined ? {} : { certificateThumbprint }),
         },
       );
       signed?.();
