@@ -133,6 +133,8 @@ export interface RouteConfig {
   readonly timeoutMs: number;
   /** An `aud` value the token must carry for this route (RFC 8707), or null: any accepted. */
   readonly audience: string | null;
+  /** Only certificate-bound tokens (RFC 8705 §3) pass: a plain bearer token gets 401 (default false). */
+  readonly requireCertificateBound?: boolean;
 }
 
 export interface UpstreamConfig {
@@ -141,6 +143,7 @@ export interface UpstreamConfig {
     readonly upstream: string;
     readonly scopes: readonly string[];
     readonly timeoutMs: number;
+    readonly requireCertificateBound?: boolean;
   } | null;
   /** Default timeout for routes that name none. */
   readonly timeoutMs: number;

@@ -26,6 +26,8 @@ export interface CompiledRoute {
   /** `aud` values the token must all carry (RFC 8707): the route's `audience`, if any. */
   readonly audiences: readonly string[];
   readonly timeoutMs: number;
+  /** Only certificate-bound tokens pass (RFC 8705 §3; `requireCertificateBound`). */
+  readonly requireCertificateBound: boolean;
 }
 
 export interface RouteTable {
@@ -74,6 +76,7 @@ function compileRoute(
   scopes: readonly string[],
   timeoutMs: number,
   audience: string | null,
+  requireCertificateBound: boolean,
   shared: SharedValues,
 ): CompiledRoute {
   const url = new URL(upstream);
@@ -87,6 +90,7 @@ function compileRoute(
     scopes: shared.list(scopes),
     audiences: shared.list(audience === null ? [] : [audience]),
     timeoutMs,
+    requireCertificateBound,
   });
 }
 
@@ -115,7 +119,16 @@ interface IndexedRoute {
 export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): RouteTable {
   const shared = new SharedValues();
   const routes = config.routes.map((r) =>
-    compileRoute(r.id, r.prefix, r.upstream, r.scopes, r.timeoutMs, r.audience, shared),
+    compileRoute(
+      r.id,
+      r.prefix,
+      r.upstream,
+      r.scopes,
+      r.timeoutMs,
+      r.audience,
+      r.requireCertificateBound === true,
+      shared,
+    ),
   );
   // Prefixes by their ASCII-folded spelling; validation rejects two routes with one prefix,
   // and the first configured wins should one slip through.
@@ -138,6 +151,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           config.upstream.default.scopes,
           config.upstream.default.timeoutMs,
           null,
+          config.upstream.default.requireCertificateBound === true,
           shared,
         );
   const all = fallback === null ? routes : [...routes, fallback];
@@ -170,15 +184,20 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
   });
 }
 
-/** `route`, requiring `other`'s scopes and audiences too (the same object when that adds none). */
+/**
+ * `route`, requiring `other`'s scopes, audiences and certificate binding too (the same
+ * object when that adds none).
+ */
 function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): CompiledRoute {
   const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
   const audiences = other?.audiences.filter((aud) => !route.audiences.includes(aud)) ?? [];
-  if (extra.length === 0 && audiences.length === 0) return route;
+  const bound = other?.requireCertificateBound === true && !route.requireCertificateBound;
+  if (extra.length === 0 && audiences.length === 0 && !bound) return route;
   return Object.freeze({
     ...route,
     scopes: Object.freeze([...route.scopes, ...extra]),
     audiences: Object.freeze([...route.audiences, ...audiences]),
+    requireCertificateBound: route.requireCertificateBound || bound,
   });
 }
 
