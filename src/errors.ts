@@ -26,6 +26,9 @@ export const PROBLEMS = {
   'token-invalid': { status: 401, title: 'Access token invalid' },
   'token-expired': { status: 401, title: 'Access token expired' },
   'token-revoked': { status: 401, title: 'Access token revoked' },
+  // Certificate-bound tokens (RFC 8705 §3): not the bound certificate, or not bound at all.
+  'token-binding-failed': { status: 401, title: 'Access token bound to another certificate' },
+  'token-binding-required': { status: 401, title: 'Certificate-bound access token required' },
   // Client certificates (mutual TLS, RFC 8705): none presented, or one not verified.
   'certificate-required': { status: 401, title: 'Client certificate required' },
   'certificate-invalid': { status: 401, title: 'Client certificate invalid' },
@@ -184,6 +187,12 @@ export const FAILURE_REASONS = [
   'unrevocable-ids', // a `jti` or client id the admin API could not name
   'revoked', // the token or its client is revoked
   'audience-not-allowed', // `aud` lacks the audience the route requires (RFC 8707)
+  // Certificate binding (token-binding-failed, token-binding-required; RFC 8705 §3).
+  'bound-no-certificate', // a bound token came without a client certificate
+  'certificate-mismatch', // a bound token came with another certificate
+  'bound-certificate-invalid', // the bound certificate came, expired, not yet valid or revoked
+  'bad-cnf', // `cnf` is not an object, or its `x5t#S256` is not a thumbprint
+  'not-bound', // a bearer token where the route or the client requires a bound one
   // Client certificates (certificate-required, certificate-invalid).
   'certificate-missing', // no client certificate came
   'certificate-expired', // its notAfter has passed

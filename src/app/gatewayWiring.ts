@@ -58,6 +58,8 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
     challenge: deps.challenge,
     verifier: deps.verifier,
     routes: () => state.routes,
+    clientRequiresBinding: (clientId) =>
+      state.clients.get(clientId)?.requireCertificateBound === true,
     forwarder: deps.forwarding.forwarder,
     webSockets: deps.forwarding.webSockets,
     logger: deps.logger,

@@ -11,6 +11,8 @@ const WELL_KNOWN = '/.well-known/oauth-protected-resource';
 export interface ResourceRoute {
   readonly prefix: string;
   readonly scopes: readonly string[];
+  /** Only certificate-bound tokens pass there (RFC 8705 §3). */
+  readonly requireCertificateBound?: boolean;
 }
 
 export interface ProtectedResourceDocument {
@@ -40,7 +42,11 @@ export function protectedResourceDocuments(
   authorizationServers: readonly string[],
   routes: readonly ResourceRoute[],
 ): ProtectedResourceDocument[] {
-  const describe = (prefix: string, scopes: readonly string[]): ProtectedResourceDocument => {
+  const describe = (
+    prefix: string,
+    scopes: readonly string[],
+    bound: boolean,
+  ): ProtectedResourceDocument => {
     const resource = prefix === '/' ? baseUrl : baseUrl + prefix;
     return {
       path: protectedResourceMetadataPath(baseUrl, prefix),
@@ -51,6 +57,8 @@ export function protectedResourceDocuments(
         scopes_supported: scopes,
         // RFC 6750 §2.1 only: the form body and the query are not accepted (§2.2, §2.3).
         bearer_methods_supported: ['header'],
+        // RFC 9728 §2: the resource accepts only mutual-TLS certificate-bound tokens.
+        ...(bound ? { tls_client_certificate_bound_access_tokens: true } : {}),
       },
     };
   };
@@ -58,7 +66,12 @@ export function protectedResourceDocuments(
   const perRoute = new Map<string, ProtectedResourceDocument>();
   for (const route of routes) {
     if (route.prefix === '/' || perRoute.has(route.prefix)) continue;
-    perRoute.set(route.prefix, describe(route.prefix, route.scopes));
+    perRoute.set(
+      route.prefix,
+      describe(route.prefix, route.scopes, route.requireCertificateBound === true),
+    );
   }
-  return [describe('/', everyScope), ...perRoute.values()];
+  // The gateway as a whole requires bound tokens when every route does.
+  const allBound = routes.length > 0 && routes.every((r) => r.requireCertificateBound === true);
+  return [describe('/', everyScope, allBound), ...perRoute.values()];
 }

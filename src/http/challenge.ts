@@ -4,7 +4,8 @@
  *
  *   token-missing                          Bearer realm="portaria"  (no credentials came,
  *                                          so no error code, §3.1)
- *   token-invalid, -expired, -revoked      …, error="invalid_token"
+ *   token-invalid, -expired, -revoked,     …, error="invalid_token"
+ *   token-binding-failed, -required
  *   insufficient-scope                     …, error="insufficient_scope",
  *                                          scope="<the scopes the route requires>"
  *
@@ -52,6 +53,8 @@ export class EdgeChallenge {
       case 'token-invalid':
       case 'token-expired':
       case 'token-revoked':
+      case 'token-binding-failed':
+      case 'token-binding-required':
         challenge = `${REALM}, error="invalid_token"`;
         break;
       case 'insufficient-scope': {

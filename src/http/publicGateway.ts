@@ -31,6 +31,7 @@ import { type FailureReason, isPortariaError, PortariaError } from '../errors.js
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
 import { type ProtectedStep, protectedSteps } from '../pipeline/protectedSteps.js';
 import { runSteps } from '../pipeline/runSteps.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
@@ -77,6 +78,8 @@ export interface PublicGatewayDeps {
   readonly verifier: TokenVerifier;
   /** The current route table (replaced on reload). */
   readonly routes: () => RouteTable;
+  /** See `ProtectedStepsDeps.clientRequiresBinding`. */
+  readonly clientRequiresBinding?: ClientRequiresBinding;
   readonly forwarder: Forwarder;
   readonly webSockets: WebSocketProxy;
   readonly logger: Logger;
@@ -118,6 +121,9 @@ export class PublicGateway {
       verifier: deps.verifier,
       ownAudience: deps.config.audience,
       routes: deps.routes,
+      ...(deps.clientRequiresBinding === undefined
+        ? {}
+        : { clientRequiresBinding: deps.clientRequiresBinding }),
       onStaleRefusal: (kind) => deps.metrics.revocationStaleRefusal(kind),
       ...(deps.revocationFreshness === undefined
         ? {}

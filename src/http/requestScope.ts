@@ -49,6 +49,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   token = '';
   /** The verified token's principal (verification step). */
   principal: Principal | null = null;
+  /** The token is bound to the presented certificate (certificate binding step). */
+  bound = false;
   /** The route that serves the path (route step). */
   route: CompiledRoute | null = null;
   /** Why the upstream cut a response short after its head was sent (the forwarder sets it). */

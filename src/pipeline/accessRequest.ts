@@ -38,6 +38,8 @@ export interface AccessRequest {
   token: string;
   /** The verified token's principal (verification step). */
   principal: Principal | null;
+  /** The token is bound to the certificate presented (certificate binding step). */
+  bound: boolean;
   /** Its client id: the access line's and the decision's. */
   clientId: string | undefined;
   /** The route serving the path (route step), and its bounded label. */

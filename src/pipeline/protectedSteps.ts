@@ -7,6 +7,8 @@
  *
  *   credentials    the access token from `Authorization` (RFC 6750 §2.1; never the query)
  *   verification   signature, claims, revocation by jti and client (TokenVerifier)
+ *   certificate binding  a `cnf.x5t#S256` token only with that certificate, cached or
+ *                  not (RFC 8705 §3; certificateBinding.ts)
  *   route          the route serving the path (after authentication: the route table is
  *                  not revealed to strangers, who get 401 on any path)
  *   freshness      with a stale Redis revocation list, the method class's policy (503,
@@ -15,6 +17,8 @@
  *                  any path, and learns nothing of the route table either
  *   audience       the route's audience, or for our own tokens the gateway's (RFC 8707;
  *                  else 401 invalid_token)
+ *   binding required  a bearer token where the route or the client requires bound ones
+ *                  (401 invalid_token)
  *   scopes         every scope the route requires (else 403 insufficient_scope)
  *
  * A new check is a new step and one line in the list. Failures are thrown PortariaErrors;
@@ -27,6 +31,11 @@ import type { MethodClass } from '../observability/metrics.js';
 import type { CompiledRoute, RouteTable } from '../proxy/routeTable.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import type { AccessRequest } from './accessRequest.js';
+import {
+  bindingRequired,
+  type ClientRequiresBinding,
+  certificateBinding,
+} from './certificateBinding.js';
 import { credentials } from './credentials.js';
 import type { Step } from './runSteps.js';
 
@@ -50,19 +59,25 @@ export interface ProtectedStepsDeps {
   };
   /** A request refused for a stale revocation list, by method class. */
   readonly onStaleRefusal?: (kind: MethodClass) => void;
+  /** Whether one of our clients requires certificate-bound tokens; absent: none does. */
+  readonly clientRequiresBinding?: ClientRequiresBinding;
 }
 
 export type ProtectedStep = Step<AccessRequest>;
+
+const NO_CLIENT_REQUIRES_BINDING: ClientRequiresBinding = () => false;
 
 /** The list, its steps bound to their dependencies once, at start. */
 export function protectedSteps(deps: ProtectedStepsDeps): readonly ProtectedStep[] {
   return [
     credentials,
     verification(deps.verifier),
+    certificateBinding,
     route(deps.routes),
     ...freshness(deps),
     routeFound,
     audience(deps.ownAudience),
+    bindingRequired(deps.clientRequiresBinding ?? NO_CLIENT_REQUIRES_BINDING),
     scopes,
   ];
 }

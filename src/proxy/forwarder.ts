@@ -16,6 +16,7 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Dispatcher } from 'undici';
 import { Pool } from 'undici';
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { ForwardedProto, HeaderPolicy } from './headers.js';
@@ -39,6 +40,8 @@ export interface ForwardContext {
   /** The TCP peer's address (`req.socket.remoteAddress`). */
   readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
+  /** The client certificate (for the `certificate.*` identity headers); null: none. */
+  readonly certificate?: ClientCertificate | null;
   /**
    * Set by the forwarder when the upstream failed after the response's headers were sent
    * (the client got a truncated message): the access line must not read it as the client
@@ -335,6 +338,7 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
     }
     const headers = policy.upstreamRequestHeaderList(req.headers, {
       principal,
+      certificate: ctx.certificate ?? null,
       requestId: ctx.requestId,
       peerAddress: ctx.peerAddress,
       host: req.headers.host,

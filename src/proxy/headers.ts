@@ -13,20 +13,27 @@
  * `X-Forwarded-*` and `X-Original-URL` / `X-Rewrite-URL`; any other peer is the client,
  * and those fields, which frameworks honour to rebuild URLs, are removed. A claim sets
  * its header when it is a string, an array of strings (joined by a space) or a finite
- * number, percent-encoded by `identityHeaderValue`. The client-certificate fields a
+ * number, percent-encoded by `identityHeaderValue`; the names `certificate.subject`,
+ * `certificate.san` and `certificate.thumbprint` map the request's client certificate
+ * instead (`certificateIdentity.ts`), so an upstream learns who connected, from the
+ * gateway and never from the caller. The client-certificate fields a
  * proxy sets are removed from every request, a trusted proxy's too: the gateway reads
  * and checks them; an upstream must never read one unchecked.
  */
 import type { IncomingHttpHeaders } from 'node:http';
 import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
+import { certificateField, isCertificateField } from './certificateIdentity.js';
 import { identityHeaderValue } from './identityHeaderValue.js';
 
 export type ForwardedProto = 'http' | 'https';
 
 export interface UpstreamRequestContext {
   readonly principal: Principal;
+  /** The client certificate of the request (TLS, or a trusted proxy's header); null: none. */
+  readonly certificate?: ClientCertificate | null;
   readonly requestId: string;
   /** The TCP peer's address; the client's is derived from it (`server.trustedProxies`). */
   readonly peerAddress: string | undefined;
@@ -220,6 +227,7 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     byHeader.set(normalizeName(header), claim);
   }
   const claims = [...byHeader.values()];
+  const fromCertificate = claims.map(isCertificateField);
   const identityNames = [...byHeader.keys()];
   const identity: ReadonlySet<string> = new Set(identityNames);
   const proxies = opts.trustedProxies;
@@ -294,7 +302,9 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     const principal = ctx.principal;
     for (let i = 0; i < claims.length; i++) {
       const claim = claims[i] as string;
-      const value = claimValue(claim === 'scope' ? principal.scope : principal.claims[claim]);
+      const value = fromCertificate[i]
+        ? certificateField(claim, ctx.certificate ?? null)
+        : claimValue(claim === 'scope' ? principal.scope : principal.claims[claim]);
       if (value !== undefined) out.push(identityNames[i] as string, value);
     }
     return out;

@@ -17,6 +17,7 @@
 import type { ClientRequest, IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import httpProxy from 'http-proxy';
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import { PortariaError } from '../errors.js';
@@ -43,6 +44,8 @@ export interface WebSocketContext {
   /** The TCP peer's address (`req.socket.remoteAddress`). */
   readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
+  /** The client certificate (for the `certificate.*` identity headers); null: none. */
+  readonly certificate?: ClientCertificate | null;
   /** The request's trace when tracing is on (the handshake gets a CLIENT span). */
   readonly trace?: UpstreamTracer | null;
 }
@@ -195,6 +198,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
 
       const headers = policy.upstreamRequestHeaders(req.headers, {
         principal,
+        certificate: ctx.certificate ?? null,
         requestId: ctx.requestId,
         peerAddress: ctx.peerAddress,
         host: req.headers.host,

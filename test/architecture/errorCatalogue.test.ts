@@ -17,6 +17,8 @@ test('the error catalogue is pinned: code → status', () => {
     'token-invalid': 401,
     'token-expired': 401,
     'token-revoked': 401,
+    'token-binding-failed': 401,
+    'token-binding-required': 401,
     'certificate-required': 401,
     'certificate-invalid': 401,
     'insufficient-scope': 403,

@@ -7,8 +7,14 @@
  * from the value.
  */
 import assert from 'node:assert/strict';
-import { describe, test } from 'node:test';
+import { after, before, describe, type TestContext, test } from 'node:test';
 import type { RouteConfig } from '../../src/config/types.js';
+import {
+  type CertificateVerdict,
+  type ClientCertificate,
+  certificateThumbprint,
+  clientCertificate,
+} from '../../src/domain/clientCertificate.js';
 import { parseRequestTarget } from '../../src/domain/requestPath.js';
 import { PortariaError } from '../../src/errors.js';
 import { KeyRing } from '../../src/keys/keyRing.js';
@@ -22,7 +28,9 @@ import { MemoryRevocationStore } from '../../src/revocation/memoryRevocationStor
 import { TokenVerifier } from '../../src/verify/tokenVerifier.js';
 import { buildIssuerTable } from '../../src/verify/trustedIssuer.js';
 import { VerifiedTokenCache } from '../../src/verify/verifiedTokenCache.js';
+import { selfSigned } from '../helpers/certificates.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
+import { tempDir } from '../helpers/process.js';
 import { signWith } from '../helpers/tokens.js';
 
 const ISSUER = 'https://portaria.test';
@@ -44,6 +52,7 @@ const ROUTES = compileRouteTable({
     route('orders', '/v1/orders', ['orders:read']),
     route('payments', '/v1/payments', ['payments:write']),
     route('ledger', '/v1/ledger', [], 'https://ledger.test'),
+    { ...route('bound', '/v1/bound', []), requireCertificateBound: true },
   ],
   upstream: { default: null, timeoutMs: 30_000, connections: 8 },
 });
@@ -129,7 +138,12 @@ function token(h: Harness, overrides: Record<string, unknown> = {}): Promise<str
 function request(
   target: string,
   authorization: string | undefined,
-  options: { method?: string; methodClass?: MethodClass; lines?: number } = {},
+  options: {
+    method?: string;
+    methodClass?: MethodClass;
+    lines?: number;
+    certificate?: ClientCertificate;
+  } = {},
 ): AccessRequest {
   return {
     method: options.method ?? 'GET',
@@ -138,10 +152,11 @@ function request(
     authorization,
     authorizationLines: options.lines ?? (authorization === undefined ? 0 : 1),
     trace: null,
-    certificate: null,
+    certificate: options.certificate ?? null,
     scheme: undefined,
     token: '',
     principal: null,
+    bound: false,
     clientId: undefined,
     route: null,
     routeId: 'unmatched',
@@ -160,21 +175,23 @@ async function outcome(h: Harness, value: AccessRequest): Promise<string> {
 }
 
 describe('the protected steps', () => {
-  test('are, in order: credentials, verification, route, route found, audience, scopes', () => {
+  test('are, in order: credentials, verification, certificate binding, route, route found, audience, binding required, scopes', () => {
     const names = protectedSteps(harness().deps).map((step) => step.name);
     assert.deepEqual(names, [
       'credentials',
       'verification',
+      'certificate binding',
       'route',
       'route found',
       'audience',
+      'binding required',
       'scopes',
     ]);
   });
 
   test('with a freshness policy that refuses, the freshness step runs after the route', () => {
     const names = protectedSteps(harness({ unsafe: true }).deps).map((step) => step.name);
-    assert.deepEqual(names.slice(2, 4), ['route', 'freshness']);
+    assert.deepEqual(names.slice(3, 5), ['route', 'freshness']);
   });
 
   test('a valid token on its route is admitted, and the value holds what each step found', async () => {
@@ -353,5 +370,128 @@ describe('runSteps', () => {
     ];
     assert.equal(runSteps(steps, seen), undefined);
     assert.deepEqual(seen, ['a', 'b']);
+  });
+});
+
+describe('the certificate-binding steps (RFC 8705 §3)', () => {
+  let partner: Buffer;
+  let other: Buffer;
+  let cleanup: (() => Promise<void>) | undefined;
+  before(async () => {
+    const t = { after: (fn: () => Promise<void>) => (cleanup = fn) } as unknown as TestContext;
+    const dir = await tempDir(t, 'portaria-binding-');
+    partner = (await selfSigned(dir, 'partner', { use: 'client' })).der;
+    other = (await selfSigned(dir, 'other', { use: 'client' })).der;
+  });
+  after(() => cleanup?.());
+
+  const cert = (der: Buffer, verdict: CertificateVerdict = 'verified'): ClientCertificate =>
+    clientCertificate(der, 'tls', verdict);
+  const bound = (der: Buffer) => ({ cnf: { 'x5t#S256': certificateThumbprint(der) } });
+
+  test('a bound token passes with its certificate, synchronously once cached, and the value says bound', async () => {
+    const h = harness();
+    const jwt = await token(h, bound(partner));
+    const first = request('/v1/orders', `Bearer ${jwt}`, { certificate: cert(partner) });
+    assert.equal(await outcome(h, first), 'admitted');
+    assert.equal(first.bound, true);
+    const second = request('/v1/bound', `Bearer ${jwt}`, { certificate: cert(partner) });
+    assert.equal(runSteps(protectedSteps(h.deps), second), undefined);
+    assert.equal(second.bound, true);
+  });
+
+  test('the binding is checked on every request: a cached bound token with no or another certificate is refused', async () => {
+    const h = harness();
+    const jwt = await token(h, bound(partner));
+    assert.equal(
+      await outcome(h, request('/v1/orders', `Bearer ${jwt}`, { certificate: cert(partner) })),
+      'admitted',
+    );
+    assert.equal(
+      await outcome(h, request('/v1/orders', `Bearer ${jwt}`)),
+      'refused token-binding-failed bound-no-certificate',
+    );
+    assert.equal(
+      await outcome(h, request('/v1/orders', `Bearer ${jwt}`, { certificate: cert(other) })),
+      'refused token-binding-failed certificate-mismatch',
+    );
+    assert.equal(h.verifications(), 1);
+  });
+
+  test('its certificate expired, not yet valid or revoked since: refused; untrusted or self-signed: the binding holds', async () => {
+    const h = harness();
+    const jwt = await token(h, bound(partner));
+    for (const verdict of ['expired', 'not-yet-valid', 'revoked'] as const) {
+      assert.equal(
+        await outcome(
+          h,
+          request('/v1/orders', `Bearer ${jwt}`, { certificate: cert(partner, verdict) }),
+        ),
+        'refused token-binding-failed bound-certificate-invalid',
+      );
+    }
+    for (const verdict of ['untrusted', 'self-signed'] as const) {
+      assert.equal(
+        await outcome(
+          h,
+          request('/v1/orders', `Bearer ${jwt}`, { certificate: cert(partner, verdict) }),
+        ),
+        'admitted',
+      );
+    }
+  });
+
+  test('a cnf that is not an object, or an x5t#S256 that is no thumbprint: refused', async () => {
+    const h = harness();
+    for (const cnf of ['x', ['a'], null, { 'x5t#S256': 'short' }, { 'x5t#S256': 7 }]) {
+      const jwt = await token(h, { cnf, jti: `bad-${JSON.stringify(cnf)}` });
+      assert.equal(
+        await outcome(h, request('/v1/orders', `Bearer ${jwt}`, { certificate: cert(partner) })),
+        'refused token-binding-failed bad-cnf',
+        JSON.stringify(cnf),
+      );
+    }
+    // Another confirmation method only (DPoP's jkt): no certificate binding to check.
+    const jkt = await token(h, { cnf: { jkt: 'x'.repeat(43) }, jti: 'jkt' });
+    assert.equal(await outcome(h, request('/v1/orders', `Bearer ${jkt}`)), 'admitted');
+  });
+
+  test('a route or an own client requiring bound tokens refuses a bearer one; a bound one passes', async () => {
+    const h = harness();
+    const bearer = await token(h);
+    assert.equal(
+      await outcome(h, request('/v1/bound', `Bearer ${bearer}`, { certificate: cert(partner) })),
+      'refused token-binding-required not-bound',
+    );
+    const jwt = await token(h, { ...bound(partner), jti: 'bound-1' });
+    assert.equal(
+      await outcome(h, request('/v1/bound', `Bearer ${jwt}`, { certificate: cert(partner) })),
+      'admitted',
+    );
+    const strict = harness();
+    const byClient: ProtectedStepsDeps = {
+      ...strict.deps,
+      clientRequiresBinding: (clientId) => clientId === 'acme',
+    };
+    const run = async (value: AccessRequest) => {
+      try {
+        await runSteps(protectedSteps(byClient), value);
+        return 'admitted';
+      } catch (error) {
+        return `refused ${(error as PortariaError).code}`;
+      }
+    };
+    assert.equal(
+      await run(request('/v1/orders', `Bearer ${await token(strict)}`)),
+      'refused token-binding-required',
+    );
+    assert.equal(
+      await run(
+        request('/v1/orders', `Bearer ${await token(strict, { ...bound(partner), jti: 'b2' })}`, {
+          certificate: cert(partner),
+        }),
+      ),
+      'admitted',
+    );
   });
 });

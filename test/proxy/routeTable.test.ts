@@ -132,6 +132,7 @@ describe('compileRouteTable', () => {
       scopes: ['any'],
       audiences: [],
       timeoutMs: 700,
+      requireCertificateBound: false,
     });
     assert.deepEqual(withDefault.origins, ['http://127.0.0.1:3000', 'http://127.0.0.1:4000']);
   });
