@@ -21,12 +21,19 @@ import { join } from 'node:path';
 import { after, before, describe, type TestContext, test } from 'node:test';
 import { connect as tlsConnect } from 'node:tls';
 import { fileURLToPath } from 'node:url';
+import { decodeJwt } from 'jose';
 import {
   type CertificateFile,
   type CertificateFiles,
   makeCertificateFiles,
 } from '../helpers/certificateFiles.js';
-import { type Gateway, type ReceivedRequest, startGateway } from '../helpers/fixture.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  type Gateway,
+  type ReceivedRequest,
+  startGateway,
+} from '../helpers/fixture.js';
 import { type NginxServer, startNginx } from '../helpers/nginxServer.js';
 import { parseResponses } from '../helpers/rawResponse.js';
 import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
@@ -108,6 +115,7 @@ async function throughNginx(
   nginx: NginxServer,
   certificate: CertificateFile | null,
   headers: OutgoingHttpHeaders,
+  request: { method?: string; path?: string; body?: string } = {},
 ): Promise<Answer> {
   const key = certificate === null ? null : await readFile(certificate.key, 'utf8');
   return new Promise((resolve, reject) => {
@@ -115,7 +123,8 @@ async function throughNginx(
       {
         host: '127.0.0.1',
         port: nginx.port,
-        path: '/v1/orders/1',
+        method: request.method ?? 'GET',
+        path: request.path ?? '/v1/orders/1',
         headers,
         ca: files.ca.pem,
         ...(certificate === null || key === null ? {} : { cert: certificate.pem, key }),
@@ -124,7 +133,7 @@ async function throughNginx(
       (res) => collect(res, resolve),
     );
     req.on('error', reject);
-    req.end();
+    req.end(request.body);
   });
 }
 
@@ -254,5 +263,37 @@ describe('behind nginx terminating mutual TLS (docs/examples/nginx-mtls.conf)', 
       parsedLogs(gw.logs).find((l) => l['portaria.request_id'] === 'upgrade-through-nginx'),
     );
     assert.equal(line['tls.client.hash.sha256'], sha256(files.client.der));
+  });
+
+  test('a token issued through nginx is bound to the partner’s certificate, and only that one carries it', async (t) => {
+    const { gw, nginx } = await behindNginx(t);
+    const issued = await throughNginx(
+      nginx,
+      files.client,
+      { 'content-type': 'application/json' },
+      {
+        method: 'POST',
+        path: '/v1/authentication/accesstoken',
+        body: JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+      },
+    );
+    assert.equal(issued.status, 200, issued.body);
+    const bound = JSON.parse(issued.body).token_de_acesso as string;
+    assert.deepEqual(decodeJwt(bound).cnf, {
+      'x5t#S256': createHash('sha256').update(files.client.der).digest('base64url'),
+    });
+    const auth = { authorization: `Bearer ${bound}` };
+    assert.equal((await throughNginx(nginx, files.client, auth)).status, 200);
+    const other = await throughNginx(nginx, files.otherClient, auth);
+    assert.equal(other.status, 401);
+    assert.equal(JSON.parse(other.body).tipo, 'urn:portaria:problem:token-binding-failed');
+    // Straight to the gateway with the partner's certificate in the header: not a
+    // trusted proxy, so no certificate, and the bound token does not pass.
+    const spoofed = await direct(gw, {
+      ...auth,
+      'x-ssl-client-cert': encodeURIComponent(files.client.pem),
+    });
+    assert.equal(spoofed.status, 401);
+    assert.equal(JSON.parse(spoofed.body).tipo, 'urn:portaria:problem:token-binding-failed');
   });
 });
