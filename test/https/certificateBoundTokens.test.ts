@@ -7,10 +7,13 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, X509Certificate } from 'node:crypto';
+import { writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { after, before, describe, type TestContext, test } from 'node:test';
-import { decodeJwt } from 'jose';
+import { decodeJwt, SignJWT } from 'jose';
 import { createTestPki, type IssuedCertificate, type TestPki } from '../helpers/certificates.js';
 import { CLIENT_ID, CLIENT_SECRET, DEFAULT_CLIENTS } from '../helpers/fixture.js';
+import { ecKey, jwksOf } from '../helpers/jwksServer.js';
 import { tempDir } from '../helpers/process.js';
 import { startTlsGateway, type TlsGateway } from '../helpers/tlsGateway.js';
 
@@ -38,7 +41,13 @@ function thumbprint(cert: IssuedCertificate): string {
   return createHash('sha256').update(cert.der).digest('base64url');
 }
 
+const IDP = 'https://idp.partner.test';
+/** A trusted external issuer's signing key (its public JWK Set in a key file). */
+const idpKey = ecKey('idp-1');
+
 async function gateway(t: TestContext): Promise<TlsGateway> {
+  const keyFile = join(await tempDir(t, 'portaria-idp-'), 'idp.jwks.json');
+  await writeFile(keyFile, JSON.stringify(jwksOf(idpKey)));
   return startTlsGateway(t, {
     pki,
     clientCertificates: 'request',
@@ -57,6 +66,7 @@ async function gateway(t: TestContext): Promise<TlsGateway> {
         { id: 'orders', prefix: '/v1/orders', upstream },
       ],
       upstream: { default: null },
+      issuers: [{ id: 'partner-idp', issuer: IDP, keyFile, audiences: ['partner-api'] }],
       identityHeaders: {
         sub: 'X-Client-Id',
         scope: 'X-Token-Scope',
@@ -224,5 +234,34 @@ describe('certificate-bound tokens over mutual TLS', () => {
     seen = gw.upstream.received.at(-1);
     assert.equal(seen?.headers['x-client-cert-subject'], 'CN=client');
     assert.equal(seen?.headers['x-client-cert-thumbprint'], thumbprint(pki.client));
+  });
+
+  test('a trusted external issuer’s bound token is held to its certificate the same way', async (t) => {
+    const gw = await gateway(t);
+    const now = Math.floor(Date.now() / 1000);
+    const external = (claims: Record<string, unknown>) =>
+      new SignJWT({ client_id: 'partner', scope: 'orders:read', ...claims })
+        .setProtectedHeader({ alg: 'ES256', kid: 'idp-1', typ: 'at+jwt' })
+        .setIssuer(IDP)
+        .setSubject('partner')
+        .setAudience('partner-api')
+        .setIssuedAt(now)
+        .setExpirationTime(now + 300)
+        .setJti(`ext-${Math.random()}`)
+        .sign(idpKey.privateKey);
+    const bound = await external({ cnf: { 'x5t#S256': thumbprint(pki.client) } });
+    assert.equal((await call(gw, '/v1/orders/1', bound, pki.client)).status, 200);
+    assert.equal(
+      (await call(gw, '/v1/orders/1', bound, otherPartner)).code,
+      'token-binding-failed',
+    );
+    assert.equal((await call(gw, '/v1/orders/1', bound, null)).code, 'token-binding-failed');
+    assert.equal((await call(gw, '/v1/bound/1', bound, pki.client)).status, 200);
+    const bearer = await external({});
+    assert.equal((await call(gw, '/v1/orders/1', bearer, null)).status, 200);
+    assert.equal(
+      (await call(gw, '/v1/bound/1', bearer, pki.client)).code,
+      'token-binding-required',
+    );
   });
 });
