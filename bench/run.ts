@@ -15,6 +15,7 @@
  *   workers               server.workers 2 vs 1
  *   tracing               tracing off / on at 1 % vs no tracing section, three gateways on one CPU
  *   tls                   server.tls on vs off, two gateways on one CPU; new connections, resumption
+ *   bound                 a certificate-bound route vs a bearer route over the same mutual-TLS connections
  */
 import { splitMode } from './lib/modeArgs.js';
 
@@ -31,6 +32,7 @@ const MODES: Readonly<Record<string, () => Promise<Mode>>> = {
   workers: () => import('./modes/workers.js'),
   tracing: () => import('./modes/tracing.js'),
   tls: () => import('./modes/tls.js'),
+  bound: () => import('./modes/bound.js'),
 };
 
 const { mode = 'forwarding', rest } = splitMode(process.argv.slice(2));
