@@ -22,7 +22,8 @@ const ANY_PORTS = { PORTARIA_SERVER__PORT: '0', PORTARIA_ADMIN__PORT: '0' };
 
 async function startDemo(t: TestContext, cwd: string) {
   const proc = runGateway(t, ['--demo'], { cwd, env: ANY_PORTS });
-  const stderr = await proc.waitForOutput('stderr', READY, 5000);
+  // A loaded CI machine takes seconds to start the demo (its first key and client).
+  const stderr = await proc.waitForOutput('stderr', READY, 20_000);
   return { proc, stderr, ...printedUrls(stderr) };
 }
 
