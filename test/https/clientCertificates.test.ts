@@ -235,7 +235,18 @@ describe('client certificates over TLS', () => {
         clientCertificates: 'request',
         settings: () => ({ server: { keepAliveTimeoutMs: 10_000 } }),
       });
-      const token = await gw.tlsToken();
+      // Asked without a certificate: a bearer token (one asked with `pki.client` would be
+      // bound to it, and pass with that certificate only: certificateBoundTokens.test.ts).
+      const issued = await gw.fetch(
+        '/v1/authentication/accesstoken',
+        {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+        },
+        null,
+      );
+      const token = ((await issued.json()) as { token_de_acesso: string }).token_de_acesso;
       for (const client of [null, pki.expiredClient, pki.expiredClient, pki.wrongCaClient]) {
         const res = await gw.fetch(
           '/v1/orders/1',
