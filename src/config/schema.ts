@@ -360,7 +360,7 @@ export const configSchema = {
                 upstream: { type: 'string', minLength: 1 },
                 scopes: scopeItems,
                 timeoutMs: positiveMs,
-                requireCertificateBound: { type: 'boolean', default: false },
+                requireCertificateBound: { type: 'boolean' },
               },
             },
           ],

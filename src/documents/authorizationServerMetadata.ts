@@ -18,6 +18,8 @@ export interface AuthorizationServerSettings {
   readonly authMethods: readonly string[];
   /** `alg` values accepted for `private_key_jwt` assertions (never `none`, §2). */
   readonly assertionAlgorithms: readonly string[];
+  /** RFC 8705 §3.3 `tls_client_certificate_bound_access_tokens`; absent: false. */
+  readonly certificateBoundTokens?: boolean;
   /** Scopes the routes require (the clients' own grants are not published). */
   readonly scopes: readonly string[];
   /** Resource identifiers this server issues tokens for (RFC 9728 §4). */
@@ -71,5 +73,8 @@ export function authorizationServerMetadata(
     introspection_endpoint: s.baseUrl + s.introspectionPath,
     ...endpointAuth('introspection_endpoint'),
     protected_resources: s.protectedResources,
+    ...(s.certificateBoundTokens === true
+      ? { tls_client_certificate_bound_access_tokens: true }
+      : {}),
   };
 }
