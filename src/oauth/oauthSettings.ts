@@ -20,6 +20,8 @@ export interface OAuthSettings {
   readonly assertionAlgorithms: readonly string[];
   /** Tokens are bound to the request's client certificate (RFC 8705 §3, §3.3). */
   readonly certificateBoundTokens: boolean;
+  /** `oauth.mtlsBaseUrl` without a trailing `/` (RFC 8705 §5), or null. */
+  readonly mtlsBaseUrl: string | null;
 }
 
 export function oauthSettingsOf(
@@ -36,5 +38,6 @@ export function oauthSettingsOf(
     authMethods: certificates ? AUTH_METHODS : AUTH_METHODS.filter((m) => !TLS_METHODS.includes(m)),
     assertionAlgorithms: ASSERTION_ALGS,
     certificateBoundTokens: certificates,
+    mtlsBaseUrl: config.oauth.mtlsBaseUrl?.replace(/\/+$/, '') ?? null,
   };
 }
