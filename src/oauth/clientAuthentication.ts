@@ -21,7 +21,10 @@
  * and a wrong secret cost the same work and get the same answer; so do an unknown
  * client's assertion and a forged one of a real client (a signature check either way,
  * `clientAssertion.ts`). A client must also allow the method it used (`authMethods`),
- * checked after its credentials, so the answer says nothing more.
+ * checked after its credentials, so the answer says nothing more; for a certificate, which
+ * of RFC 8705's two methods applies is the client's, so its methods are read first (no
+ * secret or signature check is spent either way). A secret or an assertion with a
+ * certificate authenticates by itself: the certificate then only binds the token.
  *
  * The caller takes the address limit before reading the body (as the token operation).
  * With tracing on, the whole step (method, limits, secret or assertion checks) is the
