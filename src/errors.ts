@@ -200,6 +200,8 @@ export const FAILURE_REASONS = [
   'certificate-untrusted', // no trusted CA issued it, or its revocation status is unknown
   'certificate-revoked', // a CRL of its issuer lists it
   'certificate-self-signed', // signed by its own key, not by a trusted CA
+  'certificate-identity-mismatch', // tls_client_auth: it names another identity (RFC 8705 §2.1)
+  'certificate-key-mismatch', // self_signed_tls_client_auth: its key is none of the client's
   'error', // an unexpected error, not a refusal (verification metric only)
   // Keys.
   'no-active-key', // no signing key is active

@@ -81,6 +81,8 @@ export function oauthDiscovery(
       jwksPath: JWKS_PATH,
       authMethods: oauth.authMethods,
       assertionAlgorithms: oauth.assertionAlgorithms,
+      certificateBoundTokens: oauth.certificateBoundTokens,
+      mtlsBaseUrl: oauth.mtlsBaseUrl,
     },
     // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
     authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),

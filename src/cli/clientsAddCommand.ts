@@ -8,6 +8,7 @@
 import { lifetimeProblem, scopesProblems } from '../clients/clientRegistry.js';
 import { addClient, type ClientsFileEntry } from '../clients/clientsFile.js';
 import { escapedId } from '../clients/lookalikeIds.js';
+import { SECRET_METHODS } from '../clients/oauthClientFields.js';
 import { generateSecret, hashChosenSecret, hashGeneratedSecret } from '../clients/secretHash.js';
 import { CLIENT_ID_RULE, clientIdProblem } from '../domain/clientId.js';
 import {
@@ -28,6 +29,8 @@ const MAX_CHOSEN_SECRET = 1024;
 const ADD_HELP =
   alignHelp(`Usage: portaria clients add <id> --scopes SCOPE[,SCOPE…] [--lifetime SECONDS] [--secret-stdin]
        portaria clients add <id> --scopes … --auth private_key_jwt --jwks FILE | --jwks-uri URL [--alg ES256]
+       portaria clients add <id> --scopes … --auth tls_client_auth --tls-subject-dn DN | --tls-san-dns NAME | …
+       portaria clients add <id> --scopes … --auth self_signed_tls_client_auth --jwks FILE
 
 Registers a client. The id is any Unicode text of ${CLIENT_ID_RULE}; ids are compared byte
 for byte, so two spellings of one name (NFC "é", NFD "e" + U+0301) are two clients. By default a 256-bit secret is generated, printed once and stored
@@ -70,15 +73,19 @@ export async function runClientsAdd(args: readonly string[], ctx: CliContext): P
   }
   const file = await clientsFile(parsed, ctx);
   Object.assign(entry, await authFieldsOf(cmd, parsed, file, ctx));
-  const keysOnly = entry.authMethods?.length === 1 && entry.authMethods[0] === 'private_key_jwt';
+  // Keys or a certificate only (private_key_jwt, RFC 8705's methods): no secret.
+  const methods = entry.authMethods;
+  const keysOnly =
+    methods !== undefined &&
+    !methods.some((m) => (SECRET_METHODS as readonly string[]).includes(m));
   if (keysOnly) {
     if (parsed.values['secret-stdin'] === true) {
-      throw new UsageError(cmd, '--secret-stdin: a private_key_jwt client has no secret');
+      throw new UsageError(cmd, `--secret-stdin: a ${methods.join(', ')} client has no secret`);
     }
     const lookalike = await addClient(file, entry);
     ctx.out(`Added client ${JSON.stringify(id)} (scopes: ${scopes.join(' ')}) to ${file}.\n`);
     noteLookalike(ctx, id, lookalike);
-    ctx.out('It authenticates with private_key_jwt only: no secret was made.\n');
+    ctx.out(`It authenticates with ${methods.join(', ')} only: no secret was made.\n`);
     return;
   }
 

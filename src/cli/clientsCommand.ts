@@ -32,6 +32,8 @@ const AUTH_SHORT: Readonly<Record<string, string>> = {
   client_secret_basic: 'basic',
   client_secret_post: 'post',
   private_key_jwt: 'jwt',
+  tls_client_auth: 'tls',
+  self_signed_tls_client_auth: 'self-signed',
 };
 
 export const CLIENTS_HELP = alignHelp(`Usage: portaria clients <command> [options]

@@ -20,7 +20,13 @@ import { ConfigError } from '../config/configError.js';
 import { clientIdProblem } from '../domain/clientId.js';
 import { isScopeToken } from '../domain/scope.js';
 import { jsonErrorWhere } from '../lib/jsonError.js';
-import { OAUTH_FIELDS, type OAuthClientFields, oauthClientFields } from './oauthClientFields.js';
+import {
+  AUTH_METHODS,
+  OAUTH_FIELDS,
+  type OAuthClientFields,
+  oauthClientFields,
+  SECRET_METHODS,
+} from './oauthClientFields.js';
 import { type ParsedHash, parseSecretHash } from './secretHash.js';
 
 export interface ClientSecret {
@@ -252,9 +258,16 @@ function validateClient(
   return { id, record };
 }
 
-/** A client authenticating with its keys only (`private_key_jwt`) may have no secret. */
+/**
+ * A client authenticating with its keys or its certificate only (`private_key_jwt`, RFC
+ * 8705's tls methods), no secret method listed, may have no secret.
+ */
 function isKeysOnly(methods: unknown): boolean {
-  return Array.isArray(methods) && methods.length === 1 && methods[0] === 'private_key_jwt';
+  return (
+    Array.isArray(methods) &&
+    methods.length > 0 &&
+    methods.every((m) => AUTH_METHODS.includes(m) && !SECRET_METHODS.includes(m))
+  );
 }
 
 function validateSecrets(

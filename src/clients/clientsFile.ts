@@ -46,6 +46,8 @@ export interface ClientAuthFields {
   assertionAlg?: string;
   audiences?: string[];
   permissions?: string[];
+  /** `tls_client_auth`'s one identity: `{ subjectDn }`, `{ sanDns }`, … (`tlsClientIdentity.ts`). */
+  tlsClientAuth?: Record<string, string>;
 }
 
 export interface ClientsFileData {
@@ -190,6 +192,10 @@ export function setClientAuth(
     // A new key source replaces the other one.
     if (change.jwksFile) delete entry.jwksUri;
     if (change.jwksUri) delete entry.jwksFile;
+    // An identity is only for tls_client_auth: methods without it drop it.
+    if (change.authMethods && !change.authMethods.includes('tls_client_auth')) {
+      delete entry.tlsClientAuth;
+    }
     const secretMethod = (entry.authMethods ?? SECRET_METHODS).some((m) =>
       (SECRET_METHODS as readonly string[]).includes(m),
     );

@@ -1,13 +1,18 @@
 /**
  * A client's OAuth 2.0 fields in the clients file, beside its secrets and scopes:
  *
- *   authMethods   `client_secret_basic`, `client_secret_post`, `private_key_jwt`
- *                 (RFC 7591 §2 `token_endpoint_auth_method` values). Default for a client
- *                 with secrets: both secret methods. A client with no secret must list
- *                 `private_key_jwt` alone.
- *   jwksFile | jwksUri   the client's public keys for `private_key_jwt` (exactly one of
- *                 them with that method, neither without it). A relative `jwksFile` is
- *                 read from the clients file's directory.
+ *   authMethods   `client_secret_basic`, `client_secret_post`, `private_key_jwt`,
+ *                 `tls_client_auth`, `self_signed_tls_client_auth` (RFC 7591 §2
+ *                 `token_endpoint_auth_method` values, RFC 8705 §2). Default for a client
+ *                 with secrets: both secret methods. A client with no secret lists no
+ *                 secret method.
+ *   jwksFile | jwksUri   the client's public keys for `private_key_jwt` and
+ *                 `self_signed_tls_client_auth` (exactly one of them with either method,
+ *                 neither without). A relative `jwksFile` is read from the clients file's
+ *                 directory.
+ *   tlsClientAuth the one certificate identity of `tls_client_auth` (RFC 8705 §2.1.2):
+ *                 `{subjectDn}` (RFC 4514, `distinguishedName.ts`), `{sanDns}`, `{sanUri}`,
+ *                 `{sanIp}` or `{sanEmail}`; required with that method, refused without.
  *   assertionAlg  the one `alg` its assertions may use (default ES256): pinned per
  *                 client, so a key of another type never verifies (RFC 8725 §3.1).
  *   audiences     the token audiences it may ask for with `resource` (RFC 8707); absent:
@@ -17,11 +22,14 @@
  * These fields change nothing for the contract's JSON operation: any client with a
  * secret keeps getting tokens there.
  */
+import { type TlsClientIdentity, tlsClientIdentity } from './tlsClientIdentity.js';
 
 export const AUTH_METHODS = [
   'client_secret_basic',
   'client_secret_post',
   'private_key_jwt',
+  'tls_client_auth',
+  'self_signed_tls_client_auth',
 ] as const;
 export type AuthMethod = (typeof AUTH_METHODS)[number];
 
@@ -33,6 +41,13 @@ export const PERMISSIONS = ['introspect'] as const;
 export type Permission = (typeof PERMISSIONS)[number];
 
 export const SECRET_METHODS: readonly AuthMethod[] = ['client_secret_basic', 'client_secret_post'];
+/** The methods of RFC 8705 §2: the client certificate is the credential. */
+export const TLS_METHODS: readonly AuthMethod[] = [
+  'tls_client_auth',
+  'self_signed_tls_client_auth',
+];
+/** The methods that use the client's registered public keys. */
+const KEY_METHODS: readonly AuthMethod[] = ['private_key_jwt', 'self_signed_tls_client_auth'];
 export const MAX_AUDIENCES = 32;
 const MAX_AUDIENCE_LENGTH = 512;
 const MAX_PATH_LENGTH = 4096;
@@ -46,6 +61,8 @@ export interface OAuthClientFields {
   /** null: the gateway's configured audience only. */
   readonly audiences: readonly string[] | null;
   readonly permissions: readonly Permission[];
+  /** `tls_client_auth`'s certificate identity; null without that method. */
+  readonly tlsClientAuth: TlsClientIdentity | null;
 }
 
 export const OAUTH_FIELDS = [
@@ -55,6 +72,7 @@ export const OAUTH_FIELDS = [
   'assertionAlg',
   'audiences',
   'permissions',
+  'tlsClientAuth',
 ] as const;
 
 /** The fields of one entry; pushes every problem (prefixed with `path`) and returns null then. */
@@ -72,17 +90,28 @@ export function oauthClientFields(
     const problem = jwksUriProblem(jwksUri);
     if (problem) problems.push(`${path}.jwksUri: ${problem}`);
   }
-  const usesJwt = authMethods?.includes('private_key_jwt') === true;
+  const keyMethod = KEY_METHODS.find((m) => authMethods?.includes(m) === true);
+  const usesJwt = keyMethod !== undefined;
   if (usesJwt && jwksFile === null && jwksUri === null) {
-    problems.push(`${path}: private_key_jwt needs the client's keys: jwksFile or jwksUri`);
+    problems.push(`${path}: ${keyMethod} needs the client's keys: jwksFile or jwksUri`);
   }
   if (jwksFile !== null && jwksUri !== null) {
     problems.push(`${path}: jwksFile and jwksUri are exclusive`);
   }
   if (authMethods !== null && !usesJwt && (jwksFile !== null || jwksUri !== null)) {
     problems.push(
-      `${path}: jwksFile and jwksUri are used only with private_key_jwt in authMethods`,
+      `${path}: jwksFile and jwksUri are used only with private_key_jwt or self_signed_tls_client_auth in authMethods`,
     );
+  }
+  const tlsClientAuth = tlsClientIdentity(entry.tlsClientAuth, `${path}.tlsClientAuth`, problems);
+  const usesTls = authMethods?.includes('tls_client_auth') === true;
+  if (usesTls && tlsClientAuth === null && entry.tlsClientAuth === undefined) {
+    problems.push(
+      `${path}: tls_client_auth needs the certificate's identity: tlsClientAuth { subjectDn | sanDns | sanUri | sanIp | sanEmail }`,
+    );
+  }
+  if (authMethods !== null && !usesTls && entry.tlsClientAuth !== undefined) {
+    problems.push(`${path}: tlsClientAuth is used only with tls_client_auth in authMethods`);
   }
   let assertionAlg: AssertionAlg = 'ES256';
   if (entry.assertionAlg !== undefined) {
@@ -102,6 +131,7 @@ export function oauthClientFields(
     assertionAlg,
     audiences,
     permissions,
+    tlsClientAuth,
   });
 }
 

@@ -1,6 +1,7 @@
 /**
  * `oauth`: its endpoints on paths of their own (not one the gateway already answers, not
- * each other's), assertion audiences as URLs, a Redis replay store only with Redis.
+ * each other's), assertion audiences as URLs, a Redis replay store only with Redis, the
+ * mTLS aliases' origin (RFC 8705 §5) only with a source of client certificates.
  */
 import { type Loose, strings, text } from './looseValues.js';
 import { checkUrl } from './urlRules.js';
@@ -12,7 +13,11 @@ const OTHER_OPEN_PATHS = [
   '/v1/openapi.json',
 ];
 
-export function oauthProblems(oauth: Loose, redisTarget: unknown): string[] {
+export function oauthProblems(
+  oauth: Loose,
+  redisTarget: unknown,
+  certificateSource: unknown = 'none',
+): string[] {
   const problems: string[] = [];
   const seen = new Map<string, string>();
   for (const key of ['tokenPath', 'revocationPath', 'introspectionPath']) {
@@ -27,6 +32,17 @@ export function oauthProblems(oauth: Loose, redisTarget: unknown): string[] {
   }
   for (const [i, audience] of strings(oauth.assertionAudiences)) {
     checkUrl(problems, `oauth.assertionAudiences[${i}]`, audience, ['http:', 'https:']);
+  }
+  const mtlsBaseUrl = text(oauth.mtlsBaseUrl);
+  if (mtlsBaseUrl !== null) {
+    const url = checkUrl(problems, 'oauth.mtlsBaseUrl', mtlsBaseUrl, ['https:']);
+    if (url !== null && (url.pathname !== '/' || url.search || url.hash || url.username)) {
+      problems.push('oauth.mtlsBaseUrl: must be https://host[:port], without a path');
+    }
+    // RFC 8705 §5: the aliases are where client certificates are presented.
+    if (certificateSource !== 'tls' && certificateSource !== 'header') {
+      problems.push('oauth.mtlsBaseUrl: needs clientCertificate.source (tls or header)');
+    }
   }
   if (oauth.replayStore === 'redis' && redisTarget === null) {
     problems.push(

@@ -323,6 +323,7 @@ export const configSchema = {
           default: [],
         },
         replayStore: { enum: ['local', 'redis'] },
+        mtlsBaseUrl: { type: 'string', minLength: 1, maxLength: 512 },
       },
     },
     routes: {

@@ -204,6 +204,11 @@ export interface OAuthConfig {
    * replica). Default: `redis` when `revocation.store` is `redis`, else `local`.
    */
   readonly replayStore: 'local' | 'redis';
+  /**
+   * `https://host[:port]` where the OAuth endpoints are also served with client
+   * certificates (RFC 8705 §5): published as `mtls_endpoint_aliases`. Absent: none.
+   */
+  readonly mtlsBaseUrl?: string;
 }
 
 export type AdmitOrRefuse = 'admit' | 'refuse';

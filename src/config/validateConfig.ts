@@ -56,7 +56,7 @@ function ruleProblems(config: Loose): string[] {
     ...identityHeaderProblems(config),
     ...issuerProblems(config),
     ...redisProblems(config, redisTarget),
-    ...oauthProblems(section(config.oauth), redisTarget),
+    ...oauthProblems(section(config.oauth), redisTarget, section(config.clientCertificate).source),
     ...tokenLimitProblems(config),
     ...trustedProxyProblems(config),
     ...callerHeaderProblems(config),

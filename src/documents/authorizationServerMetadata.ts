@@ -18,6 +18,10 @@ export interface AuthorizationServerSettings {
   readonly authMethods: readonly string[];
   /** `alg` values accepted for `private_key_jwt` assertions (never `none`, §2). */
   readonly assertionAlgorithms: readonly string[];
+  /** RFC 8705 §3.3 `tls_client_certificate_bound_access_tokens`; absent: false. */
+  readonly certificateBoundTokens?: boolean;
+  /** `scheme://host[:port]` of RFC 8705 §5's `mtls_endpoint_aliases`; absent or null: none. */
+  readonly mtlsBaseUrl?: string | null;
   /** Scopes the routes require (the clients' own grants are not published). */
   readonly scopes: readonly string[];
   /** Resource identifiers this server issues tokens for (RFC 9728 §4). */
@@ -71,5 +75,19 @@ export function authorizationServerMetadata(
     introspection_endpoint: s.baseUrl + s.introspectionPath,
     ...endpointAuth('introspection_endpoint'),
     protected_resources: s.protectedResources,
+    // RFC 8705 §3.3: a token issued with a client certificate is bound to it.
+    ...(s.certificateBoundTokens === true
+      ? { tls_client_certificate_bound_access_tokens: true }
+      : {}),
+    ...(typeof s.mtlsBaseUrl === 'string'
+      ? {
+          // RFC 8705 §5: the same endpoints where the client presents its certificate.
+          mtls_endpoint_aliases: {
+            token_endpoint: s.mtlsBaseUrl + s.tokenPath,
+            revocation_endpoint: s.mtlsBaseUrl + s.revocationPath,
+            introspection_endpoint: s.mtlsBaseUrl + s.introspectionPath,
+          },
+        }
+      : {}),
   };
 }

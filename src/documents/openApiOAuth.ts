@@ -66,7 +66,7 @@ const httpRefusals = {
 } as const;
 
 const clientAuthentication =
-  'The client authenticates as at the token endpoint, with exactly one method: `client_secret_basic` (`Authorization: Basic`, id and secret form-urlencoded first, RFC 6749 §2.3.1), `client_secret_post` (`client_id` + `client_secret` in the form) or `private_key_jwt` (`client_assertion_type` + `client_assertion`, RFC 7523 §2.2).';
+  'The client authenticates as at the token endpoint, with exactly one method: `client_secret_basic` (`Authorization: Basic`, id and secret form-urlencoded first, RFC 6749 §2.3.1), `client_secret_post` (`client_id` + `client_secret` in the form) `private_key_jwt` (`client_assertion_type` + `client_assertion`, RFC 7523 §2.2), or `tls_client_auth` / `self_signed_tls_client_auth` (`client_id` alone, with the client certificate of the connection or of a trusted proxy, RFC 8705 §2).';
 
 const formBody = (schema: string) => ({
   required: true,
@@ -276,6 +276,11 @@ export const oauthSchemas = {
       nbf: { type: 'integer' },
       jti: { type: 'string' },
       token_type: { type: 'string', const: 'Bearer' },
+      cnf: {
+        type: 'object',
+        description: "A certificate-bound token's confirmation (RFC 8705 §3.2).",
+        properties: { 'x5t#S256': { type: 'string' } },
+      },
     },
   },
   AuthorizationServerMetadata: {
@@ -297,6 +302,16 @@ export const oauthSchemas = {
       introspection_endpoint_auth_methods_supported: stringList,
       introspection_endpoint_auth_signing_alg_values_supported: stringList,
       protected_resources: stringList,
+      tls_client_certificate_bound_access_tokens: { type: 'boolean', const: true },
+      mtls_endpoint_aliases: {
+        type: 'object',
+        description: 'The endpoints where clients present certificates (RFC 8705 §5).',
+        properties: {
+          token_endpoint: { type: 'string' },
+          revocation_endpoint: { type: 'string' },
+          introspection_endpoint: { type: 'string' },
+        },
+      },
     },
   },
   ProtectedResourceMetadata: {

@@ -66,6 +66,8 @@ export function oauthFormCall(
     authorization: req.headers.authorization,
     authorizationLines: res.scope.authorizationLines,
     clientAddress: deps.trustedProxies.clientAddress(req),
+    // RFC 8705: the certificate authenticates the client (§2) and binds its tokens (§3).
+    certificate: res.scope.certificate,
     // A pending `100 Continue` goes out once the declared length passed.
     readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
     // Spans for client authentication and signing, as the contract's operation has.

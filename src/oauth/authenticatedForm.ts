@@ -16,6 +16,7 @@
  * and looks every presented token up as one (RFC 7009 §2.1 and RFC 7662 §2.1 let a
  * server ignore the hint).
  */
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import { PortariaError } from '../errors.js';
 import { refuseIfWaiting } from '../limits/refuseIfWaiting.js';
 import { sourceAddress } from '../limits/sourceAddress.js';
@@ -32,6 +33,8 @@ export interface OAuthFormCall extends FormCall, ClientAuthenticationCall {
   readonly method: string | undefined;
   /** How many `Authorization` header lines the request carried. */
   readonly authorizationLines: number;
+  /** The request's client certificate: every entry passes it, none or not. */
+  readonly certificate: ClientCertificate | null;
 }
 
 export interface AuthenticatedForm extends AuthenticatedClient {

@@ -8,6 +8,10 @@
  *   client_secret_post   `client_id` and `client_secret` in the form
  *   private_key_jwt      `client_assertion_type` + `client_assertion` (RFC 7523 §2.2),
  *                        `clientAssertion.ts`
+ *   tls_client_auth, self_signed_tls_client_auth   `client_id` alone in the form, with
+ *                        the connection's client certificate (RFC 8705 §2),
+ *                        `certificateAuthentication.ts`; without a certificate it is
+ *                        no client authentication
  *
  * The claimed client is then checked within the token endpoints' limits
  * (`authenticateWithinLimits`: pair back-off, one check at a time for a failing pair,
@@ -17,7 +21,10 @@
  * and a wrong secret cost the same work and get the same answer; so do an unknown
  * client's assertion and a forged one of a real client (a signature check either way,
  * `clientAssertion.ts`). A client must also allow the method it used (`authMethods`),
- * checked after its credentials, so the answer says nothing more.
+ * checked after its credentials, so the answer says nothing more; for a certificate, which
+ * of RFC 8705's two methods applies is the client's, so its methods are read first (no
+ * secret or signature check is spent either way). A secret or an assertion with a
+ * certificate authenticates by itself: the certificate then only binds the token.
  *
  * The caller takes the address limit before reading the body (as the token operation).
  * With tracing on, the whole step (method, limits, secret or assertion checks) is the
@@ -26,6 +33,7 @@
 import type { ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js';
 import type { AuthMethod } from '../clients/oauthClientFields.js';
+import type { ClientCertificate } from '../domain/clientCertificate.js';
 import { isPortariaError } from '../errors.js';
 import {
   authenticateWithinLimits,
@@ -34,6 +42,7 @@ import {
 } from '../limits/limitedAuthentication.js';
 import { sourceAddress } from '../limits/sourceAddress.js';
 import type { ExchangeSteps } from '../token/tokenService.js';
+import { authenticateByCertificate } from './certificateAuthentication.js';
 import {
   type AssertionSettings,
   assertionSubject,
@@ -52,6 +61,8 @@ export interface ClientAuthenticationCall {
   readonly clientAddress: string;
   /** Observes client authentication and signing (tracing on). */
   readonly steps?: ExchangeSteps;
+  /** The request's client certificate (TLS or a trusted proxy's header); absent: none. */
+  readonly certificate?: ClientCertificate | null;
 }
 
 export interface ClientAuthenticationDeps extends LimitedAuthenticationDeps {
@@ -65,6 +76,11 @@ export interface ClientAuthenticationDeps extends LimitedAuthenticationDeps {
 export interface AuthenticatedClient {
   readonly client: ClientRecord;
   readonly method: AuthMethod;
+  /**
+   * A certificate no CA verified that the client's own keys proved
+   * (`self_signed_tls_client_auth`): its tokens are bound to it (RFC 8705 §2.2, §3).
+   */
+  readonly proven: ClientCertificate | null;
 }
 
 type Credentials =
@@ -73,7 +89,8 @@ type Credentials =
       readonly id: string;
       readonly secret: string;
     }
-  | { readonly method: 'private_key_jwt'; readonly id: string; readonly assertion: string };
+  | { readonly method: 'private_key_jwt'; readonly id: string; readonly assertion: string }
+  | { readonly method: 'tls'; readonly id: string; readonly certificate: ClientCertificate };
 
 /** Authenticates the client of an OAuth request; throws `OAuthError` (or a 429/503 `PortariaError`). */
 export async function authenticateOAuthClient(
@@ -103,26 +120,23 @@ async function authenticate(
   call: ClientAuthenticationCall,
   deps: ClientAuthenticationDeps,
 ): Promise<AuthenticatedClient> {
-  const credentials = credentialsOf(form, call.authorization);
+  const credentials = credentialsOf(form, call.authorization, call.certificate ?? null);
   const address = sourceAddress(call.clientAddress);
-  const client = await authenticateWithinLimits(
-    credentials.id,
-    address,
-    CLIENT_CREDENTIALS,
-    credentials,
-    deps,
-  );
-  return { client, method: credentials.method };
+  return authenticateWithinLimits(credentials.id, address, CLIENT_CREDENTIALS, credentials, deps);
 }
 
 /** The credentials' check; a refusal of them is `invalid_client`. */
-const CLIENT_CREDENTIALS: CredentialCheck<Credentials, ClientAuthenticationDeps, ClientRecord> =
-  check;
+const CLIENT_CREDENTIALS: CredentialCheck<
+  Credentials,
+  ClientAuthenticationDeps,
+  AuthenticatedClient
+> = check;
 
 /** The one method the request uses, and the client it names. */
 function credentialsOf(
   form: ReadonlyMap<string, string>,
   authorization: string | undefined,
+  certificate: ClientCertificate | null,
 ): Credentials {
   const postSecret = form.get('client_secret');
   const assertion = form.get('client_assertion');
@@ -170,6 +184,10 @@ function credentialsOf(
     const id = assertionSubject(assertion);
     if (formId !== undefined && formId !== id) throw idMismatch();
     return { method: 'private_key_jwt', id, assertion };
+  }
+  // RFC 8705 §2: the certificate authenticates; client_id says which client it claims.
+  if (formId !== undefined && certificate !== null) {
+    return { method: 'tls', id: formId, certificate };
   }
   throw new OAuthError('invalid_client', 'Client authentication is required.', {
     reason: 'no-client-auth',
@@ -226,11 +244,25 @@ function badBasic(reason: 'bad-basic' | 'other-scheme'): OAuthError {
   );
 }
 
-/** Checks the credentials; the client record, or `OAuthError('invalid_client')`. */
+/** Checks the credentials; the client and how it authenticated, or `OAuthError('invalid_client')`. */
 async function check(
   credentials: Credentials,
   deps: ClientAuthenticationDeps,
-): Promise<ClientRecord> {
+): Promise<AuthenticatedClient> {
+  if (credentials.method === 'tls') {
+    const registry = deps.registry();
+    deps.assertions.keys.sync(registry);
+    const client = registry.get(credentials.id);
+    if (client === undefined) throw credentialsRefused('unknown-client');
+    const { method, proven } = await authenticateByCertificate(
+      client,
+      credentials.certificate,
+      deps.assertions.keys,
+      deps.assertions.clock,
+    );
+    if (client.disabled) throw credentialsRefused('disabled-client');
+    return { client, method, proven };
+  }
   if (credentials.method === 'private_key_jwt') {
     const registry = deps.registry();
     deps.assertions.keys.sync(registry);
@@ -242,11 +274,11 @@ async function check(
       return refusedAfterDecoyCheck(credentials.assertion, 'auth-method-not-allowed');
     await verifyClientAssertion(credentials.assertion, client, deps.assertions);
     if (client.disabled) throw credentialsRefused('disabled-client');
-    return client;
+    return { client, method: 'private_key_jwt', proven: null };
   }
   const result = await deps.authenticate()(credentials.id, credentials.secret);
   if (!result.ok) throw credentialsRefused(result.reason);
   if (!result.client.authMethods.includes(credentials.method))
     throw credentialsRefused('auth-method-not-allowed');
-  return result.client;
+  return { client: result.client, method: credentials.method, proven: null };
 }

@@ -15,8 +15,17 @@ export function tokenEndpointUrl(config: Pick<Config, 'issuer' | 'oauth'>): stri
   return endpointUrl(config, config.oauth.tokenPath);
 }
 
-/** `oauth.assertionAudiences`, or by default the token endpoint URL and the issuer. */
+/**
+ * `oauth.assertionAudiences`, or by default the token endpoint URL, its mTLS alias when
+ * `oauth.mtlsBaseUrl` is set (RFC 8705 §5: a client may post its assertion there), and
+ * the issuer.
+ */
 export function assertionAudiences(config: Pick<Config, 'issuer' | 'oauth'>): ReadonlySet<string> {
   if (config.oauth.assertionAudiences.length > 0) return new Set(config.oauth.assertionAudiences);
-  return new Set([tokenEndpointUrl(config), config.issuer]);
+  const alias = config.oauth.mtlsBaseUrl?.replace(/\/+$/, '');
+  return new Set([
+    tokenEndpointUrl(config),
+    ...(alias === undefined ? [] : [alias + config.oauth.tokenPath]),
+    config.issuer,
+  ]);
 }

@@ -12,8 +12,10 @@
  *                   details, as the edge refuses then, and counted with its stale refusals
  *                   (RFC 7662 §4: the server must determine that no revocation took
  *                   place, and cannot; "inactive" would be a verdict it cannot give either)
- *   describe        active: the claims RFC 7662 §2.2 names; otherwise `{"active":false}`
- *                   and nothing else, whatever the reason (§2.2: no hint why)
+ *   describe        active: the claims RFC 7662 §2.2 names, and the token's `cnf` when it
+ *                   has one (RFC 8705 §3.2: the resource server checks the binding);
+ *                   otherwise `{"active":false}` and nothing else, whatever the reason
+ *                   (§2.2: no hint why)
  */
 import type { Principal } from '../domain/principal.js';
 import { PortariaError } from '../errors.js';
@@ -89,5 +91,11 @@ function describe(principal: Principal): Record<string, unknown> {
     ...(typeof claims.nbf === 'number' ? { nbf: claims.nbf } : {}),
     jti: principal.tokenId,
     token_type: 'Bearer',
+    ...(isConfirmation(claims.cnf) ? { cnf: claims.cnf } : {}),
   };
+}
+
+/** A `cnf` object (RFC 7800 §3.1) is passed on as the token carries it. */
+function isConfirmation(value: unknown): value is Record<string, unknown> {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
 }

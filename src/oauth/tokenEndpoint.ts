@@ -8,12 +8,17 @@
  *   authorization, client   the shared steps again: one `Authorization` line,
  *                   `authenticateOAuthClient` (invalid_client, 429)
  *   grant           scope narrowing (invalid_scope), resource → aud (invalid_target)
+ *   binding         RFC 8705 §3.1, the contract operation's rule (`boundThumbprint`): a
+ *                   verified certificate, or the self-signed one the client's keys
+ *                   proved, binds the token (`cnf`); an unverified one is refused, as is
+ *                   none for a client with `requireCertificate` (401 invalid_client)
  *   issue           the contract operation's signer and claims (`TokenService.issueTo`)
  *   respond         RFC 6749 §5.1: access_token, token_type, expires_in, scope; no-store
  *
  * Refusals are `OAuthError`s (RFC 6749 §5.2 bodies) or, for the HTTP-level ones,
  * `PortariaError`s (problem details).
  */
+import { boundThumbprint } from '../token/certificateBinding.js';
 import type { IssuedToken } from '../token/issueAccessToken.js';
 import type { TokenService } from '../token/tokenService.js';
 import { type OAuthFormCall, readAuthenticatedForm } from './authenticatedForm.js';
@@ -37,9 +42,10 @@ export async function runOAuthTokenRequest(
   call: OAuthFormCall,
   deps: OAuthTokenDeps,
 ): Promise<OAuthTokenResult> {
-  const { client, form } = await readAuthenticatedForm(call, deps, checkGrantType);
+  const { client, form, proven } = await readAuthenticatedForm(call, deps, checkGrantType);
   const grant = grantFor(client, form, deps.audience);
-  const issued = deps.tokens.issueTo(client, grant.scope, grant.audience, call.steps);
+  const thumbprint = boundThumbprint(client, call.certificate, proven);
+  const issued = deps.tokens.issueTo(client, grant.scope, grant.audience, call.steps, thumbprint);
   return {
     clientId: client.id,
     issued,

@@ -86,11 +86,11 @@ describe('OAuth client fields', () => {
       [
         'clients[0].secrets: must hold 1 or 2 secrets',
         "clients[1]: private_key_jwt needs the client's keys: jwksFile or jwksUri",
-        'clients[2].authMethods: must be a non-empty array of client_secret_basic, client_secret_post, private_key_jwt',
+        'clients[2].authMethods: must be a non-empty array of client_secret_basic, client_secret_post, private_key_jwt, tls_client_auth, self_signed_tls_client_auth',
         'clients[3].secrets: must hold 1 or 2 secrets',
         'clients[3].authMethods: private_key_jwt, client_secret_post needs a secret, and the client has none',
         'clients[4].jwksUri: must be an https: URL (http: only on a loopback host)',
-        'clients[4]: jwksFile and jwksUri are used only with private_key_jwt in authMethods',
+        'clients[4]: jwksFile and jwksUri are used only with private_key_jwt or self_signed_tls_client_auth in authMethods',
         'clients[5]: jwksFile and jwksUri are exclusive',
         'clients[5].assertionAlg: must be one of ES256, ES384, EdDSA, RS256, PS256',
         'clients[5].audiences: must be an array of 1 to 32 audiences',

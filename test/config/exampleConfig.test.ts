@@ -130,7 +130,11 @@ describe('config/portaria.example.yaml', () => {
     const withExamples = {
       ...documented,
       // Its default follows revocation.store: shown commented out, never pinned.
-      oauth: { ...(documented.oauth as Json), ...commentedSetting(text, 'replayStore') },
+      oauth: {
+        ...(documented.oauth as Json),
+        ...commentedSetting(text, 'replayStore'),
+        ...commentedSetting(text, 'mtlsBaseUrl'),
+      },
       routes: commentedExample(text, 'routes').routes,
       issuers: commentedExample(text, 'issuers').issuers,
       upstream: { ...upstream, default: commentedExample(text, 'default').default },
