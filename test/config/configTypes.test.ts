@@ -110,10 +110,18 @@ const EVERY_SETTING = {
   reload: { enabled: true, pollIntervalMs: 1 },
   clients: { file: 'clients.json' },
   routes: [
-    { id: 'r', prefix: '/r', upstream: 'http://u', scopes: [], timeoutMs: 1, audience: null },
+    {
+      id: 'r',
+      prefix: '/r',
+      upstream: 'http://u',
+      scopes: [],
+      timeoutMs: 1,
+      audience: null,
+      requireCertificateBound: false,
+    },
   ],
   upstream: {
-    default: { upstream: 'http://u', scopes: [], timeoutMs: 1 },
+    default: { upstream: 'http://u', scopes: [], timeoutMs: 1, requireCertificateBound: false },
     timeoutMs: 1,
     connections: 1,
   },
@@ -124,6 +132,7 @@ const EVERY_SETTING = {
   metrics: { maxClientLabels: 1, processMetricsPrefix: 'p_' },
   log: { level: 'info', pretty: false },
   tracing: { enabled: false },
+  profile: 'none',
   demo: false,
 } satisfies Config;
 
