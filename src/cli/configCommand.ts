@@ -8,13 +8,12 @@
  * Exit 0 with a short summary, or 1 with the problems.
  */
 import { loadCertificateTrust } from '../certificates/certificateTrust.js';
-import { loadClientRegistry } from '../clients/clientRegistry.js';
 import { readAdminToken } from '../config/adminTokenFile.js';
 import { ConfigError } from '../config/configError.js';
 import { loadConfig } from '../config/loadConfig.js';
 import type { Config } from '../config/types.js';
 import { StaticKeySet } from '../issuers/staticKeySet.js';
-import { loadKeyRing } from '../keys/loadKeyRing.js';
+import { loadProfiledClients, loadProfiledKeyRing } from '../profile/profileLoads.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
 import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import {
@@ -123,8 +122,8 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
     }
   };
   const [ring, clients] = await Promise.all([
-    settle(loadKeyRing(config.keys.dir, config.token.algorithm)),
-    settle(loadClientRegistry(config.clients.file)),
+    settle(loadProfiledKeyRing(config)),
+    settle(loadProfiledClients(config)),
     settle(readAdminToken(config.admin.tokenFile)),
     config.server.tls.enabled ? settle(loadTlsMaterial(tlsSettingsOf(config))) : null,
     ...config.issuers.flatMap((issuer, index) =>
