@@ -268,6 +268,10 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- if $certificates -}}
 {{- $_ := set $cfg "clientCertificate" $certificates -}}
 {{- end -}}
+{{- /* The security profile (docs/fapi.md): a value of its own, the gateway checks the rest. */ -}}
+{{- if ne (.Values.profile | default "none") "none" -}}
+{{- $_ := set $cfg "profile" .Values.profile -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
