@@ -62,6 +62,25 @@ describe('the chart under profile fapi-br', () => {
     assert.equal((parse(configText(objects)) as Record<string, unknown>).profile, undefined);
   });
 
+  test('fail guards: fapi-br without a certificate source, or with TLS and another policy', async () => {
+    const fapi = scenario('fapi-br');
+    const noSource = await template({
+      files: [fapi],
+      values: [{ config: { clientCertificate: { source: 'none' } } }],
+    });
+    assert.notEqual(noSource.code, 0);
+    assert.match(noSource.stderr, /profile: fapi-br binds every token to a client certificate/);
+    const policy = await template({
+      files: [fapi],
+      values: [{ config: { server: { tls: { policy: 'default' } } } }],
+    });
+    assert.notEqual(policy.code, 0);
+    assert.match(
+      policy.stderr,
+      /profile: fapi-br with tls\.enabled needs config\.server\.tls\.policy: fapi/,
+    );
+  });
+
   test('refuses config.profile (the chart sets it from profile) and an unknown profile', async () => {
     const owned = await template({ values: [{ config: { profile: 'fapi-br' } }] });
     assert.notEqual(owned.code, 0);
