@@ -309,7 +309,11 @@ export class PublicGateway {
         error,
         instanceOf(pathOnly(req.url), scope.id),
         this.#typeBase,
-        { requestId: scope.id, challenge: this.#challenge.header(error, scope) },
+        {
+          requestId: scope.id,
+          challenge: this.#challenge.header(error, scope),
+          interactionId: scope.interactionId,
+        },
       );
       done(written ? error.status : 499, error.reason);
     });

@@ -43,6 +43,8 @@ export interface WebSocketContext {
   /** The TCP peer's address (`req.socket.remoteAddress`). */
   readonly peerAddress: string | undefined;
   readonly proto: ForwardedProto;
+  /** `x-fapi-interaction-id` under profile fapi-br, for the upstream (`headers.ts`). */
+  readonly interactionId?: string | undefined;
   /** The request's trace when tracing is on (the handshake gets a CLIENT span). */
   readonly trace?: UpstreamTracer | null;
 }
@@ -199,6 +201,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         peerAddress: ctx.peerAddress,
         host: req.headers.host,
         proto: ctx.proto,
+        interactionId: ctx.interactionId,
       });
       headers.connection = 'upgrade';
       headers.upgrade = 'websocket';

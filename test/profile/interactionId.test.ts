@@ -5,7 +5,9 @@
  * line; anything but a UUID is refused with 400 naming the header.
  */
 import assert from 'node:assert/strict';
+import { once } from 'node:events';
 import { describe, type TestContext, test } from 'node:test';
+import { connect } from 'node:tls';
 import { CLIENT_ID, CLIENT_SECRET, type ClientSpec, TOKEN_PATH } from '../helpers/fixture.js';
 import { startTlsGateway, type TlsGateway } from '../helpers/tlsGateway.js';
 import { accessLineOf } from '../helpers/wait.js';
@@ -96,6 +98,38 @@ describe('x-fapi-interaction-id under profile fapi-br', () => {
       assert.equal(line['portaria.reason'], 'interaction-id-malformed');
     });
   }
+
+  test("echoed on a WebSocket upgrade's refusal, written on the raw socket", async (t) => {
+    const gw = await gateway(t);
+    const { port } = new URL(gw.url);
+    const socket = connect({
+      host: '127.0.0.1',
+      port: Number(port),
+      ca: gw.pki.ca.pem,
+      cert: gw.pki.client.cert,
+      key: gw.pki.client.key,
+      servername: 'localhost',
+    });
+    t.after(() => socket.destroy());
+    await once(socket, 'secureConnect');
+    socket.end(
+      [
+        'GET /v1/stream HTTP/1.1',
+        `Host: 127.0.0.1:${port}`,
+        'Connection: Upgrade',
+        'Upgrade: websocket',
+        'Sec-WebSocket-Version: 13',
+        'Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==',
+        `${HEADER}: ${THEIRS}`,
+        '',
+        '',
+      ].join('\r\n'),
+    );
+    let answer = '';
+    for await (const chunk of socket) answer += String(chunk);
+    assert.match(answer, /^HTTP\/1\.1 401 /);
+    assert.ok(answer.toLowerCase().includes(`${HEADER}: ${THEIRS.toLowerCase()}`), answer);
+  });
 
   test('without the profile the header is neither read, nor added, nor echoed', async (t) => {
     const gw = await gateway(t, 'none');
