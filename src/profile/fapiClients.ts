@@ -3,7 +3,8 @@
  * verified certificate and gets certificate-bound tokens only (RFC 8705 §3); its OAuth
  * client authentication is one of FAPI-BR's two methods, `private_key_jwt` or
  * `tls_client_auth` (FAPI 1.0 Part 2 §5.2.2-14: `client_secret_*` are not FAPI methods,
- * and Open Finance Brasil does not admit `self_signed_tls_client_auth`); a lifetime of
+ * and Open Finance Brasil does not admit `self_signed_tls_client_auth`), its client
+ * assertions signed PS256; a lifetime of
  * its own stays within 300–900 s. A client may keep `secrets`: the contract's JSON
  * operation still takes `{clientId, clientSecret}`, and under the profile it takes them
  * only beside the verified certificate it binds the token to (token/tokenService.ts).
@@ -34,6 +35,12 @@ export function fapiClientProblems(registry: ClientRegistry): string[] {
       const unwritten = client.authMethods === SECRET_METHODS ? ', the default with secrets' : '';
       problems.push(
         `${path}.authMethods: ${others.join(', ')} (client ${JSON.stringify(id)}${unwritten}): not FAPI-BR methods ${AT}: list private_key_jwt or tls_client_auth only (the contract's operation still takes its secret, with its certificate)`,
+      );
+    }
+    // Its assertions are JWS like ours: PS256 only (FAPI 1.0 Part 2 §8.6, as Brazil has it).
+    if (client.authMethods.includes('private_key_jwt') && client.assertionAlg !== 'PS256') {
+      problems.push(
+        `${path}.assertionAlg: must be PS256 ${AT} (client ${JSON.stringify(id)} has ${client.assertionAlg}${client.assertionAlg === 'ES256' ? ', the default' : ''})`,
       );
     }
     const lifetime = client.lifetimeSeconds;

@@ -20,7 +20,11 @@ const FAPI_CLIENT: ClientSpec = {
   id: CLIENT_ID,
   secret: CLIENT_SECRET,
   scopes: ['orders:read'],
-  extra: { authMethods: ['private_key_jwt'], jwksFile: 'partner.jwks.json' },
+  extra: {
+    authMethods: ['private_key_jwt'],
+    jwksFile: 'partner.jwks.json',
+    assertionAlg: 'PS256',
+  },
 };
 
 function gateway(t: TestContext, profile = 'fapi-br'): Promise<TlsGateway> {

@@ -66,7 +66,12 @@ const FAPI_BASE = {
   server: { host: '127.0.0.1', port: 0, trustedProxies: ['127.0.0.1'] },
   clientCertificate: { source: 'header' },
 };
-const FAPI_CLIENT = { id: 'acme', authMethods: ['private_key_jwt'], jwksFile: 'acme.jwks.json' };
+const FAPI_CLIENT = {
+  id: 'acme',
+  authMethods: ['private_key_jwt'],
+  jwksFile: 'acme.jwks.json',
+  assertionAlg: 'PS256',
+};
 
 describe('profile fapi-br at start', () => {
   test('every contradiction of the configuration stops the process, each named by its setting', async (t) => {
@@ -122,6 +127,7 @@ describe('profile fapi-br at start', () => {
     assert.deepEqual(settingsIn(run.stderr), [
       'clients[0].authMethods',
       'clients[1].lifetimeSeconds',
+      'clients[2].assertionAlg',
       'clients[2].authMethods',
       'token.algorithm',
     ]);

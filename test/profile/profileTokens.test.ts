@@ -18,7 +18,11 @@ const FAPI_CLIENT: ClientSpec = {
   id: CLIENT_ID,
   secret: CLIENT_SECRET,
   scopes: ['orders:read'],
-  extra: { authMethods: ['private_key_jwt'], jwksFile: 'partner.jwks.json' },
+  extra: {
+    authMethods: ['private_key_jwt'],
+    jwksFile: 'partner.jwks.json',
+    assertionAlg: 'PS256',
+  },
 };
 
 function fapiGateway(t: TestContext, clients: ClientSpec[] = [FAPI_CLIENT]): Promise<TlsGateway> {
@@ -73,6 +77,7 @@ describe('the contract operation under profile fapi-br', () => {
         scopes: ['a'],
         authMethods: ['private_key_jwt'],
         jwksFile: 'partner.jwks.json',
+        assertionAlg: 'PS256',
         lifetimeSeconds: 3600,
       },
     );
