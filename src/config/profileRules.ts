@@ -15,7 +15,7 @@
 import type { Loose } from './looseValues.js';
 import { mappings, section } from './looseValues.js';
 
-/** FAPI 1.0 Part 2 §5.2.2-13 and Open Finance Brasil: access tokens of 5 to 15 minutes. */
+/** Open Finance Brasil: access tokens of 5 to 15 minutes (short-lived, bound tokens). */
 export const FAPI_MIN_LIFETIME_SECONDS = 300;
 export const FAPI_MAX_LIFETIME_SECONDS = 900;
 /** FAPI-BR signs with PS256 only (FAPI 1.0 Part 2 §8.6 allows PS256 or ES256). */

@@ -2,7 +2,7 @@
  * The clients file under `profile: fapi-br` (docs/fapi.md). Every client requires a
  * verified certificate and gets certificate-bound tokens only (RFC 8705 §3); its OAuth
  * client authentication is one of FAPI-BR's two methods, `private_key_jwt` or
- * `tls_client_auth` (FAPI 1.0 Part 2 §5.2.2-14: `client_secret_*` are not FAPI methods,
+ * `tls_client_auth` (FAPI 1.0 Part 2 §5.2.2: `client_secret_*` are not FAPI methods,
  * and Open Finance Brasil does not admit `self_signed_tls_client_auth`), its client
  * assertions signed PS256; a lifetime of
  * its own stays within 300–900 s. A client may keep `secrets`: the contract's JSON

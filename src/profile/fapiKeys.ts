@@ -1,9 +1,9 @@
 /**
  * The signing keys under `profile: fapi-br`: the active key signs PS256 with an RSA
- * modulus of at least 2048 bits (FAPI 1.0 Part 2 §8.6, §5.2.2-5). The loader already
- * refuses smaller RSA keys and wants a key of `token.algorithm`, which the profile
- * requires to be PS256; this check states the profile's rule where the ring is used,
- * whichever way it was built.
+ * modulus of at least 2048 bits (FAPI 1.0 Part 2 §8.6; Part 1 §5.2.2 for the size). The
+ * loader already refuses smaller RSA keys and wants a key of `token.algorithm`, which the
+ * profile requires to be PS256; this check states the profile's rule where the ring is
+ * used, whichever way it was built.
  */
 import { ConfigError } from '../config/configError.js';
 import type { Profile } from '../config/types.js';
