@@ -75,6 +75,8 @@ interface CheckSummary {
   readonly defaultUpstream: boolean;
   readonly issuers: number;
   readonly revocationStore: string;
+  /** `profile` (docs/fapi.md). */
+  readonly profile: string;
 }
 
 export async function runConfigCommand(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -174,6 +176,7 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
       defaultUpstream: config.upstream.default !== null,
       issuers: config.issuers.length,
       revocationStore: config.revocation.store,
+      profile: config.profile,
     },
   };
 }
@@ -201,6 +204,7 @@ function summaryText(s: CheckSummary, file: string): string {
     `  issuers:     ${s.issuers}`,
     `  revocation:  ${s.revocationStore}`,
     `  admin API:   ${s.adminApi ? 'on' : 'off (no admin.tokenFile)'}`,
+    `  profile:     ${s.profile}`,
     '',
   ].join('\n');
 }

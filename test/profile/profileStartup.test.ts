@@ -150,5 +150,6 @@ describe('profile fapi-br at start', () => {
     const passed = await runCli(['config', 'check', '--config', goodFile], { cwd: good });
     assert.equal(passed.code, 0, passed.stderr);
     assert.match(passed.stdout, /signing: {5}PS256/);
+    assert.match(passed.stdout, /^ {2}profile: +fapi-br$/m);
   });
 });
