@@ -66,7 +66,7 @@ describe('x-fapi-interaction-id under profile fapi-br', () => {
     assert.deepEqual(sent, [THEIRS]);
   });
 
-  test('echoed on a 401 refusal and on the token answer', async (t) => {
+  test('echoed on a 401 refusal, the token answer, a served document and an OAuth endpoint', async (t) => {
     const gw = await gateway(t);
     const refused = await gw.fetch('/v1/orders/1', { headers: { [HEADER]: THEIRS } });
     assert.equal(refused.status, 401);
@@ -80,6 +80,18 @@ describe('x-fapi-interaction-id under profile fapi-br', () => {
     assert.equal(issued.status, 200);
     await issued.arrayBuffer();
     assert.equal(issued.headers.get(HEADER), THEIRS);
+    const jwks = await gw.fetch('/.well-known/jwks.json', { headers: { [HEADER]: THEIRS } });
+    assert.equal(jwks.status, 200);
+    await jwks.arrayBuffer();
+    assert.equal(jwks.headers.get(HEADER), THEIRS);
+    const oauth = await gw.fetch('/oauth2/token', {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded', [HEADER]: THEIRS },
+      body: 'grant_type=client_credentials',
+    });
+    assert.equal(oauth.status, 401);
+    await oauth.arrayBuffer();
+    assert.equal(oauth.headers.get(HEADER), THEIRS);
   });
 
   for (const [name, value] of [
