@@ -32,6 +32,8 @@ export const CHART_OWNED_SETTINGS: readonly (readonly string[])[] = [
   ['server', 'tls', 'keyFile'],
   ['clientCertificate', 'caFiles'],
   ['clientCertificate', 'crlFiles'],
+  // The top-level value `profile` (docs/fapi.md).
+  ['profile'],
 ];
 
 type JsonObject = { [key: string]: unknown };

@@ -150,6 +150,8 @@ export const FAILURE_REASONS = [
   'certificate-header-too-large', // a certificate header over the size bound
   'certificate-header-no-cert', // an XFCC element without Cert (only its Hash)
   'certificate-hash-mismatch', // an XFCC Hash that is not the certificate's SHA-256
+  // profile fapi-br (400; src/http/interactionIdStep.ts).
+  'interaction-id-malformed', // x-fapi-interaction-id is not a UUID
   // Token-endpoint limits (429).
   'rate-limit-address', // the address's request rate
   'rate-limit-client', // the client's request rate

@@ -8,17 +8,16 @@
  * directly with a port-0 config, a log destination they read, and (where time matters) a
  * manual clock.
  */
-import { loadClientRegistry } from '../clients/clientRegistry.js';
 import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
 import { EdgeChallenge } from '../http/challenge.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
-import { loadKeyRing } from '../keys/loadKeyRing.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
 import type { Limiter } from '../limits/limiter.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream, Logger } from '../observability/logger.js';
 import type { MetricsSnapshot } from '../observability/metrics.js';
+import { loadProfiledClients, loadProfiledKeyRing } from '../profile/profileLoads.js';
 import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { ServerTls } from '../tls/serverTls.js';
@@ -123,8 +122,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   // Everything start-up reads without side effects, together: every problem in one run.
   const [clients, initialRing, adminToken, , tlsMaterial, certificateTrust] =
     await allOrEveryProblem([
-      loadClientRegistry(config.clients.file),
-      loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+      loadProfiledClients(config),
+      loadProfiledKeyRing(config, clock),
       worker ? Promise.resolve(null) : readAdminToken(config.admin.tokenFile),
       worker ? Promise.resolve() : checkRevocationFile(config),
       config.server.tls.enabled ? loadTlsMaterial(tlsSettingsOf(config)) : Promise.resolve(null),

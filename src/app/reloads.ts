@@ -10,15 +10,15 @@
  * A key that left a ring must not keep verifying through the verified-token cache.
  */
 import { createClientAuthenticator } from '../clients/authenticateClient.js';
-import { loadClientRegistry } from '../clients/clientRegistry.js';
 import type { Config } from '../config/types.js';
 import type { IssuerKeySet } from '../issuers/issuerKeySet.js';
 import { StaticKeySet } from '../issuers/staticKeySet.js';
 import { latePublications } from '../keys/latePublication.js';
-import { isKeyDirectoryEntry, loadKeyRing } from '../keys/loadKeyRing.js';
+import { isKeyDirectoryEntry } from '../keys/loadKeyRing.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { loadProfiledClients, loadProfiledKeyRing } from '../profile/profileLoads.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
 import type { ContentFingerprint } from '../reload/contentFingerprint.js';
@@ -78,7 +78,7 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
       name: 'clients',
       paths: [config.clients.file],
       since: deps.since.clients,
-      load: () => loadClientRegistry(config.clients.file),
+      load: () => loadProfiledClients(config),
       apply: (registry) => {
         state.authenticate = createClientAuthenticator(registry, clock);
         state.clients = registry;
@@ -94,7 +94,7 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
       // same directory (the chart's Secret) must not reload keys and empty the cache.
       directoryEntries: isKeyDirectoryEntry,
       since: deps.since.keys,
-      load: () => loadKeyRing(config.keys.dir, config.token.algorithm, clock),
+      load: () => loadProfiledKeyRing(config, clock),
       apply: (ring) => {
         const maxAgeMs = config.keys.jwksMaxAgeSeconds * 1000;
         for (const key of latePublications(state.keyRing, ring, clock.now(), maxAgeMs)) {

@@ -84,6 +84,7 @@ export function tokenRouteDeps(config: Config, deps: TokenRouteWiringDeps): Toke
     responseFields: config.token.responseFields,
     clock,
     clientCutoff: (clientId) => revocation.clientCutoff(clientId),
+    profile: config.profile,
   });
   return {
     tokens,

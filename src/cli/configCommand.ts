@@ -8,13 +8,12 @@
  * Exit 0 with a short summary, or 1 with the problems.
  */
 import { loadCertificateTrust } from '../certificates/certificateTrust.js';
-import { loadClientRegistry } from '../clients/clientRegistry.js';
 import { readAdminToken } from '../config/adminTokenFile.js';
 import { ConfigError } from '../config/configError.js';
 import { loadConfig } from '../config/loadConfig.js';
 import type { Config } from '../config/types.js';
 import { StaticKeySet } from '../issuers/staticKeySet.js';
-import { loadKeyRing } from '../keys/loadKeyRing.js';
+import { loadProfiledClients, loadProfiledKeyRing } from '../profile/profileLoads.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
 import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import {
@@ -76,6 +75,8 @@ interface CheckSummary {
   readonly defaultUpstream: boolean;
   readonly issuers: number;
   readonly revocationStore: string;
+  /** `profile` (docs/fapi.md). */
+  readonly profile: string;
 }
 
 export async function runConfigCommand(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -123,8 +124,8 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
     }
   };
   const [ring, clients] = await Promise.all([
-    settle(loadKeyRing(config.keys.dir, config.token.algorithm)),
-    settle(loadClientRegistry(config.clients.file)),
+    settle(loadProfiledKeyRing(config)),
+    settle(loadProfiledClients(config)),
     settle(readAdminToken(config.admin.tokenFile)),
     config.server.tls.enabled ? settle(loadTlsMaterial(tlsSettingsOf(config))) : null,
     ...config.issuers.flatMap((issuer, index) =>
@@ -175,6 +176,7 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
       defaultUpstream: config.upstream.default !== null,
       issuers: config.issuers.length,
       revocationStore: config.revocation.store,
+      profile: config.profile,
     },
   };
 }
@@ -202,6 +204,7 @@ function summaryText(s: CheckSummary, file: string): string {
     `  issuers:     ${s.issuers}`,
     `  revocation:  ${s.revocationStore}`,
     `  admin API:   ${s.adminApi ? 'on' : 'off (no admin.tokenFile)'}`,
+    `  profile:     ${s.profile}`,
     '',
   ].join('\n');
 }

@@ -7,6 +7,7 @@
 import { isAbsolute, resolve } from 'node:path';
 import { headerKey } from './callerHeaders.js';
 import { DEFAULT_CERTIFICATE_HEADER } from './certificateHeaders.js';
+import { FAPI_MAX_LIFETIME_SECONDS, FAPI_MIN_LIFETIME_SECONDS } from './profileRules.js';
 import type { Config } from './types.js';
 
 export interface CompleteOptions {
@@ -76,7 +77,25 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   if (config.admin.tokenFile)
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;
+  if (config.profile === 'fapi-br') applyFapiBr(config);
   return config as Config;
+}
+
+/**
+ * What `profile: fapi-br` makes of a checked configuration (profileRules.ts refused
+ * the contradictions): every route and the default upstream take certificate-bound
+ * tokens only (RFC 8705 §3), and the token lifetime is clamped to 300–900 s (only the
+ * unwritten default, 3600, can be outside by now).
+ */
+function applyFapiBr(config: MutableConfig): void {
+  for (const route of config.routes) route.requireCertificateBound = true;
+  const fallback = config.upstream.default as { requireCertificateBound?: boolean } | null;
+  if (fallback) fallback.requireCertificateBound = true;
+  const token = config.token as { lifetimeSeconds: number };
+  token.lifetimeSeconds = Math.min(
+    Math.max(token.lifetimeSeconds, FAPI_MIN_LIFETIME_SECONDS),
+    FAPI_MAX_LIFETIME_SECONDS,
+  );
 }
 
 function resolveOptional(baseDir: string, path: string | null): string | null {

@@ -361,6 +361,7 @@ export const configSchema = {
                 upstream: { type: 'string', minLength: 1 },
                 scopes: scopeItems,
                 timeoutMs: positiveMs,
+                // No default: ajv ignores defaults inside oneOf (strict mode refuses one).
                 requireCertificateBound: { type: 'boolean' },
               },
             },
@@ -416,5 +417,8 @@ export const configSchema = {
       default: {},
       properties: { enabled: { type: 'boolean', default: false } },
     },
+    // A security profile that tightens and checks other settings (docs/fapi.md); rules
+    // in profileRules.ts, its effects in completeConfig.ts and profile/.
+    profile: { enum: ['none', 'fapi-br'], default: 'none' },
   },
 } as const;

@@ -314,6 +314,8 @@ export interface TokenLimitsConfig {
 }
 
 /** Where the client certificate comes from, and what the gateway checks it against. */
+export type Profile = 'none' | 'fapi-br';
+
 export interface Config {
   readonly server: ServerConfig;
   readonly admin: ListenerConfig & {
@@ -372,6 +374,11 @@ export interface Config {
     /** OpenTelemetry spans exported over OTLP/HTTP, configured by the `OTEL_*` variables. */
     readonly enabled: boolean;
   };
+  /**
+   * `fapi-br`: FAPI 1.0 Advanced as Brazil's Open Finance uses it (docs/fapi.md): bound
+   * tokens everywhere, certificates for every client, lifetimes of 300–900 s.
+   */
+  readonly profile: Profile;
   /**
    * Demo mode (`npm start`): create a signing key and a demo client when missing, and
    * start a demo upstream. Never on in a production config.

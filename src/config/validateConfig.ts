@@ -15,6 +15,7 @@ import { callerHeaderProblems, identityHeaderProblems } from './headerRules.js';
 import { issuerProblems } from './issuerRules.js';
 import { type Loose, section, text } from './looseValues.js';
 import { oauthProblems } from './oauthRules.js';
+import { profileProblems } from './profileRules.js';
 import { redisProblems, redisTargetOf } from './redisRules.js';
 import { routeProblems } from './routeRules.js';
 import { schemaProblems } from './schemaProblems.js';
@@ -31,10 +32,12 @@ export type ValidateOptions = CompleteOptions;
 export function validateConfig(raw: unknown, options: ValidateOptions): Config {
   const input = structuredClone(raw ?? {});
   defaultIssuerForTls(input);
+  // Before the schema's defaults: the profile tells a written value from a default.
+  const profile = profileProblems(input as Loose);
   const problems = schemaProblems(input);
   // The rules run on whatever the schema accepted (each reads its settings defensively),
   // so a file with a schema problem and a rule problem shows both in one run.
-  problems.push(...ruleProblems(input as Loose));
+  problems.push(...ruleProblems(input as Loose), ...profile);
   if (problems.length > 0) throw new ConfigError([...new Set(problems)]);
   return deepFreeze(completeConfig(input, options));
 }

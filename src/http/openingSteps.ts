@@ -13,6 +13,10 @@
  *                    certificate into the scope (`clientCertificateStep.ts`; 401 without a
  *                    verified one in `require` mode); `header`: the certificate from a
  *                    trusted proxy's header (`certificateHeaderStep.ts`; 400 malformed)
+ *   interaction id   with `profile: fapi-br`, first of all: `x-fapi-interaction-id`, a
+ *                    UUID or generated, into the scope (`interactionIdStep.ts`; 400
+ *                    malformed), so that every answer, a refusal of the next steps too,
+ *                    echoes it
  *
  * An entry runs one of the two lists; a refusal is thrown as a PortariaError.
  */
@@ -48,16 +52,18 @@ export interface OpeningSteps {
   readonly upgrade: readonly OpeningStep[];
 }
 
-/** The two lists; `certificate` (a step or null) comes last in both. */
+/** The two lists; `certificate` (a step or null) comes last in both, `interaction` first. */
 export function openingSteps(
   maxHeaderLines: number,
   certificate: OpeningStep | null = null,
+  interaction: OpeningStep | null = null,
 ): OpeningSteps {
   const lines = headerLines(maxHeaderLines);
   const last = certificate === null ? [] : [certificate];
+  const first = interaction === null ? [] : [interaction];
   return {
-    request: [lines, singletonFields, transferCoding, path, ...last],
-    upgrade: [lines, singletonFields, path, ...last],
+    request: [...first, lines, singletonFields, transferCoding, path, ...last],
+    upgrade: [...first, lines, singletonFields, path, ...last],
   };
 }
 

@@ -48,6 +48,7 @@ import { certificateHeaderStep } from './certificateHeaderStep.js';
 import { basicChallenge, type EdgeChallenge } from './challenge.js';
 import { clientCertificateStep } from './clientCertificateStep.js';
 import { checkUpgradeWithoutBody, hasBody } from './framingChecks.js';
+import { echoInteractionId, interactionIdStep } from './interactionIdStep.js';
 import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
 import type { OAuthRoutes } from './oauthRoutes.js';
 import {
@@ -116,7 +117,11 @@ export class PublicGateway {
   constructor(deps: PublicGatewayDeps) {
     this.#deps = deps;
     this.#typeBase = deps.config.problemTypeBase;
-    this.#opening = openingSteps(deps.config.server.maxHeaderLines, this.#certificateStep());
+    this.#opening = openingSteps(
+      deps.config.server.maxHeaderLines,
+      this.#certificateStep(),
+      deps.config.profile === 'fapi-br' ? interactionIdStep : null,
+    );
     this.#protected = protectedSteps({
       verifier: deps.verifier,
       ownAudience: deps.config.audience,
@@ -214,6 +219,7 @@ export class PublicGateway {
   #dispatch(req: IncomingMessage, res: GatewayResponse): Promise<void> | undefined {
     const scope = res.scope;
     runOpeningSteps(this.#opening.request, req, scope);
+    echoInteractionId(res);
     const path = (scope.target as NonNullable<RequestScope['target']>).path;
     const oauth = this.#deps.oauth?.get(path);
     if (oauth !== undefined) {
@@ -309,7 +315,11 @@ export class PublicGateway {
         error,
         instanceOf(pathOnly(req.url), scope.id),
         this.#typeBase,
-        { requestId: scope.id, challenge: this.#challenge.header(error, scope) },
+        {
+          requestId: scope.id,
+          challenge: this.#challenge.header(error, scope),
+          interactionId: scope.interactionId,
+        },
       );
       done(written ? error.status : 499, error.reason);
     });
@@ -372,6 +382,7 @@ export class PublicGateway {
   #fail(req: IncomingMessage, res: GatewayResponse, error: unknown): void {
     const scope = res.scope;
     if (!res.headersSent) res.setHeader('x-request-id', scope.id);
+    echoInteractionId(res);
     if (!isPortariaError(error)) {
       scope.error = error;
       sendServerError(res);

@@ -91,6 +91,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   socketStatus = 0;
   /** The request's trace (server span), when tracing is on. */
   trace: RequestTrace | null = null;
+  /** `x-fapi-interaction-id` under profile fapi-br (`interactionIdStep.ts`); else undefined. */
+  interactionId: string | undefined = undefined;
 
   get requestId(): string {
     return this.id;

@@ -40,6 +40,8 @@ export interface AccessRecord {
   readonly certificateVerdict: string | undefined;
   /** A private reason code (closed set). */
   readonly reason: string | undefined;
+  /** `x-fapi-interaction-id` under profile fapi-br: a UUID, the caller's or generated. */
+  readonly interactionId?: string | undefined;
 }
 
 /** The field names, in the order they are written. */
@@ -60,6 +62,7 @@ export const ACCESS_FIELDS = {
   certificateSha256: 'tls.client.hash.sha256',
   certificateVerdict: 'portaria.client_certificate.verdict',
   reason: 'portaria.reason',
+  interactionId: 'portaria.fapi.interaction_id',
   truncated: 'portaria.truncated',
   exceptionType: 'exception.type',
   exceptionMessage: 'exception.message',
@@ -84,6 +87,8 @@ const ROUTE_BYTES = 64;
 const REASON_BYTES = 64;
 /** A SHA-256 in hex. */
 const HASH_BYTES = 64;
+/** A UUID in its RFC 4122 text form. */
+const INTERACTION_ID_BYTES = 36;
 
 /** Every access line is shorter than this, newline included (PIPE_BUF on Linux). */
 export const ACCESS_LINE_MAX_BYTES = 4096;
@@ -214,6 +219,9 @@ export function accessFieldsJson(r: AccessRecord): string {
     );
   }
   if (r.reason !== undefined) line += stringField(m.reason, f.reason, r.reason, REASON_BYTES);
+  if (r.interactionId !== undefined) {
+    line += stringField(m.interactionId, f.interactionId, r.interactionId, INTERACTION_ID_BYTES);
+  }
   if (cutNames.length > 0) line += m.truncated + JSON.stringify(cutNames);
   return line;
 }
@@ -265,6 +273,9 @@ export function accessFieldsObject(r: AccessRecord, error?: unknown): Record<str
     fields[f.certificateVerdict] = text(f.certificateVerdict, r.certificateVerdict, REASON_BYTES);
   }
   if (r.reason !== undefined) fields[f.reason] = text(f.reason, r.reason, REASON_BYTES);
+  if (r.interactionId !== undefined) {
+    fields[f.interactionId] = text(f.interactionId, r.interactionId, INTERACTION_ID_BYTES);
+  }
   if (error !== undefined) {
     const e = error instanceof Error ? error : undefined;
     fields[f.exceptionType] = text(

@@ -42,6 +42,8 @@ export interface ForwardContext {
   readonly proto: ForwardedProto;
   /** The client certificate (for the `certificate.*` identity headers); null: none. */
   readonly certificate?: ClientCertificate | null;
+  /** `x-fapi-interaction-id` under profile fapi-br, for the upstream (`headers.ts`). */
+  readonly interactionId?: string | undefined;
   /**
    * Set by the forwarder when the upstream failed after the response's headers were sent
    * (the client got a truncated message): the access line must not read it as the client
@@ -343,6 +345,7 @@ export function createForwarder(opts: ForwarderOptions): Forwarder {
       peerAddress: ctx.peerAddress,
       host: req.headers.host,
       proto: ctx.proto,
+      interactionId: ctx.interactionId,
     });
     const call =
       ctx.trace?.upstream(

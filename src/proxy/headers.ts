@@ -40,6 +40,8 @@ export interface UpstreamRequestContext {
   /** The `Host` the client used, for `X-Forwarded-Host`. */
   readonly host: string | undefined;
   readonly proto: ForwardedProto;
+  /** `x-fapi-interaction-id` to send when the client sent none (profile fapi-br). */
+  readonly interactionId?: string | undefined;
 }
 
 export type OutgoingHeaders = Record<string, string | string[]>;
@@ -94,6 +96,8 @@ export const HOP_BY_HOP_HEADERS: readonly string[] = Object.freeze([
 ]);
 
 const REQUEST_ID = 'x-request-id';
+/** FAPI 1.0 Part 1 §6.2.1: the interaction id travels to the resource (profile fapi-br). */
+const INTERACTION_ID = 'x-fapi-interaction-id';
 const XFF = 'x-forwarded-for';
 const XFP = 'x-forwarded-proto';
 const XFH = 'x-forwarded-host';
@@ -298,6 +302,10 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     if (!hasProto) out.push(XFP, ctx.proto);
     if (!hasHost && ctx.host !== undefined) out.push(XFH, ctx.host);
     out.push(FORWARDED, forwarded(client, host, proto), REQUEST_ID, ctx.requestId);
+    // A client's own value passed above (checked to be a UUID); a generated one goes too.
+    if (ctx.interactionId !== undefined && incoming[INTERACTION_ID] === undefined) {
+      out.push(INTERACTION_ID, ctx.interactionId);
+    }
 
     const principal = ctx.principal;
     for (let i = 0; i < claims.length; i++) {

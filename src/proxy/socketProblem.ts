@@ -51,7 +51,12 @@ export function writeSocketProblem(
   error: PortariaError,
   instancia: string,
   problemTypeBase: string,
-  options: { readonly requestId?: string; readonly challenge?: string | undefined } = {},
+  options: {
+    readonly requestId?: string;
+    readonly challenge?: string | undefined;
+    /** `x-fapi-interaction-id` to echo (profile fapi-br). */
+    readonly interactionId?: string | undefined;
+  } = {},
 ): boolean {
   if (!isSocketPristine(socket)) {
     socket.destroy();
@@ -72,6 +77,9 @@ export function writeSocketProblem(
   }
   if (options.challenge !== undefined) head += `www-authenticate: ${options.challenge}\r\n`;
   if (options.requestId !== undefined) head += `x-request-id: ${options.requestId}\r\n`;
+  if (options.interactionId !== undefined) {
+    head += `x-fapi-interaction-id: ${options.interactionId}\r\n`;
+  }
   socket.write(`${head}\r\n${body}`);
   lingeringClose(socket);
   return true;

@@ -46,6 +46,8 @@ export interface WebSocketContext {
   readonly proto: ForwardedProto;
   /** The client certificate (for the `certificate.*` identity headers); null: none. */
   readonly certificate?: ClientCertificate | null;
+  /** `x-fapi-interaction-id` under profile fapi-br, for the upstream (`headers.ts`). */
+  readonly interactionId?: string | undefined;
   /** The request's trace when tracing is on (the handshake gets a CLIENT span). */
   readonly trace?: UpstreamTracer | null;
 }
@@ -203,6 +205,7 @@ export function createWebSocketProxy(opts: WebSocketProxyOptions): WebSocketProx
         peerAddress: ctx.peerAddress,
         host: req.headers.host,
         proto: ctx.proto,
+        interactionId: ctx.interactionId,
       });
       headers.connection = 'upgrade';
       headers.upgrade = 'websocket';

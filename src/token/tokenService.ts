@@ -10,7 +10,7 @@
 import type { AuthenticationResult, ClientAuthenticator } from '../clients/authenticateClient.js';
 import type { ClientRecord } from '../clients/clientRegistry.js';
 import { SECRET_METHODS } from '../clients/oauthClientFields.js';
-import type { ResponseFieldSet } from '../config/types.js';
+import type { Profile, ResponseFieldSet } from '../config/types.js';
 import type { ClientCertificate } from '../domain/clientCertificate.js';
 import { PortariaError } from '../errors.js';
 import type { SigningKey } from '../keys/keyRing.js';
@@ -19,6 +19,9 @@ import { boundThumbprint } from './certificateBinding.js';
 import { type IssuedToken, issueAccessToken } from './issueAccessToken.js';
 import type { TokenRequest } from './parseTokenRequest.js';
 import { shapeTokenResult } from './shapeTokenResult.js';
+
+/** Under fapi-br every token of the contract's operation is bound (RFC 8705 §3). */
+const FAPI_CLIENT = { requireCertificate: true } as const;
 
 export interface TokenServiceOptions {
   readonly authenticate: () => ClientAuthenticator;
@@ -30,6 +33,8 @@ export interface TokenServiceOptions {
   readonly clock: Clock;
   /** The client's revocation cut-off (epoch seconds), if any (`RevocationStore.clientCutoff`). */
   readonly clientCutoff?: (clientId: string) => number | undefined;
+  /** `profile` of the configuration: `fapi-br` changes which clients take a secret here. */
+  readonly profile?: Profile;
 }
 
 /**
@@ -47,8 +52,22 @@ export interface TokenExchange {
 export class TokenService {
   readonly #options: TokenServiceOptions;
 
+  readonly #fapiBr: boolean;
+
   constructor(options: TokenServiceOptions) {
     this.#options = options;
+    this.#fapiBr = options.profile === 'fapi-br';
+  }
+
+  /**
+   * A client's `authMethods` hold here too: the contract's operation takes a secret, so a
+   * client allowing no secret method (private_key_jwt only) is refused, after the secret
+   * check, as at the OAuth endpoints. Under fapi-br `authMethods` lists the OAuth
+   * endpoints' FAPI methods only, and the secret stays this operation's credential, taken
+   * only beside a verified certificate the token is bound to (docs/fapi.md).
+   */
+  #takesSecret(client: ClientRecord): boolean {
+    return this.#fapiBr || client.authMethods.some((m) => SECRET_METHODS.includes(m));
   }
 
   /**
@@ -68,12 +87,9 @@ export class TokenService {
       authenticated?.('error');
       throw error;
     }
-    // A client's `authMethods` hold here too: the contract's operation takes a secret, so
-    // a client allowing no secret method (private_key_jwt only) is refused, after the
-    // secret check, as at the OAuth endpoints.
     const reason = !result.ok
       ? result.reason
-      : result.client.authMethods.some((m) => SECRET_METHODS.includes(m))
+      : this.#takesSecret(result.client)
         ? undefined
         : 'auth-method-not-allowed';
     authenticated?.(reason);
@@ -84,7 +100,7 @@ export class TokenService {
     }
     const { client } = result;
     // After the secret: a stranger learns nothing of a client's certificate rules.
-    const thumbprint = boundThumbprint(client, certificate);
+    const thumbprint = boundThumbprint(this.#fapiBr ? FAPI_CLIENT : client, certificate);
     const issued = this.issueTo(client, client.scope, this.#options.audience, steps, thumbprint);
     return {
       clientId: client.id,

@@ -70,6 +70,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   reload: ['config', 'lib', 'errors'],
   // `config check` loads issuers' key files and compiles the routes as the gateway does.
   cli: [
+    'profile',
     'certificates',
     'clients',
     'keys',
@@ -81,8 +82,11 @@ const ALLOWED: Record<string, readonly string[]> = {
     'lib',
     'errors',
   ],
+  // profile: fapi-br over the clients file and the keys directory (docs/fapi.md).
+  profile: ['clients', 'keys', 'config', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
+    'profile',
     'tls',
     'certificates',
     'admin',

@@ -59,6 +59,7 @@ describe('portaria config check', () => {
     assert.match(r.stdout, /^ {2}signing: +ES256, key \S+ \(1 published\)$/m);
     assert.match(r.stdout, /^ {2}clients: +1$/m);
     assert.match(r.stdout, /^ {2}routes: +1, no default upstream$/m);
+    assert.match(r.stdout, /^ {2}profile: +none$/m);
   });
 
   test('token.algorithm PS256: the key keys generate made for it checks ok; an RS256 key does not', async (t) => {
@@ -108,6 +109,7 @@ describe('portaria config check', () => {
       'defaultUpstream',
       'issuers',
       'revocationStore',
+      'profile',
     ]);
     assert.equal(report.summary.clients, 1);
     assert.equal(report.summary.adminApi, true);

@@ -132,6 +132,7 @@ const EVERY_SETTING = {
   metrics: { maxClientLabels: 1, processMetricsPrefix: 'p_' },
   log: { level: 'info', pretty: false },
   tracing: { enabled: false },
+  profile: 'none',
   demo: false,
 } satisfies Config;
 

@@ -155,6 +155,15 @@ const COMPANIONS: readonly Record<string, string>[] = [
     PORTARIA_CLIENT_CERTIFICATE__SOURCE: 'tls',
     PORTARIA_CLIENT_CERTIFICATE__CA_FILES: '/tmp/env-ca.pem',
   },
+  // profile: fapi-br (docs/fapi.md) holds the algorithm, the certificates and TLS to it.
+  {
+    ...TLS_COMPANIONS,
+    PORTARIA_SERVER__TLS__POLICY: 'fapi',
+    PORTARIA_SERVER__TLS__CLIENT_CERTIFICATES: 'request',
+    PORTARIA_CLIENT_CERTIFICATE__SOURCE: 'tls',
+    PORTARIA_CLIENT_CERTIFICATE__CA_FILES: '/tmp/env-ca.pem',
+    PORTARIA_TOKEN__ALGORITHM: 'PS256',
+  },
 ];
 
 describe('settings from the environment', () => {

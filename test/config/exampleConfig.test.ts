@@ -179,7 +179,7 @@ describe('config/portaria.example.yaml', () => {
       upstream: 'http://legacy.internal:8080',
       scopes: ['legacy'],
       timeoutMs: 10_000,
-      requireCertificateBound: false,
+      requireCertificateBound: true,
     });
     assert.equal(config.identityHeaders.client_id, 'X-Partner-Id');
   });

@@ -420,6 +420,7 @@ describe('validateConfig', () => {
       forwardAuthorization: true,
       forwardCallerHeaders: [],
       problemTypeBase: 'urn:portaria:problem:',
+      profile: 'none',
       metrics: { maxClientLabels: 100, processMetricsPrefix: '' },
       log: { level: 'info', pretty: false },
       tracing: { enabled: false },

@@ -190,6 +190,29 @@ describe('helm test hook, run against the gateway the chart renders', () => {
     assert.match(revoked.stderr, /FAIL: token request answered 401, expected 200/);
   });
 
+  test('under profile fapi-br: the partner gets a bound token with its secret and certificate, and uses it', async (t) => {
+    const objects = await render({
+      files: [SCENARIOS.find((s) => s.name === 'fapi-br')?.file as string],
+    });
+    const pki = await createTestPki(await tempDir(t, 'portaria-pki-'));
+    const server = await pki.ca.issue('rsa-server', { use: 'server', keyType: 'rsa' });
+    const url = await startRenderedGateway(t, objects, {
+      '/etc/portaria/tls/tls.crt': server.cert,
+      '/etc/portaria/tls/tls.key': server.key,
+      '/etc/portaria/client-ca/ca.crt': pki.ca.pem,
+    });
+    const client = pki.client;
+    const curlTls = `--cacert ${pki.ca.certFile} --cert ${client.certFile} --key ${client.keyFile}`;
+    const result = await runHook(objects, url, { CURL_TLS: curlTls });
+    assert.equal(result.code, 0, `${result.stdout}\n${result.stderr}`);
+    assert.deepEqual(result.stdout.trim().split('\n'), [
+      'ok: public keys served',
+      'ok: /open-banking/accounts/v2/accounts refused without a token',
+      'ok: token issued',
+      'ok: GET /open-banking/accounts/v2/accounts with the token answered 200',
+    ]);
+  });
+
   test('without test credentials it checks the public keys and the refusal only', async (t) => {
     const objects = await render();
     assert.equal(objects.filter((o) => o.metadata.name.endsWith('-test-credentials')).length, 0);

@@ -268,6 +268,10 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- if $certificates -}}
 {{- $_ := set $cfg "clientCertificate" $certificates -}}
 {{- end -}}
+{{- /* The security profile (docs/fapi.md): a value of its own, the gateway checks the rest. */ -}}
+{{- if ne (.Values.profile | default "none") "none" -}}
+{{- $_ := set $cfg "profile" .Values.profile -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
@@ -407,6 +411,16 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if lt (include "portaria.terminationGracePeriodSeconds" . | int) $minGrace -}}
 {{- $graceSeconds := div (add (include "portaria.shutdownGraceMs" . | int) 999) 1000 -}}
 {{- fail (printf "terminationGracePeriodSeconds (%d) is too short: drain.preStopSleepSeconds (%d) + ceil(config.server.shutdownGraceMs / 1000) (%d) + %s s of cleanup after the drain = %d; set it to at least %d or leave it null to derive it (the pod would be killed mid-shutdown)" (.Values.terminationGracePeriodSeconds | int) (.Values.drain.preStopSleepSeconds | int) $graceSeconds (include "portaria.shutdownCleanupSeconds" .) $minGrace $minGrace) -}}
+{{- end -}}
+{{- /* profile: fapi-br (docs/fapi.md): what the chart can see; the gateway checks the rest. */ -}}
+{{- if eq (.Values.profile | default "none") "fapi-br" -}}
+{{- $config := .Values.config | default dict -}}
+{{- if eq (dig "clientCertificate" "source" "none" $config) "none" -}}
+{{- fail "profile: fapi-br binds every token to a client certificate: set config.clientCertificate.source (tls, with tls.enabled and clientCertificate.ca; or header, behind a TLS-terminating proxy)" -}}
+{{- end -}}
+{{- if and .Values.tls.enabled (ne (dig "server" "tls" "policy" "default" $config) "fapi") -}}
+{{- fail "profile: fapi-br with tls.enabled needs config.server.tls.policy: fapi (the TLS 1.2 suites of FAPI 1.0 Part 2 §8.5)" -}}
+{{- end -}}
 {{- end -}}
 {{- end -}}
 
