@@ -33,6 +33,7 @@ import {
   LIMITS_ON_NOT_REFUSING,
   TOKEN_PATH,
 } from './lib/benchClaims.js';
+import { pinTo } from './lib/cpuPinning.js';
 import { processCpuUs } from './lib/processCpu.js';
 import { type Child, spawnChild } from './lib/spawnChild.js';
 import { median } from './lib/stats.js';
@@ -84,13 +85,6 @@ if (availableParallelism() < 2 || spawnSync('taskset', ['-V']).status !== 0) {
 
 const script = (build: string, name: string): URL =>
   pathToFileURL(join(resolve(build), 'bench', `${name}.js`));
-
-/** Sets the CPU affinity of every thread of each process. */
-function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
-  for (const pid of pids) {
-    if (pid !== undefined) spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)]);
-  }
-}
 
 process.stdout.write(`node ${process.version} (${process.execPath}), both builds\n`);
 const work = await mkdtemp(join(tmpdir(), 'portaria-compare-'));

@@ -22,6 +22,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, TOKEN_PATH } from '../lib/benchClaims.js';
+import { pinTo } from '../lib/cpuPinning.js';
 import { ChildSet, startGateway, startUpstream } from '../lib/gateways.js';
 import { parseModeArgs, positiveInt } from '../lib/modeArgs.js';
 import { processCpuUs } from '../lib/processCpu.js';
@@ -102,12 +103,6 @@ async function certificates(dir: string) {
     partnerCert: await read('partner.crt'),
     partnerKey: await read('partner.key'),
   };
-}
-
-function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
-  for (const pid of pids) {
-    if (pid !== undefined) spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)]);
-  }
 }
 
 /** `connections` lanes of back-to-back GETs of `path` for `seconds`; requests done. */

@@ -42,6 +42,7 @@ import { availableParallelism, cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { parseArgs } from 'node:util';
+import { pinTo } from '../lib/cpuPinning.js';
 import { compareProfiles } from '../lib/cpuProfile.js';
 import { countedRequests, countLines } from '../lib/gatewayChecks.js';
 import {
@@ -371,15 +372,6 @@ async function main(): Promise<number> {
   } finally {
     await Promise.all(children.map((c) => c.stop()));
     await rm(dir, { recursive: true, force: true });
-  }
-}
-
-/** Sets the CPU affinity of every thread of each process (`taskset -a -p -c`). */
-function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
-  for (const pid of pids) {
-    if (pid === undefined) continue;
-    const done = spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)], { encoding: 'utf8' });
-    if (done.status !== 0) throw new Error(`taskset failed for ${pid}: ${done.stderr}`);
   }
 }
 

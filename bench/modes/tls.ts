@@ -29,6 +29,7 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { connect } from 'node:tls';
+import { pinTo } from '../lib/cpuPinning.js';
 import { ChildSet, type GatewayInfo, startGateway, startUpstream } from '../lib/gateways.js';
 import { parseModeArgs, positiveInt } from '../lib/modeArgs.js';
 import { processCpuUs } from '../lib/processCpu.js';
@@ -45,13 +46,6 @@ const OPTIONS = {
 } as const;
 
 const PATH = '/v1/orders/42';
-
-/** Sets the CPU affinity of every thread of each process. */
-function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
-  for (const pid of pids) {
-    if (pid !== undefined) spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)]);
-  }
-}
 
 /** A P-256 certificate for 127.0.0.1, self-signed by openssl: its files. */
 function benchCertificate(dir: string): { certFile: string; keyFile: string } {

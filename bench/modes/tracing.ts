@@ -37,6 +37,7 @@ import { createServer } from 'node:http';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { pathToFileURL } from 'node:url';
+import { pinTo } from '../lib/cpuPinning.js';
 import { parseModeArgs, positiveInt } from '../lib/modeArgs.js';
 import { processCpuUs } from '../lib/processCpu.js';
 import { type Child, spawnChild } from '../lib/spawnChild.js';
@@ -61,13 +62,6 @@ const OPTIONS = {
 const here = resolve(import.meta.dirname, '..', '..');
 const script = (build: string, name: string): URL =>
   pathToFileURL(join(build, 'bench', `${name}.js`));
-
-/** Sets the CPU affinity of every thread of each process. */
-function pinTo(cpus: string, ...pids: (number | undefined)[]): void {
-  for (const pid of pids) {
-    if (pid !== undefined) spawnSync('taskset', ['-a', '-p', '-c', cpus, String(pid)]);
-  }
-}
 
 export async function run(argv: readonly string[]): Promise<number> {
   const values = parseModeArgs(argv, OPTIONS);
