@@ -69,6 +69,7 @@ const EVERY_SETTING = {
     assertionMaxLifetimeSeconds: 1,
     assertionAudiences: [],
     replayStore: 'local',
+    mtlsBaseUrl: 'https://mtls.example',
   },
   tokenLimits: {
     store: 'local',

@@ -49,9 +49,14 @@ function candidates(node: Node): [string, unknown][] {
       .map((v) => [String(v), v]);
   }
   if (type === 'string') {
-    return ['envset', 'https://env.example/x', 'redis://127.0.0.1:6390/0', '/tmp/env-set'].map(
-      (v) => [v, v],
-    );
+    // An origin last: a setting that takes no path (oauth.mtlsBaseUrl).
+    return [
+      'envset',
+      'https://env.example/x',
+      'redis://127.0.0.1:6390/0',
+      '/tmp/env-set',
+      'https://env.example',
+    ].map((v) => [v, v]);
   }
   if (type === 'array') {
     const items = (node.items ?? {}) as Node;
