@@ -172,14 +172,15 @@ describe('PeerCertificates', () => {
     assert.deepEqual(told, ['CRL_HAS_EXPIRED']);
   });
 
-  test('no certificate is null, also on a resumed session, where Node reports it authorized', async (t) => {
+  test('no certificate is null, also on a resumed session, where Node 20 reports it authorized', async (t) => {
     const visit = await server(t, pki, new PeerCertificates());
     const first = await visit(null);
     assert.equal(first.certificate, null);
     assert.equal(first.authorized, false);
     const resumed = await visit(null, first.session);
     assert.equal(resumed.resumed, true);
-    assert.equal(resumed.authorized, true, 'Node says authorized: the reason for the check');
+    // Node 20 says `authorized` here (the reason the reader never trusts that flag);
+    // the Node 24 CI runs reports false. Either way: no certificate.
     assert.equal(resumed.certificate, null);
   });
 
