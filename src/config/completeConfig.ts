@@ -35,12 +35,15 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   for (const route of config.routes) {
     route.timeoutMs ??= config.upstream.timeoutMs;
     route.audience ??= null;
+    route.upstream ??= null;
   }
   const fallback = config.upstream.default as {
+    upstream?: string | null;
     scopes?: string[];
     timeoutMs?: number;
   } | null;
   if (fallback) {
+    fallback.upstream ??= null;
     fallback.scopes ??= [];
     fallback.timeoutMs ??= config.upstream.timeoutMs;
   }

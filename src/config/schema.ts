@@ -332,7 +332,8 @@ export const configSchema = {
       items: {
         type: 'object',
         additionalProperties: false,
-        required: ['id', 'prefix', 'upstream'],
+        // `upstream` is required unless `mode: authorizer` (routeRules.ts).
+        required: ['id', 'prefix'],
         properties: {
           id: { type: 'string', pattern: '^[a-z0-9][a-z0-9_-]{0,62}$' },
           prefix: { type: 'string', pattern: '^/' },
@@ -356,7 +357,6 @@ export const configSchema = {
             {
               type: 'object',
               additionalProperties: false,
-              required: ['upstream'],
               properties: {
                 upstream: { type: 'string', minLength: 1 },
                 scopes: scopeItems,
@@ -420,5 +420,51 @@ export const configSchema = {
     // A security profile that tightens and checks other settings (docs/fapi.md); rules
     // in profileRules.ts, its effects in completeConfig.ts and profile/.
     profile: { enum: ['none', 'fapi-br'], default: 'none' },
+    // What the gateway does with a verified request (docs/authorizer.md): forward it
+    // (`proxy`), answer another proxy's question about it (`authorizer`), or both.
+    mode: { enum: ['proxy', 'authorizer', 'both'], default: 'proxy' },
+    // The decision listeners (docs/authorizer.md); rules in authorizerRules.ts.
+    authorizer: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        host: { ...host, default: '0.0.0.0' },
+        port: { ...port, default: 8181 },
+        // Envoy ext_authz over gRPC (envoy.service.auth.v3.Authorization), same host.
+        grpc: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: true },
+            port: { ...port, default: 9191 },
+          },
+        },
+        // Where nginx `auth_request` puts the original request (names are configurable:
+        // `proxy_set_header` chooses them).
+        originalMethodHeader: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9-]{1,64}$',
+          default: 'X-Original-Method',
+        },
+        originalUriHeader: {
+          type: 'string',
+          pattern: '^[A-Za-z0-9-]{1,64}$',
+          default: 'X-Original-URI',
+        },
+        // Allow decisions the proxy may cache: off by default; a revoked token may pass
+        // at the proxy for up to maxAgeSeconds (docs/authorizer.md#cacheable-decisions).
+        cacheDecisions: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: false },
+            maxAgeSeconds: { type: 'integer', minimum: 1, maximum: 300, default: 10 },
+          },
+        },
+      },
+    },
   },
 } as const;

@@ -120,13 +120,32 @@ export interface VerifyConfig {
   readonly cacheSize: number;
 }
 
+export type GatewayMode = 'proxy' | 'authorizer' | 'both';
+
+/** The decision listeners (docs/authorizer.md). */
+export interface AuthorizerConfig extends ListenerConfig {
+  /** Envoy ext_authz v3 over gRPC (same host as the HTTP decision listener). */
+  readonly grpc: { readonly enabled: boolean; readonly port: number };
+  /** Where nginx `auth_request` sends the original method and URI. */
+  readonly originalMethodHeader: string;
+  readonly originalUriHeader: string;
+  readonly cacheDecisions: {
+    readonly enabled: boolean;
+    /** The longest an allow decision may be cached: how long a revoked token may still pass. */
+    readonly maxAgeSeconds: number;
+  };
+}
+
 export interface RouteConfig {
   /** Bounded identifier used in metrics and logs. */
   readonly id: string;
   /** Canonical path prefix, matched on segment boundaries (`/v1/orders` matches `/v1/orders/1`, not `/v1/ordersX`). */
   readonly prefix: string;
-  /** Upstream origin (`http://host:port`), optionally with a base path that replaces nothing: the request path is appended as is. */
-  readonly upstream: string;
+  /**
+   * Upstream origin (`http://host:port`), optionally with a base path that replaces nothing:
+   * the request path is appended as is. Null only with `mode: authorizer` (nothing forwarded).
+   */
+  readonly upstream: string | null;
   /** Scopes a token must carry for this route. */
   readonly scopes: readonly string[];
   /** Time allowed for the upstream's response headers, and between body chunks. */
@@ -140,7 +159,8 @@ export interface RouteConfig {
 export interface UpstreamConfig {
   /** Route used when no prefix matches; null → 404 for unmatched paths. */
   readonly default: {
-    readonly upstream: string;
+    /** Null only with `mode: authorizer`. */
+    readonly upstream: string | null;
     readonly scopes: readonly string[];
     readonly timeoutMs: number;
     readonly requireCertificateBound?: boolean;
@@ -379,6 +399,9 @@ export interface Config {
    * tokens everywhere, certificates for every client, lifetimes of 300–900 s.
    */
   readonly profile: Profile;
+  /** Forward verified requests (`proxy`), answer other proxies' questions (`authorizer`), or both. */
+  readonly mode: GatewayMode;
+  readonly authorizer: AuthorizerConfig;
   /**
    * Demo mode (`npm start`): create a signing key and a demo client when missing, and
    * start a demo upstream. Never on in a production config.

@@ -8,6 +8,7 @@
  * listed in `ruleProblems`; completeConfig.ts derives what depends on other settings.
  */
 import { deepFreeze } from '../lib/deepFreeze.js';
+import { authorizerProblems } from './authorizerRules.js';
 import { clientCertificateProblems } from './certificateRules.js';
 import { type CompleteOptions, completeConfig } from './completeConfig.js';
 import { ConfigError } from './configError.js';
@@ -66,6 +67,7 @@ function ruleProblems(config: Loose): string[] {
     ...portProblems(config),
     ...tlsProblems(config),
     ...clientCertificateProblems(config),
+    ...authorizerProblems(config),
   );
   return problems;
 }

@@ -18,7 +18,7 @@ import type { Config } from '../config/types.js';
 export interface CompiledRoute {
   readonly id: string;
   readonly prefix: string;
-  /** `scheme://host[:port]`, the key of the connection pool. */
+  /** `scheme://host[:port]`, the key of the connection pool; `''`: none (`mode: authorizer`). */
   readonly origin: string;
   /** Upstream URL path without trailing slash, `''` if none. */
   readonly basePath: string;
@@ -72,20 +72,21 @@ class SharedValues {
 function compileRoute(
   id: string,
   prefix: string,
-  upstream: string,
+  upstream: string | null,
   scopes: readonly string[],
   timeoutMs: number,
   audience: string | null,
   requireCertificateBound: boolean,
   shared: SharedValues,
 ): CompiledRoute {
-  const url = new URL(upstream);
-  let basePath = url.pathname;
+  // No upstream (`mode: authorizer`): the route decides, nothing is forwarded.
+  const url = upstream === null ? null : new URL(upstream);
+  let basePath = url?.pathname ?? '';
   while (basePath.endsWith('/')) basePath = basePath.slice(0, -1);
   return Object.freeze({
     id,
     prefix,
-    origin: shared.string(url.origin),
+    origin: shared.string(url?.origin ?? ''),
     basePath: shared.string(basePath),
     scopes: shared.list(scopes),
     audiences: shared.list(audience === null ? [] : [audience]),
@@ -179,7 +180,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
 
   return Object.freeze({
     routes: Object.freeze(all),
-    origins: Object.freeze([...new Set(all.map((r) => r.origin))]),
+    origins: Object.freeze([...new Set(all.map((r) => r.origin))].filter((o) => o !== '')),
     match: (path: string): CompiledRoute | null => lookup(path, true),
   });
 }

@@ -134,6 +134,15 @@ const EVERY_SETTING = {
   log: { level: 'info', pretty: false },
   tracing: { enabled: false },
   profile: 'none',
+  mode: 'proxy',
+  authorizer: {
+    host: '0.0.0.0',
+    port: 1,
+    grpc: { enabled: false, port: 1 },
+    originalMethodHeader: 'X-Original-Method',
+    originalUriHeader: 'X-Original-URI',
+    cacheDecisions: { enabled: false, maxAgeSeconds: 1 },
+  },
   demo: false,
 } satisfies Config;
 

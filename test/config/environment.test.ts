@@ -143,6 +143,8 @@ const TLS_COMPANIONS: Readonly<Record<string, string>> = {
 /** Settings another one may need beside it, tried in turn (a Redis store needs Redis, …). */
 const COMPANIONS: readonly Record<string, string>[] = [
   {},
+  // mode: authorizer or both answers the proxies it trusts only (docs/authorizer.md).
+  { PORTARIA_SERVER__TRUSTED_PROXIES: '127.0.0.1' },
   { PORTARIA_REDIS__URL: 'redis://127.0.0.1:6390/0' },
   {
     PORTARIA_REDIS__URL: 'rediss://127.0.0.1:6390/0',
