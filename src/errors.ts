@@ -33,6 +33,8 @@ export const PROBLEMS = {
   'certificate-required': { status: 401, title: 'Client certificate required' },
   'certificate-invalid': { status: 401, title: 'Client certificate invalid' },
   'insufficient-scope': { status: 403, title: 'Insufficient scope' },
+  // A decision asked by a peer that is not one of server.trustedProxies (authorizer/).
+  'untrusted-peer': { status: 403, title: 'Not a trusted proxy' },
   'not-found': { status: 404, title: 'Not found' },
   'method-not-allowed': { status: 405, title: 'Method not allowed' },
   'request-timeout': { status: 408, title: 'Request timeout' },
@@ -91,6 +93,11 @@ export const FAILURE_REASONS = [
   'ambiguous-unicode', // characters that normalise to others, or invisible ones
   // Routing and upgrades.
   'no-route', // no route serves the path
+  'decisions-only', // mode: authorizer forwards nothing: a protected request on server.port
+  // Decisions (authorizer/).
+  'untrusted-peer', // the peer asking is not one of server.trustedProxies
+  'original-request', // the original method or URI is missing, repeated or malformed
+  'no-decision-entry', // no decision entry has this path
   'upgrade-on-open-path', // an upgrade on the token, JWKS or OpenAPI path
   'upgrade-with-body', // an upgrade request with a body
   'upgrade-offer-chunked', // an upgrade offer with a chunked body

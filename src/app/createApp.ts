@@ -24,6 +24,7 @@ import { ServerTls } from '../tls/serverTls.js';
 import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { createAdminServer } from './adminServer.js';
+import { createAuthorizer } from './authorizerWiring.js';
 import { certificateHeaderReader, headerCertificateTrust } from './certificateHeaderWiring.js';
 import { createForwarding } from './forwardingWiring.js';
 import { createGateway } from './gatewayWiring.js';
@@ -89,8 +90,16 @@ export interface WorkerParts {
 export interface App {
   readonly config: Config;
   readonly logger: Logger;
-  /** Starts both listeners; resolves with the bound addresses. */
-  listen(): Promise<{ publicUrl: string; adminUrl: string }>;
+  /**
+   * Starts the listeners; resolves with the bound addresses (`authorizerUrl` and
+   * `grpcUrl` are '' without a decision listener of that kind).
+   */
+  listen(): Promise<{
+    publicUrl: string;
+    adminUrl: string;
+    authorizerUrl: string;
+    grpcUrl: string;
+  }>;
   /** Reloads the clients file, the keys directory, key files, the routes and TLS files now (SIGHUP). */
   reload(): Promise<void>;
   /** The /readyz policy's answer now (the primary asks its workers). */
@@ -193,6 +202,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     freshness,
     sharedReplay: worker?.replay,
   });
+  const certificateHeader = certificateHeaderReader(config, certificateTrust, clock);
   const gateway = createGateway(config, {
     state,
     tokenRoute,
@@ -206,7 +216,21 @@ export async function createApp(options: AppOptions): Promise<App> {
     metrics,
     tracing,
     freshness,
-    certificateHeader: certificateHeaderReader(config, certificateTrust, clock),
+    certificateHeader,
+  });
+
+  const authorizer = createAuthorizer(config, {
+    clock,
+    state,
+    verifier,
+    challenge,
+    trustedProxies: forwarding.trustedProxies,
+    logger,
+    access,
+    metrics,
+    tracing,
+    freshness,
+    certificateHeader,
   });
 
   const serverTls = tlsMaterial === null ? null : new ServerTls(tlsSettingsOf(config), tlsMaterial);
@@ -257,8 +281,8 @@ export async function createApp(options: AppOptions): Promise<App> {
   return {
     config,
     logger,
-    listen: () =>
-      listenBoth(config, {
+    async listen() {
+      const urls = await listenBoth(config, {
         publicServer: publicListener.server,
         adminServer,
         tls: serverTls,
@@ -266,7 +290,16 @@ export async function createApp(options: AppOptions): Promise<App> {
         state,
         logger,
         worker: worker !== undefined,
-      }),
+      });
+      if (authorizer === null) return { ...urls, authorizerUrl: '', grpcUrl: '' };
+      const decisionUrls = await authorizer.listen().catch((error: unknown) => {
+        publicListener.server.close();
+        adminServer?.close();
+        throw error;
+      });
+      logger.info({ mode: config.mode, ...decisionUrls }, 'answering decisions');
+      return { ...urls, ...decisionUrls };
+    },
     readiness: readiness,
     metricsSnapshot: () => metrics.snapshot(),
     async reload() {
@@ -293,6 +326,7 @@ export async function createApp(options: AppOptions): Promise<App> {
         access,
         publicListener,
         adminServer,
+        authorizer,
         webSockets: forwarding.webSockets,
         forwarder: forwarding.forwarder,
         housekeeping,

@@ -12,7 +12,7 @@ import { openApiDocumentFor } from '../documents/openApiDocument.js';
 import { StaticDocument } from '../documents/staticDocument.js';
 import type { EdgeChallenge } from '../http/challenge.js';
 import type { OAuthRoutes } from '../http/oauthRoutes.js';
-import { PublicGateway } from '../http/publicGateway.js';
+import { PublicGateway, type PublicGatewayDeps } from '../http/publicGateway.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
@@ -76,16 +76,24 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
         }
       : {}),
     ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
+    forwards: config.mode !== 'authorizer',
     ...(freshness === null
       ? {}
-      : {
-          revocationFreshness: {
-            isStale: () => freshness.isStale(),
-            refuse: {
-              safe: config.revocation.whenStale.safe === 'refuse',
-              unsafe: config.revocation.whenStale.unsafe === 'refuse',
-            },
-          },
-        }),
+      : { revocationFreshness: revocationFreshnessOf(config, freshness) }),
   });
+}
+
+/** The `revocation.whenStale` policy over the Redis list's staleness; undefined: no such list. */
+export function revocationFreshnessOf(
+  config: Config,
+  freshness: { isStale(): boolean } | null,
+): PublicGatewayDeps['revocationFreshness'] {
+  if (freshness === null) return undefined;
+  return {
+    isStale: () => freshness.isStale(),
+    refuse: {
+      safe: config.revocation.whenStale.safe === 'refuse',
+      unsafe: config.revocation.whenStale.unsafe === 'refuse',
+    },
+  };
 }

@@ -131,6 +131,26 @@ export function createPublicListener(
   return { server, connections, declined };
 }
 
+/**
+ * The HTTP decision listener (`authorizer/decisionGateway.ts`): the public listener's
+ * time, size and header-line limits; responses are `GatewayResponse`s (the scope).
+ */
+export function createDecisionListener(config: Config, handler: RequestListener): Server {
+  const server = createServer(
+    {
+      ServerResponse: GatewayResponse,
+      headersTimeout: config.server.headersTimeoutMs,
+      requestTimeout: config.server.requestTimeoutMs,
+      keepAliveTimeout: config.server.keepAliveTimeoutMs,
+      maxHeaderSize: config.server.maxHeaderBytes,
+      connectionsCheckingInterval: checkingInterval(config),
+    },
+    handler,
+  );
+  server.maxHeadersCount = config.server.maxHeaderLines;
+  return server;
+}
+
 export function createAdminListener(config: Config, handler: RequestListener): Server {
   const server = createServer(
     {
@@ -163,13 +183,13 @@ export function listenOn(
   server: Server,
   host: string,
   port: number,
-  setting: 'server' | 'admin',
+  setting: 'server' | 'admin' | 'authorizer' | 'authorizer.grpc',
 ): Promise<void> {
   return new Promise((resolve, reject) => {
     const fail = (error: NodeJS.ErrnoException) => {
       const why = LISTEN_ERRORS[error.code ?? ''];
       if (why === undefined) return reject(error);
-      const variable = variableName([setting, 'port']);
+      const variable = variableName([...setting.split('.'), 'port']);
       reject(
         new ConfigError([
           `${setting}.host/${setting}.port: cannot listen on ${host}:${port}: ${why} (${error.code}); change ${setting}.port (${variable}) or ${setting}.host`,

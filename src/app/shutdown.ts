@@ -38,6 +38,8 @@ export interface DrainDeps {
   readonly publicListener: PublicListener;
   /** Null in a worker of a group: the primary has the admin listener. */
   readonly adminServer: Server | null;
+  /** The decision listeners (`mode: authorizer` or `both`); null: none. */
+  readonly authorizer: { close(graceMs: number): Promise<void> } | null;
   readonly webSockets: WebSocketProxy;
   readonly forwarder: Forwarder;
   readonly housekeeping: Housekeeping;
@@ -63,6 +65,8 @@ export async function drain(deps: DrainDeps): Promise<void> {
   logger.info({ graceMs: config.server.shutdownGraceMs }, 'shutting down: draining');
   deps.housekeeping.stopSweep();
   for (const watcher of deps.watchers) watcher.close();
+  // Decisions hold no upstream work: those in flight end within the grace like requests.
+  const decisionsClosed = deps.authorizer?.close(config.server.shutdownGraceMs);
 
   const closed = new Promise<void>((resolve) =>
     NetServer.prototype.close.call(server, () => resolve()),
@@ -103,6 +107,7 @@ export async function drain(deps: DrainDeps): Promise<void> {
     await adminClosed;
     clearTimeout(adminGrace);
   }
+  await decisionsClosed;
   const queued = deps.queuedRevocations();
   if (queued > 0) {
     // Acknowledged revocations Redis has not received yet: they survive only in the

@@ -28,13 +28,13 @@ import { checkSingletonFieldsAndCountAuthorization } from './singletonFields.js'
 
 export type OpeningStep = (req: IncomingMessage, scope: RequestScope) => void;
 
-function headerLines(maxHeaderLines: number): OpeningStep {
+export function headerLines(maxHeaderLines: number): OpeningStep {
   return (req) => {
     if (reachesHeaderLines(req, maxHeaderLines)) throw tooManyHeaderLines();
   };
 }
 
-const singletonFields: OpeningStep = (req, scope) => {
+export const singletonFields: OpeningStep = (req, scope) => {
   scope.authorizationLines = checkSingletonFieldsAndCountAuthorization(req);
   scope.authorization = req.headers.authorization;
 };

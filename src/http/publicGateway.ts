@@ -83,6 +83,8 @@ export interface PublicGatewayDeps {
   readonly clientRequiresBinding?: ClientRequiresBinding;
   readonly forwarder: Forwarder;
   readonly webSockets: WebSocketProxy;
+  /** False with `mode: authorizer`: a protected request gets 404 `decisions-only`. Default true. */
+  readonly forwards?: boolean;
   readonly logger: Logger;
   /** One line per request (no redaction: fixed, non-secret fields only). */
   readonly accessLogger: AccessLog;
@@ -240,6 +242,7 @@ export class PublicGateway {
     const discovery = this.#deps.discovery?.document(path);
     if (discovery !== undefined) return this.#document(req, res, 'discovery', discovery);
     if (!isForwardedMethod(req.method)) throw methodRefused(req.method);
+    if (this.#deps.forwards === false) throw decisionsOnly();
     const admitted = runSteps(this.#protected, scope);
     if (admitted !== undefined) return admitted.then(() => this.#forward(req, res));
     this.#forward(req, res);
@@ -342,6 +345,7 @@ export class PublicGateway {
       refuseUpgradeOn(req, 'discovery', 'GET, HEAD', scope);
     }
     checkUpgradeWithoutBody(req);
+    if (this.#deps.forwards === false) throw decisionsOnly();
     await runSteps(this.#protected, scope);
     // The verification may have spanned the start of the drain.
     if (this.#deps.draining()) throw shuttingDown();
@@ -406,3 +410,12 @@ export class PublicGateway {
 }
 
 function ignoreSocketError(): void {}
+
+/** `mode: authorizer`: nothing is forwarded; the proxy in front asks for decisions instead. */
+function decisionsOnly(): PortariaError {
+  return new PortariaError(
+    'not-found',
+    'This gateway forwards nothing: the proxy in front asks it for decisions.',
+    { reason: 'decisions-only' },
+  );
+}

@@ -9,6 +9,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
+import type { DecisionEntry } from '../authorizer/originalRequest.js';
 import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
@@ -93,6 +94,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   trace: RequestTrace | null = null;
   /** `x-fapi-interaction-id` under profile fapi-br (`interactionIdStep.ts`); else undefined. */
   interactionId: string | undefined = undefined;
+  /** The decision entry that asked (`authorizer/`); undefined: a request of the public listener. */
+  decision: DecisionEntry | undefined = undefined;
 
   get requestId(): string {
     return this.id;

@@ -42,6 +42,8 @@ export interface AccessRecord {
   readonly reason: string | undefined;
   /** `x-fapi-interaction-id` under profile fapi-br: a UUID, the caller's or generated. */
   readonly interactionId?: string | undefined;
+  /** A decision's entry (`nginx`, `traefik`, `envoy`, `envoy-grpc`): the line is a decision's. */
+  readonly decision?: string | undefined;
 }
 
 /** The field names, in the order they are written. */
@@ -63,6 +65,7 @@ export const ACCESS_FIELDS = {
   certificateVerdict: 'portaria.client_certificate.verdict',
   reason: 'portaria.reason',
   interactionId: 'portaria.fapi.interaction_id',
+  decision: 'portaria.decision.entry',
   truncated: 'portaria.truncated',
   exceptionType: 'exception.type',
   exceptionMessage: 'exception.message',
@@ -222,6 +225,8 @@ export function accessFieldsJson(r: AccessRecord): string {
   if (r.interactionId !== undefined) {
     line += stringField(m.interactionId, f.interactionId, r.interactionId, INTERACTION_ID_BYTES);
   }
+  // A fixed name (the entries' own): written as it is.
+  if (r.decision !== undefined) line += `${m.decision}"${r.decision}"`;
   if (cutNames.length > 0) line += m.truncated + JSON.stringify(cutNames);
   return line;
 }
@@ -276,6 +281,7 @@ export function accessFieldsObject(r: AccessRecord, error?: unknown): Record<str
   if (r.interactionId !== undefined) {
     fields[f.interactionId] = text(f.interactionId, r.interactionId, INTERACTION_ID_BYTES);
   }
+  if (r.decision !== undefined) fields[f.decision] = r.decision;
   if (error !== undefined) {
     const e = error instanceof Error ? error : undefined;
     fields[f.exceptionType] = text(

@@ -25,8 +25,7 @@ import { CALLER_HEADERS, headerKey } from '../config/callerHeaders.js';
 import type { ClientCertificate } from '../domain/clientCertificate.js';
 import type { Principal } from '../domain/principal.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
-import { certificateField, isCertificateField } from './certificateIdentity.js';
-import { identityHeaderValue } from './identityHeaderValue.js';
+import { compileIdentityHeaders } from './identityHeaders.js';
 
 export type ForwardedProto = 'http' | 'https';
 
@@ -163,20 +162,6 @@ function nominatedFields(connection: string | string[] | undefined): readonly st
   return out.length === 0 ? null : out;
 }
 
-function isStringArray(value: unknown): value is string[] {
-  if (!Array.isArray(value)) return false;
-  for (const item of value) if (typeof item !== 'string') return false;
-  return true;
-}
-
-function claimValue(value: unknown): string | undefined {
-  let text: string | undefined;
-  if (typeof value === 'string') text = value;
-  else if (typeof value === 'number') text = Number.isFinite(value) ? String(value) : undefined;
-  else if (isStringArray(value)) text = value.join(' ');
-  return text === undefined ? undefined : identityHeaderValue(text);
-}
-
 /**
  * One `Forwarded` element (RFC 7239 §4) for the client's hop: its address and the host
  * and scheme it used, as `X-Forwarded-Host/-Proto` say. A repeated field is not one host.
@@ -221,19 +206,8 @@ function toObject(list: HeaderList): OutgoingHeaders {
   return out;
 }
 
-/** The default identity header names (config `identityHeaders` default), always reserved. */
-const DEFAULT_IDENTITY_HEADERS = ['x-client-id', 'x-token-scope', 'x-token-jti'] as const;
-
 export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
-  // Header name → claim; a name mapped twice keeps its last claim (the config refuses it).
-  const byHeader = new Map<string, string>();
-  for (const [claim, header] of Object.entries(opts.identityHeaders)) {
-    byHeader.set(normalizeName(header), claim);
-  }
-  const claims = [...byHeader.values()];
-  const fromCertificate = claims.map(isCertificateField);
-  const identityNames = [...byHeader.keys()];
-  const identity: ReadonlySet<string> = new Set(identityNames);
+  const identity = compileIdentityHeaders(opts.identityHeaders);
   const proxies = opts.trustedProxies;
   const passed = new Set(opts.forwardCallerHeaders.map(normalizeName));
 
@@ -245,8 +219,7 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     'host',
     'expect',
     REQUEST_ID,
-    ...identity,
-    ...DEFAULT_IDENTITY_HEADERS,
+    ...identity.reserved,
   ]);
   if (!opts.forwardAuthorization) requestDrop.add('authorization');
   for (const name of opts.certificateHeaders ?? []) requestDrop.add(normalizeName(name));
@@ -307,14 +280,7 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
       out.push(INTERACTION_ID, ctx.interactionId);
     }
 
-    const principal = ctx.principal;
-    for (let i = 0; i < claims.length; i++) {
-      const claim = claims[i] as string;
-      const value = fromCertificate[i]
-        ? certificateField(claim, ctx.certificate ?? null)
-        : claimValue(claim === 'scope' ? principal.scope : principal.claims[claim]);
-      if (value !== undefined) out.push(identityNames[i] as string, value);
-    }
+    identity.write(out, ctx.principal, ctx.certificate ?? null);
     return out;
   };
 
@@ -342,7 +308,7 @@ export function createHeaderPolicy(opts: HeaderPolicyOptions): HeaderPolicy {
     downstreamResponseHeaderList: downstreamList,
 
     isIdentityHeader(name) {
-      return identity.has(normalizeName(name));
+      return identity.names.includes(normalizeName(name));
     },
   };
 }

@@ -129,6 +129,10 @@ export interface Gateway {
   config: Config;
   url: string;
   adminUrl: string;
+  /** The HTTP decision listener's URL (`mode: authorizer` or `both`), else ''. */
+  authorizerUrl: string;
+  /** The gRPC decision listener's address as `host:port`-bearing URL, else ''. */
+  grpcUrl: string;
   upstream: Upstream;
   logs: string[];
   keyRing: KeyRing;
@@ -212,7 +216,7 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
         }
       : {}),
   });
-  const { publicUrl, adminUrl } = await app.listen();
+  const { publicUrl, adminUrl, authorizerUrl, grpcUrl } = await app.listen();
   t.after(() => app.shutdown());
   const keyRing = await loadKeyRing(keysDir, algorithm, options.clock ?? systemClock);
   const gateway: Gateway = {
@@ -220,6 +224,8 @@ export async function startGateway(t: TestContext, options: GatewayOptions = {})
     config,
     url: publicUrl,
     adminUrl,
+    authorizerUrl,
+    grpcUrl,
     upstream,
     logs,
     keyRing,

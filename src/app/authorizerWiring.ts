@@ -1,0 +1,95 @@
+/**
+ * Authorizer mode (`mode: authorizer` or `both`): the decision core over the protected
+ * steps — the same list the public gateway runs, bound to the same verifier, routes,
+ * client policy and revocation freshness — and its listeners: HTTP on `authorizer.port`
+ * (nginx, Traefik, Envoy over HTTP) and, with `authorizer.grpc.enabled`, Envoy's gRPC
+ * `ext_authz` on `authorizer.grpc.port`. Null in `mode: proxy`.
+ */
+import type { Server } from 'node:http';
+import { DecisionGateway } from '../authorizer/decisionGateway.js';
+import { Decisions } from '../authorizer/decisions.js';
+import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
+import type { Config } from '../config/types.js';
+import type { EdgeChallenge } from '../http/challenge.js';
+import type { Clock } from '../lib/clock.js';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
+import type { AccessLog, Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
+import { protectedSteps } from '../pipeline/protectedSteps.js';
+import { compileIdentityHeaders } from '../proxy/identityHeaders.js';
+import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { revocationFreshnessOf } from './gatewayWiring.js';
+import type { LiveState } from './liveState.js';
+import { createDecisionListener, listenOn, urlOf } from './servers.js';
+
+export interface AuthorizerWiringDeps {
+  readonly clock: Clock;
+  readonly state: LiveState;
+  readonly verifier: TokenVerifier;
+  readonly challenge: EdgeChallenge;
+  readonly trustedProxies: TrustedProxies;
+  readonly logger: Logger;
+  readonly access: AccessLog;
+  readonly metrics: Metrics;
+  readonly tracing: Tracing | null;
+  readonly freshness: { isStale(): boolean } | null;
+  readonly certificateHeader?: CertificateHeaderReader | undefined;
+}
+
+export interface Authorizer {
+  /** Listens on the decision ports; resolves with their URLs (`grpcUrl` '' when off). */
+  listen(): Promise<{ authorizerUrl: string; grpcUrl: string }>;
+  /** Stops accepting, lets decisions in flight finish within `graceMs`, then cuts the rest. */
+  close(graceMs: number): Promise<void>;
+}
+
+export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Authorizer | null {
+  if (config.mode === 'proxy') return null;
+  const { state, metrics } = deps;
+  const revocationFreshness = revocationFreshnessOf(config, deps.freshness);
+  const decisions = new Decisions({
+    steps: protectedSteps({
+      verifier: deps.verifier,
+      ownAudience: config.audience,
+      routes: () => state.routes,
+      clientRequiresBinding: (clientId) =>
+        state.clients.get(clientId)?.requireCertificateBound === true,
+      onStaleRefusal: (kind) => metrics.revocationStaleRefusal(kind),
+      ...(revocationFreshness === undefined ? {} : { revocationFreshness }),
+    }),
+    identity: compileIdentityHeaders(config.identityHeaders),
+    cache: config.authorizer.cacheDecisions,
+    clock: deps.clock,
+  });
+  const gateway = new DecisionGateway({
+    authorizer: config.authorizer,
+    maxHeaderLines: config.server.maxHeaderLines,
+    problemTypeBase: config.problemTypeBase,
+    decisions,
+    trustedProxies: deps.trustedProxies,
+    challenge: deps.challenge,
+    logger: deps.logger,
+    accessLogger: deps.access,
+    metrics,
+    tracing: deps.tracing,
+    draining: () => state.draining,
+    ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
+  });
+  const http: Server = createDecisionListener(config, gateway.handleRequest as never);
+  const { host, port } = config.authorizer;
+  return {
+    async listen() {
+      await listenOn(http, host, port, 'authorizer');
+      return { authorizerUrl: urlOf(http), grpcUrl: '' };
+    },
+    async close(graceMs) {
+      const closed = new Promise<void>((resolve) => http.close(() => resolve()));
+      http.closeIdleConnections();
+      const grace = setTimeout(() => http.closeAllConnections(), graceMs);
+      await closed;
+      clearTimeout(grace);
+      await gateway.responsesClosed();
+    },
+  };
+}

@@ -1,0 +1,210 @@
+/**
+ * The HTTP decision listener (`mode: authorizer` or `both`, `authorizer.port`): the
+ * proxy in front asks whether a request may pass, and the answer is the pipeline's —
+ *
+ *   GET /nginx      nginx `auth_request`, the original method and URI in the headers
+ *                   `authorizer.originalMethodHeader` / `originalUriHeader`
+ *   GET /traefik    Traefik `forwardAuth`: `X-Forwarded-Method`, `X-Forwarded-Uri`
+ *   ANY /envoy/…    Envoy's HTTP `ext_authz` (`path_prefix: /envoy`): the original
+ *                   method, and the original target after the prefix
+ *
+ * each one: peer trusted (else 403 `untrusted-peer`: only `server.trustedProxies` may say
+ * what the original request was) → header lines → singleton fields (the Authorization
+ * value and its line count) → the original request (400 when missing or repeated; its
+ * target canonicalised as in proxy mode, 400 `invalid-path`) → the client certificate
+ * from the proxy's header (`clientCertificate.source: header`) → the protected steps
+ * (`decisions.ts`) → the answer: 200 with the identity headers (and for Envoy
+ * `x-envoy-auth-headers-to-remove`), or the refusal as in proxy mode — problem details
+ * with the challenge, never cacheable. The access line and metrics are the original
+ * request's (its method, route and path), marked `portaria.decision.entry`.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
+import type { AuthorizerConfig } from '../config/types.js';
+import { parseRequestTarget } from '../domain/requestPath.js';
+import { isPortariaError, PortariaError } from '../errors.js';
+import { certificateHeaderStep } from '../http/certificateHeaderStep.js';
+import type { EdgeChallenge } from '../http/challenge.js';
+import { headerLines, type OpeningStep, singletonFields } from '../http/openingSteps.js';
+import { instanceOf, sendRefusal, sendServerError } from '../http/replies.js';
+import { RequestAccounting } from '../http/requestAccounting.js';
+import type { GatewayResponse, RequestScope } from '../http/requestScope.js';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
+import type { AccessLog, Logger } from '../observability/logger.js';
+import { type Metrics, methodClass } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
+import type { Decisions } from './decisions.js';
+import {
+  type DecisionEntry,
+  ENVOY_PREFIX,
+  envoyOriginal,
+  nginxOriginal,
+  type OriginalRequest,
+  traefikOriginal,
+} from './originalRequest.js';
+
+/** Envoy's HTTP filter removes the headers this response header names (comma-separated). */
+const ENVOY_HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
+
+export interface DecisionGatewayDeps {
+  readonly authorizer: AuthorizerConfig;
+  readonly maxHeaderLines: number;
+  readonly problemTypeBase: string;
+  readonly decisions: Decisions;
+  readonly trustedProxies: TrustedProxies;
+  readonly challenge: EdgeChallenge;
+  readonly logger: Logger;
+  readonly accessLogger: AccessLog;
+  readonly metrics: Metrics;
+  readonly tracing: Tracing | null;
+  /** True once shutdown began: answers then carry `Connection: close`. */
+  readonly draining: () => boolean;
+  /** With `clientCertificate.source: header`: the proxy's certificate header. */
+  readonly certificateHeader?: CertificateHeaderReader;
+}
+
+export class DecisionGateway {
+  readonly #deps: DecisionGatewayDeps;
+  readonly #accounting: RequestAccounting;
+  readonly #before: readonly OpeningStep[];
+  readonly #certificate: OpeningStep | null;
+
+  constructor(deps: DecisionGatewayDeps) {
+    this.#deps = deps;
+    this.#accounting = new RequestAccounting({
+      logger: deps.logger,
+      accessLogger: deps.accessLogger,
+      metrics: deps.metrics,
+      trustedProxies: deps.trustedProxies,
+      tracing: deps.tracing,
+    });
+    this.#before = [headerLines(deps.maxHeaderLines), singletonFields];
+    this.#certificate =
+      deps.certificateHeader === undefined
+        ? null
+        : certificateHeaderStep({
+            reader: deps.certificateHeader,
+            trustedProxies: deps.trustedProxies,
+            ignored: () => deps.metrics.certificateHeaderIgnored(),
+          });
+  }
+
+  /** `request` listener. */
+  readonly handleRequest = (req: IncomingMessage, res: GatewayResponse): void => {
+    const scope = res.scope;
+    this.#accounting.begin(scope, req);
+    if (this.#deps.draining()) res.setHeader('connection', 'close');
+    res.on('close', this.#accounting.onResponseClose);
+    // A decision reads no body: whatever came is discarded, not left on the connection.
+    req.resume();
+    try {
+      const waiting = this.#decide(req, res);
+      if (waiting !== undefined) {
+        waiting.then(
+          () => this.#allow(req, res),
+          (error: unknown) => this.#fail(res, error),
+        );
+        return;
+      }
+      this.#allow(req, res);
+    } catch (error) {
+      this.#fail(res, error);
+    }
+  };
+
+  /** Resolves once every decision received so far has written its access line. */
+  responsesClosed(): Promise<void> {
+    return this.#accounting.allWritten();
+  }
+
+  #decide(req: IncomingMessage, res: GatewayResponse): void | Promise<void> {
+    const scope = res.scope;
+    if (!this.#deps.trustedProxies.trusts(scope.peerAddress)) {
+      throw new PortariaError(
+        'untrusted-peer',
+        'Decisions are answered to the trusted proxies only (server.trustedProxies).',
+        { reason: 'untrusted-peer' },
+      );
+    }
+    const entry = entryOf(req.url ?? '');
+    if (entry === null) {
+      throw new PortariaError('not-found', 'No decision entry has this path.', {
+        reason: 'no-decision-entry',
+      });
+    }
+    scope.decision = entry;
+    for (const step of this.#before) step(req, scope);
+    originalRequestInto(scope, this.#original(entry, req));
+    this.#certificate?.(req, scope);
+    return this.#deps.decisions.decide(scope);
+  }
+
+  #original(entry: DecisionEntry, req: IncomingMessage): OriginalRequest {
+    const { authorizer } = this.#deps;
+    switch (entry) {
+      case 'nginx':
+        return nginxOriginal(req, authorizer.originalMethodHeader, authorizer.originalUriHeader);
+      case 'traefik':
+        return traefikOriginal(req);
+      default:
+        return envoyOriginal(req);
+    }
+  }
+
+  #allow(req: IncomingMessage, res: GatewayResponse): void {
+    const scope = res.scope;
+    const decisions = this.#deps.decisions;
+    const identity = decisions.identityHeaders(scope);
+    for (let i = 0; i < identity.length; i += 2) {
+      res.setHeader(identity[i] as string, identity[i + 1] as string);
+    }
+    if (scope.decision === 'envoy') {
+      const remove = decisions.headersToRemove(identity, Object.keys(req.headers));
+      if (remove.length > 0) res.setHeader(ENVOY_HEADERS_TO_REMOVE, remove.join(','));
+    }
+    res.setHeader('cache-control', decisions.cacheControl(scope));
+    // A cached decision is the decision for these credentials only.
+    res.setHeader('vary', 'Authorization');
+    res.setHeader('x-request-id', scope.id);
+    res.setHeader('content-length', 0);
+    res.statusCode = 200;
+    res.end();
+  }
+
+  #fail(res: GatewayResponse, error: unknown): void {
+    const scope = res.scope;
+    if (!res.headersSent) res.setHeader('x-request-id', scope.id);
+    if (!isPortariaError(error)) {
+      scope.error = error;
+      sendServerError(res);
+      return;
+    }
+    scope.reason = error.reason;
+    if (error.status === 401) this.#deps.metrics.authFailure(error.reason);
+    sendRefusal(res, error, this.#deps.problemTypeBase, instanceOf(scope.urlPath, scope.id), {
+      challenge: this.#deps.challenge.header(error, scope),
+    });
+  }
+}
+
+/** The entry a decision request's path names, or null. */
+function entryOf(url: string): DecisionEntry | null {
+  const q = url.indexOf('?');
+  const path = q === -1 ? url : url.slice(0, q);
+  if (path === '/nginx') return 'nginx';
+  if (path === '/traefik') return 'traefik';
+  if (url.startsWith(`${ENVOY_PREFIX}/`)) return 'envoy';
+  return null;
+}
+
+/**
+ * The original request in the scope, in place of the decision request's: its method (and
+ * class, for the revocation freshness policy) and its canonical target, which the access
+ * line, the metrics and the route step read.
+ */
+export function originalRequestInto(scope: RequestScope, original: OriginalRequest): void {
+  scope.method = original.method;
+  scope.methodClass = methodClass(original.method);
+  scope.url = original.target;
+  scope.target = parseRequestTarget(original.target);
+}

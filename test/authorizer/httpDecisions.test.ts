@@ -1,0 +1,204 @@
+/**
+ * The HTTP decision entries (nginx auth_request, Traefik forwardAuth, Envoy ext_authz over
+ * HTTP) on a real gateway in `mode: authorizer` / `both`, asked as each proxy asks: the
+ * same verification, route, audience, scope and binding steps as proxy mode, over the
+ * original request the proxy names; identity headers on allow; refusals as problem
+ * details with their challenge; original-request headers only from trusted proxies.
+ */
+import assert from 'node:assert/strict';
+import { describe, test } from 'node:test';
+import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { accessLineOf } from '../helpers/wait.js';
+
+function authorizerSettings(extra: Record<string, unknown> = {}) {
+  return () => ({
+    mode: 'authorizer',
+    server: { trustedProxies: ['127.0.0.1'] },
+    authorizer: { host: '127.0.0.1', port: 0, grpc: { enabled: false } },
+    upstream: { default: null },
+    routes: [
+      { id: 'orders', prefix: '/v1/orders', scopes: ['orders:read'] },
+      { id: 'admin', prefix: '/v1/admin', scopes: ['admin'] },
+    ],
+    ...extra,
+  });
+}
+
+function nginx(gw: Gateway, method: string, uri: string, headers: Record<string, string> = {}) {
+  return fetch(`${gw.authorizerUrl}/nginx`, {
+    headers: { 'x-original-method': method, 'x-original-uri': uri, ...headers },
+  });
+}
+
+describe('HTTP decisions', () => {
+  test('nginx: an allowed request gets 200 with the identity headers, never cacheable by default', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    const res = await nginx(gw, 'GET', '/v1/orders/42?x=1', { authorization: `Bearer ${token}` });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-client-id'), 'acme');
+    assert.equal(res.headers.get('x-token-scope'), 'orders:read orders:write');
+    assert.ok(res.headers.get('x-token-jti'));
+    assert.equal(res.headers.get('cache-control'), 'no-store');
+    assert.equal(await res.text(), '');
+    const line = await accessLineOf(gw.logs, res.headers.get('x-request-id') as string);
+    assert.equal(line['portaria.decision.entry'], 'nginx');
+    assert.equal(line['http.route'], 'orders');
+    assert.equal(line['url.path'], '/v1/orders/42');
+    assert.equal(line['http.request.method'], 'GET');
+  });
+
+  test('nginx: no token 401 with the challenge; a missing scope 403; no route 404', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const none = await nginx(gw, 'GET', '/v1/orders');
+    assert.equal(none.status, 401);
+    assert.match(none.headers.get('www-authenticate') ?? '', /^Bearer realm="portaria"/);
+    assert.equal(none.headers.get('cache-control'), 'no-store');
+    const token = await gw.token('reader', 'reader-secret-0123456789abcdefghijklmnopq');
+    const scope = await nginx(gw, 'POST', '/v1/admin/x', { authorization: `Bearer ${token}` });
+    assert.equal(scope.status, 403);
+    assert.match(scope.headers.get('www-authenticate') ?? '', /insufficient_scope/);
+    const body = await problemOf(scope);
+    assert.equal(body.status, 403);
+    const missing = await nginx(gw, 'GET', '/v2/else', { authorization: `Bearer ${token}` });
+    assert.equal(missing.status, 404);
+  });
+
+  test('path tricks in the original URI are refused as in proxy mode', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    for (const uri of [
+      '/v1/orders/../admin',
+      '/v1/orders/%2e%2e/admin',
+      '/v1//admin',
+      'v1/orders',
+      '/v1/orders/%2F',
+    ]) {
+      const res = await nginx(gw, 'GET', uri, { authorization: `Bearer ${token}` });
+      assert.equal(res.status, 400, uri);
+      assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:invalid-path', uri);
+    }
+  });
+
+  test('a missing, repeated or malformed original method or URI is refused, never guessed', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    const auth = { authorization: `Bearer ${token}` };
+    const noUri = await fetch(`${gw.authorizerUrl}/nginx`, {
+      headers: { 'x-original-method': 'GET', ...auth },
+    });
+    assert.equal(noUri.status, 400);
+    const badMethod = await nginx(gw, 'G E T', '/v1/orders', auth);
+    assert.equal(badMethod.status, 400);
+    const twice = new Headers(auth);
+    twice.append('x-original-method', 'GET');
+    twice.append('x-original-uri', '/v1/orders');
+    twice.append('x-original-uri', '/v1/admin');
+    const repeated = await fetch(`${gw.authorizerUrl}/nginx`, { headers: twice });
+    assert.equal(repeated.status, 400);
+    const unknown = await fetch(`${gw.authorizerUrl}/other`, { headers: auth });
+    assert.equal(unknown.status, 404);
+  });
+
+  test('the original-request headers are trusted from server.trustedProxies only', async (t) => {
+    const gw = await startGateway(t, {
+      settings: authorizerSettings({ server: { trustedProxies: ['10.0.0.0/8'] } }),
+    });
+    const token = await gw.token();
+    const res = await nginx(gw, 'GET', '/v1/orders', { authorization: `Bearer ${token}` });
+    assert.equal(res.status, 403);
+    assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:untrusted-peer');
+  });
+
+  test('Traefik forwardAuth: X-Forwarded-Method and -Uri', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    const res = await fetch(`${gw.authorizerUrl}/traefik`, {
+      headers: {
+        authorization: `Bearer ${token}`,
+        'x-forwarded-method': 'DELETE',
+        'x-forwarded-uri': '/v1/orders/7',
+        'x-forwarded-host': 'api.example.com',
+        'x-forwarded-proto': 'https',
+      },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-client-id'), 'acme');
+    const refused = await fetch(`${gw.authorizerUrl}/traefik`, {
+      headers: { 'x-forwarded-method': 'GET', 'x-forwarded-uri': '/v1/orders' },
+    });
+    assert.equal(refused.status, 401);
+    assert.equal((await problemOf(refused)).status, 401);
+  });
+
+  test('Envoy over HTTP: the original path after /envoy, spoofed identity names to remove', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    const res = await fetch(`${gw.authorizerUrl}/envoy/v1/orders/1`, {
+      method: 'PUT',
+      headers: { authorization: `Bearer ${token}`, x_client_id: 'mallory' },
+    });
+    assert.equal(res.status, 200);
+    assert.equal(res.headers.get('x-client-id'), 'acme');
+    const remove = (res.headers.get('x-envoy-auth-headers-to-remove') ?? '').split(',');
+    assert.ok(remove.includes('x_client_id'), remove.join(','));
+    assert.ok(!remove.includes('x-client-id'));
+  });
+
+  test('cacheable decisions: private, max-age bounded by the setting and the token exp; refusals never', async (t) => {
+    const gw = await startGateway(t, {
+      settings: authorizerSettings({
+        authorizer: {
+          host: '127.0.0.1',
+          port: 0,
+          grpc: { enabled: false },
+          cacheDecisions: { enabled: true, maxAgeSeconds: 30 },
+        },
+      }),
+    });
+    const token = await gw.token();
+    const res = await nginx(gw, 'GET', '/v1/orders', { authorization: `Bearer ${token}` });
+    assert.equal(res.headers.get('cache-control'), 'private, max-age=30');
+    assert.equal(res.headers.get('vary'), 'Authorization');
+    const refused = await nginx(gw, 'GET', '/v1/orders');
+    assert.equal(refused.headers.get('cache-control'), 'no-store');
+  });
+
+  test('a revoked token is refused at the next decision', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    const auth = { authorization: `Bearer ${token}` };
+    assert.equal((await nginx(gw, 'GET', '/v1/orders', auth)).status, 200);
+    const jti = JSON.parse(Buffer.from(token.split('.')[1] as string, 'base64url').toString()).jti;
+    await gw.app.revoke(jti);
+    const res = await nginx(gw, 'GET', '/v1/orders', auth);
+    assert.equal(res.status, 401);
+    assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:token-revoked');
+  });
+
+  test('mode: authorizer forwards nothing; mode: both forwards and decides', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const token = await gw.token();
+    const res = await fetch(`${gw.url}/v1/orders`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(res.status, 404);
+    assert.equal(gw.upstream.received.length, 0);
+
+    const both = await startGateway(t, {
+      settings: (upstream) => ({
+        mode: 'both',
+        server: { trustedProxies: ['127.0.0.1'] },
+        authorizer: { host: '127.0.0.1', port: 0, grpc: { enabled: false } },
+        upstream: { default: { upstream } },
+      }),
+    });
+    const second = await both.token();
+    const forwarded = await fetch(`${both.url}/anything`, {
+      headers: { authorization: `Bearer ${second}` },
+    });
+    assert.equal(forwarded.status, 200);
+    const decided = await nginx(both, 'GET', '/anything', { authorization: `Bearer ${second}` });
+    assert.equal(decided.status, 200);
+  });
+});
