@@ -74,6 +74,7 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
     metrics,
     tracing: deps.tracing,
     draining: () => state.draining,
+    interactionId: config.profile === 'fapi-br',
     ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
   });
   const http: Server = createDecisionListener(config, gateway.handleRequest as never);

@@ -16,7 +16,9 @@
  * (`decisions.ts`) → the answer: 200 with the identity headers (and for Envoy
  * `x-envoy-auth-headers-to-remove`), or the refusal as in proxy mode — problem details
  * with the challenge, never cacheable. The access line and metrics are the original
- * request's (its method, route and path), marked `portaria.decision.entry`.
+ * request's (its method, route and path), marked `portaria.decision.entry`. Under
+ * `profile: fapi-br` every answer echoes the original `x-fapi-interaction-id` (or one
+ * generated), as the public listener's do.
  */
 import type { IncomingMessage } from 'node:http';
 import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
@@ -25,6 +27,7 @@ import { parseRequestTarget } from '../domain/requestPath.js';
 import { isPortariaError, PortariaError } from '../errors.js';
 import { certificateHeaderStep } from '../http/certificateHeaderStep.js';
 import type { EdgeChallenge } from '../http/challenge.js';
+import { echoInteractionId, interactionIdStep } from '../http/interactionIdStep.js';
 import { headerLines, type OpeningStep, singletonFields } from '../http/openingSteps.js';
 import { instanceOf, sendRefusal, sendServerError } from '../http/replies.js';
 import { RequestAccounting } from '../http/requestAccounting.js';
@@ -61,6 +64,11 @@ export interface DecisionGatewayDeps {
   readonly draining: () => boolean;
   /** With `clientCertificate.source: header`: the proxy's certificate header. */
   readonly certificateHeader?: CertificateHeaderReader;
+  /**
+   * `profile: fapi-br`: the original request's `x-fapi-interaction-id` (checked, or one
+   * generated) is echoed in every answer, for the proxy to pass on (`auth_request_set`).
+   */
+  readonly interactionId?: boolean;
 }
 
 export class DecisionGateway {
@@ -78,7 +86,11 @@ export class DecisionGateway {
       trustedProxies: deps.trustedProxies,
       tracing: deps.tracing,
     });
-    this.#before = [headerLines(deps.maxHeaderLines), singletonFields];
+    this.#before = [
+      ...(deps.interactionId === true ? [interactionIdStep] : []),
+      headerLines(deps.maxHeaderLines),
+      singletonFields,
+    ];
     this.#certificate =
       deps.certificateHeader === undefined
         ? null
@@ -166,6 +178,7 @@ export class DecisionGateway {
     // A cached decision is the decision for these credentials only.
     res.setHeader('vary', 'Authorization');
     res.setHeader('x-request-id', scope.id);
+    echoInteractionId(res);
     res.setHeader('content-length', 0);
     res.statusCode = 200;
     res.end();
@@ -174,6 +187,7 @@ export class DecisionGateway {
   #fail(res: GatewayResponse, error: unknown): void {
     const scope = res.scope;
     if (!res.headersSent) res.setHeader('x-request-id', scope.id);
+    echoInteractionId(res);
     if (!isPortariaError(error)) {
       scope.error = error;
       sendServerError(res);
