@@ -95,7 +95,7 @@ export const FAILURE_REASONS = [
   'no-route', // no route serves the path
   'decisions-only', // mode: authorizer forwards nothing: a protected request on server.port
   // Decisions (authorizer/).
-  'untrusted-peer', // the peer asking is not one of server.trustedProxies
+  'peer-not-trusted', // the peer asking is not one of server.trustedProxies
   'original-request', // the original method or URI is missing, repeated or malformed
   'no-decision-entry', // no decision entry has this path
   'upgrade-on-open-path', // an upgrade on the token, JWKS or OpenAPI path

@@ -135,7 +135,7 @@ export class DecisionGateway {
       throw new PortariaError(
         'untrusted-peer',
         'Decisions are answered to the trusted proxies only (server.trustedProxies).',
-        { reason: 'untrusted-peer' },
+        { reason: 'peer-not-trusted' },
       );
     }
     const entry = entryOf(req.url ?? '');

@@ -13,7 +13,7 @@
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
 
-export type DecisionEntry = 'nginx' | 'traefik' | 'envoy' | 'envoy-grpc';
+export type { DecisionEntry } from '../domain/decisionEntry.js';
 
 export interface OriginalRequest {
   readonly method: string;

@@ -9,8 +9,8 @@
  */
 import { randomUUID } from 'node:crypto';
 import { type IncomingMessage, ServerResponse } from 'node:http';
-import type { DecisionEntry } from '../authorizer/originalRequest.js';
 import type { ClientCertificate } from '../domain/clientCertificate.js';
+import type { DecisionEntry } from '../domain/decisionEntry.js';
 import type { Principal } from '../domain/principal.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { FailureReason } from '../errors.js';

@@ -22,6 +22,7 @@ test('the error catalogue is pinned: code → status', () => {
     'certificate-required': 401,
     'certificate-invalid': 401,
     'insufficient-scope': 403,
+    'untrusted-peer': 403,
     'not-found': 404,
     'method-not-allowed': 405,
     'request-timeout': 408,

@@ -63,6 +63,18 @@ const ALLOWED: Record<string, readonly string[]> = {
     'lib',
     'errors',
   ],
+  // Authorizer mode: the decision entries over the protected steps (docs/authorizer.md).
+  authorizer: [
+    'http',
+    'certificates',
+    'pipeline',
+    'proxy',
+    'observability',
+    'domain',
+    'config',
+    'lib',
+    'errors',
+  ],
   // What the gateway serves about itself: OpenAPI, RFC 8414 / RFC 9728 metadata, JWKS.
   documents: ['proxy', 'domain', 'config', 'lib', 'errors'],
   // The admin listener: an entry of its own, sharing the public entry's HTTP replies.
@@ -86,6 +98,8 @@ const ALLOWED: Record<string, readonly string[]> = {
   profile: ['clients', 'keys', 'config', 'lib', 'errors'],
   demo: ['clients', 'keys', 'config', 'lib', 'errors'],
   app: [
+    'authorizer',
+    'pipeline',
     'profile',
     'tls',
     'certificates',
