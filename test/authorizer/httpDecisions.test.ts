@@ -6,6 +6,7 @@
  * details with their challenge; original-request headers only from trusted proxies.
  */
 import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
 import { accessLineOf } from '../helpers/wait.js';
@@ -174,6 +175,19 @@ describe('HTTP decisions', () => {
     const res = await nginx(gw, 'GET', '/v1/orders', auth);
     assert.equal(res.status, 401);
     assert.equal((await problemOf(res)).tipo, 'urn:portaria:problem:token-revoked');
+  });
+
+  test('a route reload changes the next decision', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings(), configFile: true });
+    const token = await gw.token();
+    const auth = { authorization: `Bearer ${token}` };
+    assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 200);
+    const file = gw.configFile as string;
+    const settings = JSON.parse(await readFile(file, 'utf8'));
+    settings.routes[0].scopes = ['orders:admin'];
+    await writeFile(file, JSON.stringify(settings));
+    await gw.app.reload();
+    assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 403);
   });
 
   test('mode: authorizer forwards nothing; mode: both forwards and decides', async (t) => {
