@@ -104,7 +104,8 @@ export class DecisionGateway {
   /** `request` listener. */
   readonly handleRequest = (req: IncomingMessage, res: GatewayResponse): void => {
     const scope = res.scope;
-    this.#accounting.begin(scope, req);
+    // The span starts once the original request is known (its method and target).
+    this.#accounting.begin(scope, req, false);
     if (this.#deps.draining()) res.setHeader('connection', 'close');
     res.on('close', this.#accounting.onResponseClose);
     // A decision reads no body: whatever came is discarded, not left on the connection.
@@ -147,6 +148,7 @@ export class DecisionGateway {
     scope.decision = entry;
     for (const step of this.#before) step(req, scope);
     originalRequestInto(scope, this.#original(entry, req));
+    this.#accounting.startTrace(scope, req);
     this.#certificate?.(req, scope);
     return this.#deps.decisions.decide(scope);
   }
@@ -190,10 +192,13 @@ export class DecisionGateway {
     echoInteractionId(res);
     if (!isPortariaError(error)) {
       scope.error = error;
+      this.#accounting.startTrace(scope, res.req);
       sendServerError(res);
       return;
     }
     scope.reason = error.reason;
+    // Refused before the original request was read: the span is the decision request's.
+    this.#accounting.startTrace(scope, res.req);
     if (error.status === 401) this.#deps.metrics.authFailure(error.reason);
     sendRefusal(res, error, this.#deps.problemTypeBase, instanceOf(scope.urlPath, scope.id), {
       challenge: this.#deps.challenge.header(error, scope),

@@ -89,7 +89,7 @@ export class RequestAccounting {
    * Starts a request's accounting (a plain request, an upgrade or a CONNECT alike): its
    * clock, method, id and peer, the in-flight gauge and the count `#finished` settles.
    */
-  begin(scope: RequestScope, req: IncomingMessage): void {
+  begin(scope: RequestScope, req: IncomingMessage, traced = true): void {
     scope.start = performance.now();
     scope.method = req.method ?? '';
     scope.methodClass = methodClass(req.method);
@@ -104,9 +104,17 @@ export class RequestAccounting {
         : peer;
     scope.url = req.url;
     scope.userAgent = req.headers['user-agent'];
-    if (this.#tracing !== null) startRequestTrace(this.#tracing, scope, req);
+    if (traced) this.startTrace(scope, req);
     this.#deps.metrics.requestStarted();
     this.#open++;
+  }
+
+  /**
+   * Starts the request's server span, once, when tracing is on: at `begin`, or for a
+   * decision once the original request is known (its method and target are the span's).
+   */
+  startTrace(scope: RequestScope, req: IncomingMessage): void {
+    if (this.#tracing !== null && scope.trace === null) startRequestTrace(this.#tracing, scope, req);
   }
 
   /**

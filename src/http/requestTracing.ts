@@ -15,7 +15,8 @@ export function startRequestTrace(
   req: IncomingMessage,
 ): void {
   scope.trace = tracing.startRequest(scope.method, req.headers, () => ({
-    path: pathOnly(req.url),
+    // The scope's target as received: the request's, or a decision's original one.
+    path: pathOnly(scope.url),
     clientAddress: scope.clientAddress ?? scope.peerAddress,
     serverAddress: req.socket.localAddress,
     serverPort: req.socket.localPort,
