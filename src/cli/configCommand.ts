@@ -77,6 +77,10 @@ interface CheckSummary {
   readonly revocationStore: string;
   /** `profile` (docs/fapi.md). */
   readonly profile: string;
+  /** `mode` (docs/authorizer.md). */
+  readonly mode: string;
+  /** The decision listeners (`host:port`), empty in `mode: proxy`. */
+  readonly decisionListeners: readonly string[];
 }
 
 export async function runConfigCommand(args: readonly string[], ctx: CliContext): Promise<void> {
@@ -177,8 +181,16 @@ export async function checkConfiguration(file: string, ctx: CliContext): Promise
       issuers: config.issuers.length,
       revocationStore: config.revocation.store,
       profile: config.profile,
+      mode: config.mode,
+      decisionListeners: decisionListeners(config),
     },
   };
+}
+
+function decisionListeners(config: Config): string[] {
+  if (config.mode === 'proxy') return [];
+  const { host, port, grpc } = config.authorizer;
+  return [`http ${host}:${port}`, ...(grpc.enabled ? [`grpc ${host}:${grpc.port}`] : [])];
 }
 
 function safeSigningKid(ring: { readonly signingKey: { readonly kid: string } }): string | null {
@@ -205,6 +217,7 @@ function summaryText(s: CheckSummary, file: string): string {
     `  revocation:  ${s.revocationStore}`,
     `  admin API:   ${s.adminApi ? 'on' : 'off (no admin.tokenFile)'}`,
     `  profile:     ${s.profile}`,
+    `  mode:        ${s.mode}${s.decisionListeners.length > 0 ? ` (decisions: ${s.decisionListeners.join(', ')})` : ''}`,
     '',
   ].join('\n');
 }

@@ -110,6 +110,8 @@ describe('portaria config check', () => {
       'issuers',
       'revocationStore',
       'profile',
+      'mode',
+      'decisionListeners',
     ]);
     assert.equal(report.summary.clients, 1);
     assert.equal(report.summary.adminApi, true);
