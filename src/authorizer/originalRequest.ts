@@ -46,16 +46,30 @@ export function checkedMethod(method: string, from: string): string {
   return method;
 }
 
-/** nginx `auth_request`: the headers the location sets with `proxy_set_header`. */
+const ABSOLUTE = /^https?:\/\//i;
+
+/**
+ * nginx `auth_request`: the headers the location sets with `proxy_set_header`. The URI is
+ * `$request_uri` (origin form), or an absolute URL `$scheme://$http_host$request_uri` as
+ * ingress-nginx sends it in `X-Original-URL`: then its target is what follows the
+ * authority, taken as it is (no URL parser: it would resolve the dot segments the path step
+ * must see).
+ */
 export function nginxOriginal(
   req: IncomingMessage,
   methodHeader: string,
   uriHeader: string,
 ): OriginalRequest {
-  return {
-    method: checkedMethod(single(req, methodHeader), methodHeader),
-    target: single(req, uriHeader),
-  };
+  const method = checkedMethod(single(req, methodHeader), methodHeader);
+  const uri = single(req, uriHeader);
+  if (!ABSOLUTE.test(uri)) return { method, target: uri };
+  const authorityStart = uri.indexOf('//') + 2;
+  const slash = uri.indexOf('/', authorityStart);
+  const other = uri.slice(authorityStart, slash === -1 ? uri.length : slash).search(/[?#@\\]/);
+  if (slash === -1 || other !== -1) {
+    throw originalRefused(`${uriHeader} is an absolute URL without a path after its host.`);
+  }
+  return { method, target: uri.slice(slash) };
 }
 
 /** Traefik `forwardAuth`: `X-Forwarded-Method` and `X-Forwarded-Uri` (path and query). */

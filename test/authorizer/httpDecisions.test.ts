@@ -65,6 +65,40 @@ describe('HTTP decisions', () => {
     assert.equal(missing.status, 404);
   });
 
+  test('an absolute original URL (ingress-nginx X-Original-URL) decides on its path', async (t) => {
+    const gw = await startGateway(t, {
+      settings: authorizerSettings({
+        authorizer: {
+          host: '127.0.0.1',
+          port: 0,
+          grpc: { enabled: false },
+          originalUriHeader: 'X-Original-URL',
+        },
+      }),
+    });
+    const token = await gw.token();
+    const ask = (url: string) =>
+      fetch(`${gw.authorizerUrl}/nginx`, {
+        headers: {
+          authorization: `Bearer ${token}`,
+          'x-original-method': 'GET',
+          'x-original-url': url,
+        },
+      });
+    assert.equal((await ask('https://api.example.com/v1/orders/1?q=2')).status, 200);
+    assert.equal((await ask('https://api.example.com:8443/v1/admin')).status, 403);
+    const dots = await ask('https://api.example.com/v1/orders/../admin');
+    assert.equal(dots.status, 400);
+    assert.equal((await problemOf(dots)).tipo, 'urn:portaria:problem:invalid-path');
+    for (const bad of [
+      'https://api.example.com',
+      'https://api.example.com?x=/v1/orders',
+      'http://a@b/v1/orders',
+    ]) {
+      assert.equal((await ask(bad)).status, 400, bad);
+    }
+  });
+
   test('path tricks in the original URI are refused as in proxy mode', async (t) => {
     const gw = await startGateway(t, { settings: authorizerSettings() });
     const token = await gw.token();
