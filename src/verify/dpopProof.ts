@@ -1,0 +1,173 @@
+/**
+ * A DPoP proof (RFC 9449 §4.2), checked the way §4.3 lists it, every ambiguous form
+ * refused before any cryptography runs:
+ *   - one compact JWS of bounded size, its header `typ: dpop+jwt` (§4.2), an asymmetric
+ *     `alg` of the allowlist (never `none`, never HMAC), a `jwk` that is a public key only
+ *     (no private member: a proof carrying its private key proves nothing);
+ *   - the signature verifies with that `jwk` (the key that signed is the key named);
+ *   - `htm` is the request's method, `htu` its URI without query and fragment (§4.3 items
+ *     9–10), compared after the RFC 3986 §6.2.2 normalisations (scheme and host case,
+ *     the default port);
+ *   - `iat` within the window around now (§11.1), `jti` present (its single use is the
+ *     replay store's, `proofReplay.ts`);
+ *   - with an access token (at a resource, §7.1), `ath` is its SHA-256 (base64url);
+ *   - with server nonces on, `nonce` is one of ours (§8).
+ * The result is the key's RFC 7638 thumbprint (`jkt`, what `cnf` binds) and the `jti`.
+ */
+import { createHash } from 'node:crypto';
+import { calculateJwkThumbprint, compactVerify, importJWK, type JWK } from 'jose';
+
+/** The asymmetric algorithms a proof may use (RFC 9449 §4.2: no symmetric, no `none`). */
+export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'] as const;
+export type DpopAlgorithm = (typeof DPOP_ALGORITHMS)[number];
+
+/** A proof is a few hundred bytes (an RSA key makes it ~1.5 KiB): anything larger is refused unread. */
+export const MAX_PROOF_LENGTH = 4096;
+
+/** Private members of any key type (RFC 7518 §6.2.2, §6.3.2, §6.4; RFC 8037 §2). */
+const PRIVATE_MEMBERS = ['d', 'p', 'q', 'dp', 'dq', 'qi', 'oth', 'k'];
+
+export type DpopProofReason =
+  | 'dpop-malformed'
+  | 'dpop-typ'
+  | 'dpop-alg'
+  | 'dpop-jwk'
+  | 'dpop-signature'
+  | 'dpop-htm'
+  | 'dpop-htu'
+  | 'dpop-iat'
+  | 'dpop-jti'
+  | 'dpop-ath'
+  | 'dpop-nonce';
+
+export class DpopProofError extends Error {
+  readonly reason: DpopProofReason;
+  constructor(reason: DpopProofReason, message: string) {
+    super(message);
+    this.reason = reason;
+  }
+}
+
+export interface ProofExpectation {
+  readonly method: string;
+  /** The request's URI as received, scheme and host per the trusted-proxy rules. */
+  readonly url: string;
+  /** Epoch seconds. */
+  readonly now: number;
+  /** How far `iat` may be from now, each way, in seconds. */
+  readonly windowSeconds: number;
+  readonly algorithms: readonly DpopAlgorithm[];
+  /** At a resource: the access token the proof must name (`ath`). */
+  readonly accessToken?: string;
+  /** With server nonces: whether `nonce` is one the server issued and still accepts. */
+  readonly nonceValid?: (nonce: string) => boolean;
+}
+
+export interface CheckedProof {
+  /** RFC 7638 SHA-256 thumbprint of the proof's key (`cnf.jkt`). */
+  readonly jkt: string;
+  readonly jti: string;
+  readonly iat: number;
+}
+
+const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
+
+export async function checkDpopProof(
+  proof: string,
+  expect: ProofExpectation,
+): Promise<CheckedProof> {
+  if (proof.length > MAX_PROOF_LENGTH || !JWS.test(proof)) {
+    throw new DpopProofError('dpop-malformed', 'The DPoP proof is not a compact JWS.');
+  }
+  const header = jsonPart(proof.slice(0, proof.indexOf('.')));
+  if (header.typ !== 'dpop+jwt') {
+    throw new DpopProofError('dpop-typ', 'The DPoP proof must be typed dpop+jwt.');
+  }
+  const alg = header.alg;
+  if (typeof alg !== 'string' || !(expect.algorithms as readonly string[]).includes(alg)) {
+    throw new DpopProofError('dpop-alg', 'The DPoP proof uses an algorithm not accepted here.');
+  }
+  const jwk = header.jwk;
+  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) {
+    throw new DpopProofError('dpop-jwk', 'The DPoP proof carries no public key (jwk).');
+  }
+  for (const member of PRIVATE_MEMBERS) {
+    if (member in jwk) throw new DpopProofError('dpop-jwk', 'The DPoP proof key must be public.');
+  }
+  let payload: Uint8Array;
+  try {
+    const key = await importJWK(jwk as JWK, alg);
+    if (key instanceof Uint8Array) throw new Error('symmetric');
+    ({ payload } = await compactVerify(proof, key, { algorithms: [alg] }));
+  } catch {
+    throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
+  }
+  const claims = jsonBytes(payload);
+  if (claims.htm !== expect.method) {
+    throw new DpopProofError('dpop-htm', 'The DPoP proof is for another method.');
+  }
+  if (typeof claims.htu !== 'string' || normalisedUri(claims.htu) !== normalisedUri(expect.url)) {
+    throw new DpopProofError('dpop-htu', 'The DPoP proof is for another URI.');
+  }
+  const iat = claims.iat;
+  if (
+    typeof iat !== 'number' ||
+    !Number.isFinite(iat) ||
+    Math.abs(iat - expect.now) > expect.windowSeconds
+  ) {
+    throw new DpopProofError('dpop-iat', 'The DPoP proof was not made just now (iat).');
+  }
+  const jti = claims.jti;
+  if (typeof jti !== 'string' || jti.length === 0 || jti.length > 256) {
+    throw new DpopProofError('dpop-jti', 'The DPoP proof needs a jti.');
+  }
+  if (expect.accessToken !== undefined && claims.ath !== accessTokenHash(expect.accessToken)) {
+    throw new DpopProofError('dpop-ath', 'The DPoP proof is for another access token (ath).');
+  }
+  if (expect.nonceValid !== undefined) {
+    const nonce = claims.nonce;
+    if (typeof nonce !== 'string' || !expect.nonceValid(nonce)) {
+      throw new DpopProofError('dpop-nonce', 'The DPoP proof must carry a current server nonce.');
+    }
+  }
+  return { jkt: await calculateJwkThumbprint(jwk as JWK, 'sha256'), jti, iat };
+}
+
+/** `ath` (RFC 9449 §4.2): base64url of the SHA-256 of the access token's ASCII. */
+export function accessTokenHash(token: string): string {
+  return createHash('sha256').update(token, 'ascii').digest('base64url');
+}
+
+/**
+ * A URI without query and fragment, scheme and host lower case, the scheme's default port
+ * dropped (RFC 9449 §4.3 item 10, RFC 3986 §6.2.2–6.2.3); '' when it is not an http(s) URL.
+ * The path is compared as written: a proof is made for the URI the client sent.
+ */
+export function normalisedUri(uri: string): string {
+  const match = /^(https?):\/\/([^/?#]*)([^?#]*)/i.exec(uri);
+  if (match === null) return '';
+  const scheme = (match[1] as string).toLowerCase();
+  let authority = (match[2] as string).toLowerCase();
+  if (authority.includes('@') || authority === '') return '';
+  const defaultPort = scheme === 'https' ? ':443' : ':80';
+  if (authority.endsWith(defaultPort)) authority = authority.slice(0, -defaultPort.length);
+  const path = match[3] === '' ? '/' : (match[3] as string);
+  return `${scheme}://${authority}${path}`;
+}
+
+function jsonPart(part: string): Record<string, unknown> {
+  return jsonBytes(Buffer.from(part, 'base64url'));
+}
+
+function jsonBytes(bytes: Uint8Array): Record<string, unknown> {
+  let value: unknown;
+  try {
+    value = JSON.parse(Buffer.from(bytes).toString('utf8'));
+  } catch {
+    throw new DpopProofError('dpop-malformed', 'The DPoP proof is not JSON.');
+  }
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new DpopProofError('dpop-malformed', 'The DPoP proof is not a JSON object.');
+  }
+  return value as Record<string, unknown>;
+}
