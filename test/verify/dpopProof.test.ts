@@ -3,7 +3,7 @@
  * tampered and misdirected ones an attacker would try.
  */
 import assert from 'node:assert/strict';
-import { createHash, generateKeyPairSync } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { calculateJwkThumbprint, exportJWK, type JWK, SignJWT } from 'jose';
 import {
@@ -14,13 +14,14 @@ import {
   normalisedUri,
   type ProofExpectation,
 } from '../../src/verify/dpopProof.js';
+import { newKeyPair } from '../helpers/keyPairs.js';
 
 const NOW = 1_800_000_000;
 const URL = 'https://api.example.com/v1/orders';
 const TOKEN = 'eyJhbGciOiJFUzI1NiJ9.eyJzdWIiOiJhY21lIn0.c2ln';
 
-const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-const other = generateKeyPairSync('ec', { namedCurve: 'P-256' });
+const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
+const other = newKeyPair('ec', { namedCurve: 'P-256' });
 
 async function proof(
   claims: Record<string, unknown> = {},
