@@ -342,6 +342,7 @@ export const configSchema = {
           timeoutMs: positiveMs,
           audience: { type: 'string', minLength: 1 },
           requireCertificateBound: { type: 'boolean', default: false },
+          requireDpop: { type: 'boolean', default: false },
         },
       },
     },
@@ -363,6 +364,7 @@ export const configSchema = {
                 timeoutMs: positiveMs,
                 // No default: ajv ignores defaults inside oneOf (strict mode refuses one).
                 requireCertificateBound: { type: 'boolean' },
+                requireDpop: { type: 'boolean' },
               },
             },
           ],
@@ -420,6 +422,25 @@ export const configSchema = {
     // A security profile that tightens and checks other settings (docs/fapi.md); rules
     // in profileRules.ts, its effects in completeConfig.ts and profile/.
     profile: { enum: ['none', 'fapi-br'], default: 'none' },
+    // DPoP (RFC 9449): proof-of-possession tokens, issued and enforced (docs/dpop.md).
+    dpop: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        enabled: { type: 'boolean', default: false },
+        algorithms: {
+          type: 'array',
+          minItems: 1,
+          uniqueItems: true,
+          items: { enum: ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'] },
+          default: ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'],
+        },
+        // How far a proof's iat may be from now, either way (RFC 9449 §11.1); a proof's
+        // jti is remembered for twice as long.
+        proofWindowSeconds: { type: 'integer', minimum: 5, maximum: 300, default: 60 },
+      },
+    },
     // What the gateway does with a verified request (docs/authorizer.md): forward it
     // (`proxy`), answer another proxy's question about it (`authorizer`), or both.
     mode: { enum: ['proxy', 'authorizer', 'both'], default: 'proxy' },

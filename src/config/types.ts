@@ -120,6 +120,15 @@ export interface VerifyConfig {
   readonly cacheSize: number;
 }
 
+/** DPoP (RFC 9449), docs/dpop.md. */
+export interface DpopConfig {
+  /** Accept DPoP proofs at the token endpoints and DPoP tokens at the edge. */
+  readonly enabled: boolean;
+  readonly algorithms: readonly ('ES256' | 'ES384' | 'EdDSA' | 'PS256' | 'RS256')[];
+  /** How far a proof's `iat` may be from now, either way. */
+  readonly proofWindowSeconds: number;
+}
+
 export type GatewayMode = 'proxy' | 'authorizer' | 'both';
 
 /** The decision listeners (docs/authorizer.md). */
@@ -154,6 +163,8 @@ export interface RouteConfig {
   readonly audience: string | null;
   /** Only certificate-bound tokens (RFC 8705 §3) pass: a plain bearer token gets 401 (default false). */
   readonly requireCertificateBound?: boolean;
+  /** Only DPoP-bound tokens (RFC 9449) with their proof pass (default false). */
+  readonly requireDpop?: boolean;
 }
 
 export interface UpstreamConfig {
@@ -164,6 +175,7 @@ export interface UpstreamConfig {
     readonly scopes: readonly string[];
     readonly timeoutMs: number;
     readonly requireCertificateBound?: boolean;
+    readonly requireDpop?: boolean;
   } | null;
   /** Default timeout for routes that name none. */
   readonly timeoutMs: number;
@@ -399,6 +411,7 @@ export interface Config {
    * tokens everywhere, certificates for every client, lifetimes of 300–900 s.
    */
   readonly profile: Profile;
+  readonly dpop: DpopConfig;
   /** Forward verified requests (`proxy`), answer other proxies' questions (`authorizer`), or both. */
   readonly mode: GatewayMode;
   readonly authorizer: AuthorizerConfig;

@@ -114,7 +114,8 @@ export class RequestAccounting {
    * decision once the original request is known (its method and target are the span's).
    */
   startTrace(scope: RequestScope, req: IncomingMessage): void {
-    if (this.#tracing !== null && scope.trace === null) startRequestTrace(this.#tracing, scope, req);
+    if (this.#tracing !== null && scope.trace === null)
+      startRequestTrace(this.#tracing, scope, req);
   }
 
   /**

@@ -119,10 +119,17 @@ const EVERY_SETTING = {
       timeoutMs: 1,
       audience: null,
       requireCertificateBound: false,
+      requireDpop: false,
     },
   ],
   upstream: {
-    default: { upstream: 'http://u', scopes: [], timeoutMs: 1, requireCertificateBound: false },
+    default: {
+      upstream: 'http://u',
+      scopes: [],
+      timeoutMs: 1,
+      requireCertificateBound: false,
+      requireDpop: false,
+    },
     timeoutMs: 1,
     connections: 1,
   },
@@ -134,6 +141,7 @@ const EVERY_SETTING = {
   log: { level: 'info', pretty: false },
   tracing: { enabled: false },
   profile: 'none',
+  dpop: { enabled: false, algorithms: ['ES256'], proofWindowSeconds: 60 },
   mode: 'proxy',
   authorizer: {
     host: '0.0.0.0',

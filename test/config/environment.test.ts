@@ -62,7 +62,9 @@ function candidates(node: Node): [string, unknown][] {
     const items = (node.items ?? {}) as Node;
     if (Array.isArray(items.enum)) {
       const chosen = items.enum.filter((v) => !(def as unknown[] | undefined)?.includes(v));
-      return [[chosen.join(','), chosen]];
+      // Every value is in the default: a shorter list is the change.
+      const value = chosen.length > 0 ? chosen : items.enum.slice(0, 1);
+      return [[value.join(','), value]];
     }
     if (items.type === 'object') {
       return [

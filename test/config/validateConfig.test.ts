@@ -421,6 +421,11 @@ describe('validateConfig', () => {
       forwardCallerHeaders: [],
       problemTypeBase: 'urn:portaria:problem:',
       profile: 'none',
+      dpop: {
+        enabled: false,
+        algorithms: ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'],
+        proofWindowSeconds: 60,
+      },
       mode: 'proxy',
       authorizer: {
         host: '0.0.0.0',
