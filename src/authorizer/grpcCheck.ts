@@ -25,7 +25,7 @@
  * unexpected failure a denied 500 without a body. The access line and metrics are the
  * original request's, marked `portaria.decision.entry: envoy-grpc`.
  */
-import type { sendUnaryData, ServerUnaryCall } from '@grpc/grpc-js';
+import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
 import { isPortariaError, PortariaError, problemJson } from '../errors.js';
 import type { EdgeChallenge } from '../http/challenge.js';
@@ -37,8 +37,8 @@ import type { TrustedProxies } from '../lib/trustedProxies.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import { type Metrics, methodClass } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
-import type { Decisions } from './decisions.js';
 import { originalRequestInto } from './decisionGateway.js';
+import type { Decisions } from './decisions.js';
 import { checkedMethod, originalRefused } from './originalRequest.js';
 
 /** The parts of a CheckRequest read here (proto field names; absent messages null). */
@@ -239,7 +239,11 @@ export class GrpcCheck {
     return { all: headers, authorizationLines: authorizationLinesOf(http, headers) };
   }
 
-  #decide(scope: RequestScope, request: CheckRequest, headers: OriginalHeaders): void | Promise<void> {
+  #decide(
+    scope: RequestScope,
+    request: CheckRequest,
+    headers: OriginalHeaders,
+  ): void | Promise<void> {
     if (!this.#deps.trustedProxies.trusts(scope.peerAddress)) {
       throw new PortariaError(
         'untrusted-peer',

@@ -17,10 +17,10 @@
  * Keepalive stays at grpc-js's defaults: Envoy keeps its connections and pings when told.
  */
 import {
-  type sendUnaryData,
   Server,
   ServerCredentials,
   type ServerUnaryCall,
+  type sendUnaryData,
   status,
 } from '@grpc/grpc-js';
 import { MAX_HEADER_BYTES } from '../certificates/certificateHeaderReader.js';
