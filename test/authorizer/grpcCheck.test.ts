@@ -9,17 +9,22 @@
  */
 import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { request } from 'node:http';
+import { type AddressInfo, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { type Client, credentials, status as grpcStatus } from '@grpc/grpc-js';
 import { decodeJwt } from 'jose';
+import { parseAllDocuments } from 'yaml';
 import { serviceClient } from '../../src/authorizer/envoyProtos.js';
+import { configSchema } from '../../src/config/schema.js';
 import { certificateThumbprint } from '../../src/domain/clientCertificate.js';
 import { type IssuedCertificate, TestCa } from '../helpers/certificates.js';
 import { DEFAULT_CLIENTS, type Gateway, startGateway } from '../helpers/fixture.js';
+import { runGateway } from '../helpers/process.js';
 import { accessLineOf } from '../helpers/wait.js';
 import { namedClientCertificate } from '../oauth/mtlsCertificates.js';
 
@@ -427,5 +432,123 @@ describe('Envoy ext_authz over gRPC with the peer certificate', () => {
     const garbled = denied(await ask('-----BEGIN CERTIFICATE-----', 'grpc-bound-garbled'));
     assert.equal(garbled.status, 'BadRequest');
     assert.match(String(garbled.body?.detalhe), /attributes\.source\.certificate/);
+  });
+});
+
+test('a gRPC port in use is a start-up error naming authorizer.grpc.port', async (t) => {
+  const cwd = await mkdtemp(join(tmpdir(), 'portaria-grpc-busy-'));
+  t.after(() => rm(cwd, { recursive: true, force: true }));
+  const busy = createServer();
+  await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+  t.after(() => new Promise<void>((resolve) => busy.close(() => resolve())));
+  const busyPort = (busy.address() as AddressInfo).port;
+  const failed = runGateway(t, ['--demo'], {
+    cwd,
+    env: {
+      PORTARIA_SERVER__PORT: '0',
+      PORTARIA_ADMIN__PORT: '0',
+      PORTARIA_MODE: 'both',
+      PORTARIA_SERVER__TRUSTED_PROXIES: '127.0.0.1',
+      PORTARIA_AUTHORIZER__HOST: '127.0.0.1',
+      PORTARIA_AUTHORIZER__PORT: '0',
+      PORTARIA_AUTHORIZER__GRPC__PORT: String(busyPort),
+    },
+  });
+  const { code } = await failed.exited;
+  assert.equal(code, 1);
+  assert.match(
+    failed.stderr(),
+    new RegExp(
+      `authorizer\\.host/authorizer\\.grpc\\.port: cannot listen on 127\\.0\\.0\\.1:${busyPort}: the address is already in use .*\\(EADDRINUSE\\); change authorizer\\.grpc\\.port \\(PORTARIA_AUTHORIZER__GRPC__PORT\\)`,
+    ),
+  );
+  assert.doesNotMatch(failed.stderr(), /\n\s+at /, 'no stack trace');
+});
+
+describe('the gRPC examples (docs/examples)', () => {
+  const example = (name: string) =>
+    readFile(fileURLToPath(new URL(`../../../docs/examples/${name}`, import.meta.url)), 'utf8');
+  const defaultPort = (
+    configSchema as unknown as {
+      properties: {
+        authorizer: { properties: { grpc: { properties: { port: { default: number } } } } };
+      };
+    }
+  ).properties.authorizer.properties.grpc.properties.port.default;
+  // biome-ignore lint/suspicious/noExplicitAny: walking parsed YAML; a wrong path fails the test.
+  type Node = Record<string, any>;
+  const documents = async (name: string): Promise<Node[]> =>
+    parseAllDocuments(await example(name)).map((document) => {
+      assert.deepEqual(document.errors, [], name);
+      return document.toJS() as Node;
+    });
+  const kind = (all: Node[], name: string): Node => {
+    const found = all.find((document) => document.kind === name);
+    assert.ok(found, name);
+    return found;
+  };
+
+  test('envoy-ext-authz.yaml: gRPC V3 to the portaria cluster on the default port, failing closed, the peer certificate included', async () => {
+    assert.equal(defaultPort, 9191);
+    const [envoy] = await documents('envoy-ext-authz.yaml');
+    assert.ok(envoy);
+    const { listeners, clusters } = envoy.static_resources;
+    const filters = listeners[0].filter_chains[0].filters[0].typed_config.http_filters;
+    const extAuthz = filters.find((f: Node) => f.name === 'envoy.filters.http.ext_authz');
+    assert.ok(extAuthz);
+    const config = extAuthz.typed_config;
+    assert.equal(
+      config['@type'],
+      'type.googleapis.com/envoy.extensions.filters.http.ext_authz.v3.ExtAuthz',
+    );
+    assert.equal(config.transport_api_version, 'V3');
+    assert.equal(config.include_peer_certificate, true);
+    assert.equal(config.failure_mode_allow, false);
+    assert.equal(config.with_request_body, undefined);
+    const cluster = clusters.find(
+      (c: Node) => c.name === config.grpc_service.envoy_grpc.cluster_name,
+    );
+    assert.ok(cluster);
+    assert.equal(cluster.name, 'portaria');
+    const address = cluster.load_assignment.endpoints[0].lb_endpoints[0].endpoint.address;
+    assert.deepEqual(address.socket_address, { address: 'portaria', port_value: defaultPort });
+    assert.ok(cluster.typed_extension_protocol_options, 'gRPC needs HTTP/2 to the cluster');
+    assert.deepEqual(cluster.health_checks[0].grpc_health_check, {});
+    // The ext_authz filter runs before the router.
+    assert.equal(filters.at(-1).name, 'envoy.filters.http.router');
+  });
+
+  test('istio-authorizer.yaml: the provider names the Service and port the policy and Service use', async () => {
+    const all = await documents('istio-authorizer.yaml');
+    const providers = kind(all, 'IstioOperator').spec.meshConfig.extensionProviders;
+    const provider = providers[0];
+    assert.equal(provider.envoyExtAuthzGrpc.port, defaultPort);
+    assert.equal(provider.envoyExtAuthzGrpc.failOpen, false);
+    const service = kind(all, 'Service');
+    assert.equal(
+      provider.envoyExtAuthzGrpc.service,
+      `${service.metadata.name}.${service.metadata.namespace}.svc.cluster.local`,
+    );
+    assert.equal(service.spec.ports[0].port, defaultPort);
+    assert.match(service.spec.ports[0].name, /^grpc/);
+    const policy = kind(all, 'AuthorizationPolicy');
+    assert.equal(policy.spec.action, 'CUSTOM');
+    assert.equal(policy.spec.provider.name, provider.name);
+  });
+
+  test('contour-extension-service.yaml: the HTTPProxy names the ExtensionService on the default port', async () => {
+    const all = await documents('contour-extension-service.yaml');
+    const extension = kind(all, 'ExtensionService');
+    const service = kind(all, 'Service');
+    assert.equal(extension.spec.services[0].name, service.metadata.name);
+    assert.equal(extension.spec.services[0].port, defaultPort);
+    assert.equal(service.spec.ports[0].port, defaultPort);
+    assert.equal(extension.spec.protocol, 'h2c');
+    const authorization = kind(all, 'HTTPProxy').spec.virtualhost.authorization;
+    assert.deepEqual(authorization.extensionRef, {
+      name: extension.metadata.name,
+      namespace: extension.metadata.namespace,
+    });
+    assert.equal(authorization.failOpen, false);
   });
 });
