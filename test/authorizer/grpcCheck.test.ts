@@ -27,6 +27,7 @@ import { DEFAULT_CLIENTS, type Gateway, startGateway } from '../helpers/fixture.
 import { runGateway } from '../helpers/process.js';
 import { accessLineOf } from '../helpers/wait.js';
 import { namedClientCertificate } from '../oauth/mtlsCertificates.js';
+import { KIND, startOtlpReceiver, withEnv } from '../observability/otlpReceiver.js';
 
 type Settings = Record<string, unknown>;
 
@@ -295,6 +296,43 @@ describe('Envoy ext_authz over gRPC', () => {
     assert.equal(line['portaria.reason'], 'untrusted-peer');
     // The source address Envoy names is believed from a trusted proxy only.
     assert.equal(line['client.address'], '127.0.0.1');
+  });
+
+  test("the original request's traceparent parents the decision's server span", async (t) => {
+    const receiver = await startOtlpReceiver(t);
+    const gw = await withEnv(
+      {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url,
+        OTEL_TRACES_SAMPLER: 'parentbased_always_on',
+        OTEL_BSP_SCHEDULE_DELAY: '50',
+      },
+      () =>
+        startGateway(t, {
+          settings: () => ({ ...authorizerSettings()(), tracing: { enabled: true } }),
+        }),
+    );
+    const client = clientOf(t, gw);
+    const token = await gw.token();
+    const callerTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const callerSpan = '00f067aa0ba902b7';
+    const response = await call(
+      client,
+      checkRequest('GET', '/v1/orders/9', {
+        authorization: `Bearer ${token}`,
+        traceparent: `00-${callerTrace}-${callerSpan}-01`,
+        'x-request-id': 'grpc-traced-1',
+      }),
+    );
+    assert.equal(response.status?.code, 0);
+    const line = await accessLineOf(gw.logs, 'grpc-traced-1');
+    assert.equal(line.trace_id, callerTrace);
+    const span = await receiver.span(
+      'the decision server span',
+      (s) => s.kind === KIND.server && s.traceId === callerTrace,
+    );
+    assert.equal(span.parentSpanId, callerSpan);
+    assert.equal(span.attributes['http.route'], 'orders');
+    assert.equal(span.attributes['url.path'], '/v1/orders/9');
   });
 
   test('the health service answers SERVING; an unknown service NOT_FOUND', async (t) => {
