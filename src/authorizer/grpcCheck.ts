@@ -255,7 +255,7 @@ export class GrpcCheck {
     if (http === undefined || http === null) {
       throw originalRefused('The CheckRequest carries no attributes.request.http.');
     }
-    if (Object.keys(headers.all).length > this.#deps.maxHeaderLines) throw tooManyHeaderLines();
+    if (fieldCount(headers.all) > this.#deps.maxHeaderLines) throw tooManyHeaderLines();
     scope.authorization = headers.all.authorization;
     scope.authorizationLines = headers.authorizationLines;
     const path = typeof http.path === 'string' ? http.path : '';
@@ -366,6 +366,13 @@ function authorizationLinesOf(
     if ((entry.key ?? '').toLowerCase() === 'authorization') lines++;
   }
   return lines;
+}
+
+/** The header fields of the map, as `server.maxHeaderLines` counts them: no pseudo-headers. */
+function fieldCount(headers: Readonly<Record<string, string>>): number {
+  let count = 0;
+  for (const name in headers) if (!name.startsWith(':')) count++;
+  return count;
 }
 
 /**

@@ -265,6 +265,16 @@ describe('Envoy ext_authz over gRPC', () => {
       assert.equal(answer.status, 'BadRequest');
       assert.equal(answer.body?.tipo, 'urn:portaria:problem:invalid-request');
     }
+    // More fields than server.maxHeaderLines (pseudo-headers not counted): 431, as on HTTP.
+    const many: Record<string, string> = {};
+    for (let i = 0; i < 97; i++) many[`x-extra-${i}`] = 'v';
+    const fits = denied(await call(client, checkRequest('GET', '/v1/orders', many)));
+    assert.equal(fits.status, 'Unauthorized', 'user-agent and 97 more make 98 fields');
+    for (let i = 97; i < 101; i++) many[`x-extra-${i}`] = 'v';
+    const tooMany = denied(await call(client, checkRequest('GET', '/v1/orders', many)));
+    assert.equal(tooMany.status, 'RequestHeaderFieldsTooLarge');
+    assert.equal(tooMany.body?.tipo, 'urn:portaria:problem:headers-too-large');
+    assert.equal(tooMany.headers.connection, undefined, 'no hop-by-hop header in the reply');
     // Still answering.
     const token = await gw.token();
     const ok = await call(
