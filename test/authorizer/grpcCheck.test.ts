@@ -200,6 +200,45 @@ describe('Envoy ext_authz over gRPC', () => {
     assert.equal(line['portaria.reason'], 'no-authorization');
   });
 
+  test("Envoy's encode_raw_headers: header_map read as the map, a repeated Authorization refused", async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings() });
+    const client = clientOf(t, gw);
+    const token = await gw.token();
+    const raw = (entries: [string, string][], id: string) => {
+      const request = checkRequest('GET', '/v1/orders/3');
+      const http = request.attributes.request.http as Record<string, unknown>;
+      http.headers = {};
+      http.header_map = {
+        headers: [
+          ...entries.map(([key, value]) => ({ key, raw_value: Buffer.from(value) })),
+          { key: 'x-request-id', raw_value: Buffer.from(id) },
+        ],
+      };
+      return call(client, request);
+    };
+    const ok = await raw(
+      [
+        ['authorization', `Bearer ${token}`],
+        ['x_client_id', 'mallory'],
+      ],
+      'grpc-raw-ok',
+    );
+    assert.equal(ok.status?.code, 0);
+    assert.ok(ok.ok_response?.headers_to_remove.includes('x_client_id'));
+    const twice = denied(
+      await raw(
+        [
+          ['authorization', `Bearer ${token}`],
+          ['authorization', `Bearer ${token}`],
+        ],
+        'grpc-raw-twice',
+      ),
+    );
+    assert.equal(twice.status, 'Unauthorized');
+    const line = await accessLineOf(gw.logs, 'grpc-raw-twice');
+    assert.equal(line['portaria.reason'], 'multiple-authorization');
+  });
+
   test('a missing scope: PERMISSION_DENIED, denied 403 with insufficient_scope', async (t) => {
     const gw = await startGateway(t, { settings: authorizerSettings() });
     const client = clientOf(t, gw);
