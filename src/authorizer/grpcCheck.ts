@@ -184,17 +184,27 @@ export class GrpcCheck {
       this.#accounting.decisionEnded(scope, call.cancelled ? 499 : status);
       callback(null, response);
     };
+    const allowed = (headers: OriginalHeaders) => {
+      let response: CheckResponse;
+      try {
+        response = this.#allow(scope, headers);
+      } catch (error) {
+        this.#refuse(scope, error, answer);
+        return;
+      }
+      answer(response, 200);
+    };
     try {
-      const http = this.#begin(scope, call);
-      const waiting = this.#decide(scope, call.request, http);
+      const headers = this.#begin(scope, call);
+      const waiting = this.#decide(scope, call.request, headers);
       if (waiting !== undefined) {
         waiting.then(
-          () => answer(this.#allow(scope, http), 200),
+          () => allowed(headers),
           (error: unknown) => this.#refuse(scope, error, answer),
         );
         return;
       }
-      answer(this.#allow(scope, http), 200);
+      allowed(headers);
     } catch (error) {
       this.#refuse(scope, error, answer);
     }
