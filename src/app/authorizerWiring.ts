@@ -8,7 +8,10 @@
 import type { Server } from 'node:http';
 import { DecisionGateway } from '../authorizer/decisionGateway.js';
 import { Decisions } from '../authorizer/decisions.js';
-import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
+import { CERTIFICATE_FIELD, GrpcCheck } from '../authorizer/grpcCheck.js';
+import { createGrpcListener, type GrpcListener } from '../authorizer/grpcListener.js';
+import { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
+import type { CertificateTrust } from '../certificates/certificateTrust.js';
 import type { Config } from '../config/types.js';
 import type { EdgeChallenge } from '../http/challenge.js';
 import type { Clock } from '../lib/clock.js';
@@ -35,6 +38,11 @@ export interface AuthorizerWiringDeps {
   readonly tracing: Tracing | null;
   readonly freshness: { isStale(): boolean } | null;
   readonly certificateHeader?: CertificateHeaderReader | undefined;
+  /**
+   * With `clientCertificate.source: header`: the CA and CRL files the proxy's certificates
+   * are checked against (the gRPC entry's `attributes.source.certificate` too).
+   */
+  readonly certificateTrust?: CertificateTrust | undefined;
 }
 
 export interface Authorizer {
@@ -78,19 +86,68 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
     ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
   });
   const http: Server = createDecisionListener(config, gateway.handleRequest as never);
+  const grpc = grpcListenerOf(config, deps, decisions);
   const { host, port } = config.authorizer;
   return {
     async listen() {
       await listenOn(http, host, port, 'authorizer');
-      return { authorizerUrl: urlOf(http), grpcUrl: '' };
+      const grpcUrl = grpc === null ? '' : await grpc.listen().catch(closingFirst(http));
+      return { authorizerUrl: urlOf(http), grpcUrl };
     },
     async close(graceMs) {
       const closed = new Promise<void>((resolve) => http.close(() => resolve()));
       http.closeIdleConnections();
       const grace = setTimeout(() => http.closeAllConnections(), graceMs);
-      await closed;
+      await Promise.all([closed, grpc?.close(graceMs)]);
       clearTimeout(grace);
       await gateway.responsesClosed();
     },
+  };
+}
+
+/** With `authorizer.grpc.enabled`: Envoy's gRPC `ext_authz` over the same decisions. */
+function grpcListenerOf(
+  config: Config,
+  deps: AuthorizerWiringDeps,
+  decisions: Decisions,
+): GrpcListener | null {
+  if (!config.authorizer.grpc.enabled) return null;
+  const trust = deps.certificateTrust;
+  const certificate =
+    config.clientCertificate.source === 'header' && trust !== undefined
+      ? // Envoy's `include_peer_certificate`: URL-encoded PEM, nginx's form.
+        new CertificateHeaderReader({
+          format: 'nginx',
+          name: CERTIFICATE_FIELD,
+          trust,
+          clock: deps.clock,
+        })
+      : null;
+  const check = new GrpcCheck({
+    maxHeaderLines: config.server.maxHeaderLines,
+    problemTypeBase: config.problemTypeBase,
+    decisions,
+    trustedProxies: deps.trustedProxies,
+    challenge: deps.challenge,
+    logger: deps.logger,
+    accessLogger: deps.access,
+    metrics: deps.metrics,
+    tracing: deps.tracing,
+    certificate,
+  });
+  return createGrpcListener({
+    host: config.authorizer.host,
+    port: config.authorizer.grpc.port,
+    maxHeaderBytes: config.server.maxHeaderBytes,
+    check,
+    draining: () => deps.state.draining,
+  });
+}
+
+/** A failed gRPC bind closes the HTTP decision listener already bound, then fails start-up. */
+function closingFirst(http: Server): (error: unknown) => never {
+  return (error) => {
+    http.close();
+    throw error;
   };
 }

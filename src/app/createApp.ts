@@ -231,6 +231,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     tracing,
     freshness,
     certificateHeader,
+    certificateTrust,
   });
 
   const serverTls = tlsMaterial === null ? null : new ServerTls(tlsSettingsOf(config), tlsMaterial);

@@ -139,6 +139,21 @@ export class RequestAccounting {
     this.#finished(scope, kind, status, false, true);
   }
 
+  /**
+   * Starts a decision that comes without an IncomingMessage (Envoy over gRPC): its clock,
+   * the in-flight gauge and the count; its entry fills the rest of the scope.
+   */
+  decisionBegun(scope: RequestScope): void {
+    scope.start = performance.now();
+    this.#deps.metrics.requestStarted();
+    this.#open++;
+  }
+
+  /** Such a decision's line and metrics, `status` being the HTTP status it told the proxy. */
+  decisionEnded(scope: RequestScope, status: number): void {
+    this.#finished(scope, scope.methodClass, status, false, false);
+  }
+
   /** A request refused on the raw socket before it was handled (CONNECT). */
   socketRefused(scope: RequestScope, kind: MethodClass, status: number): void {
     this.#finished(scope, kind, status, false, false);

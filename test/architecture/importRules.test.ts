@@ -158,6 +158,9 @@ const HOMES: Record<string, readonly string[]> = {
   'proxy-addr': ['lib'],
   'ipaddr.js': ['limits'],
   'structured-headers': ['certificates'],
+  // Envoy's ext_authz over gRPC: the listener, its protos and its Check.
+  '@grpc/grpc-js': ['authorizer'],
+  '@grpc/proto-loader': ['authorizer'],
 };
 
 interface Edge {
