@@ -35,7 +35,7 @@ import {
   template,
 } from './helm.js';
 import { modelProblems, unknownFieldProblems } from './kubeValidate.js';
-import { VALUES_SCHEMA } from './paths.js';
+import { REPO_ROOT, VALUES_SCHEMA } from './paths.js';
 
 const scenarioFile = (name: string): string => {
   const found = SCENARIOS.find((s) => s.name === name);
@@ -244,6 +244,36 @@ describe('the chart in mode authorizer', () => {
     );
     assert.match(notes, /portaria-authorizer\.portaria\.svc\.cluster\.local port 9191 \(gRPC\)/);
     assert.doesNotMatch(await renderNotes(), /Decision listeners/);
+  });
+});
+
+describe("the deploying page's authorizer examples", () => {
+  test('the values example renders and the gateway loads it; the examples name the chart-made addresses', async (t) => {
+    const page = await readFile(join(REPO_ROOT, 'docs', 'deploying.md'), 'utf8');
+    const section = page.slice(page.indexOf('## Authorizer mode'));
+    const example = /```yaml\n# values\.yaml\n([\s\S]*?)```/.exec(section)?.[1];
+    assert.ok(example, 'the Authorizer mode section has its values.yaml example');
+    const objects = await render({ values: [parse(example) as Record<string, unknown>] });
+    const dir = await tempDir(t, 'portaria-chart-authorizer-doc-');
+    const file = join(dir, 'portaria.yaml');
+    await writeFile(file, configText(objects));
+    const config = await loadConfig({ file, env: {}, cwd: dir });
+    assert.equal(config.mode, 'authorizer');
+    // The addresses the proxies are given are the Service's, with its ports.
+    const service = find(objects, 'Service', '-authorizer');
+    const host = `${service.metadata.name}.${service.metadata.namespace}.svc.cluster.local`;
+    const [http, grpc] = servicePorts(service).map((p) => p.port);
+    for (const address of [`http://${host}:${http}/nginx`, `http://${host}:${http}/traefik`]) {
+      assert.ok(section.includes(address), address);
+    }
+    assert.ok(section.includes(`service: ${host}\n        port: ${grpc}`), 'Istio provider');
+    // Every default identity header is listed by each proxy.
+    const identity = Object.values(config.identityHeaders);
+    assert.deepEqual(identity, ['X-Client-Id', 'X-Token-Scope', 'X-Token-Jti']);
+    assert.ok(section.includes(`auth-response-headers: "${identity.join(',')}"`), 'nginx');
+    const traefik = identity.map((h) => `      - ${h}\n`).join('');
+    assert.ok(section.includes(`authResponseHeaders:\n${traefik}`), 'traefik');
+    assert.match(section, /nginx\.ingress\.kubernetes\.io\/auth-method: GET/);
   });
 });
 
