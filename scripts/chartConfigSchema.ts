@@ -34,6 +34,9 @@ export const CHART_OWNED_SETTINGS: readonly (readonly string[])[] = [
   ['clientCertificate', 'crlFiles'],
   // The top-level value `profile` (docs/fapi.md).
   ['profile'],
+  // The top-level values `mode` and `authorizer` (the decision ports are the pod's).
+  ['mode'],
+  ['authorizer'],
 ];
 
 type JsonObject = { [key: string]: unknown };

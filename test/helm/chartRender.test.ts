@@ -246,7 +246,16 @@ describe('Deployment', () => {
         (container.ports ?? []).map((p) => [p.name, p.containerPort]),
       );
       const config = rawConfig(objects);
-      assert.deepEqual(ports, { http: config.server?.port, admin: config.admin?.port });
+      // With mode authorizer or both, the decision listeners too (chartAuthorizer.test.ts).
+      const decisions = config.authorizer as
+        | { port: number; grpc: { enabled: boolean; port: number } }
+        | undefined;
+      assert.deepEqual(ports, {
+        http: config.server?.port,
+        admin: config.admin?.port,
+        ...(decisions === undefined ? {} : { decisions: decisions.port }),
+        ...(decisions?.grpc.enabled ? { 'grpc-decisions': decisions.grpc.port } : {}),
+      });
       assert.equal(config.server?.host, '0.0.0.0');
       assert.equal(config.admin?.host, '0.0.0.0', 'probes and Prometheus reach the admin port');
       assert.deepEqual(container.args, ['--config', '/etc/portaria/config/portaria.yaml']);

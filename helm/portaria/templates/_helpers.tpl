@@ -46,6 +46,19 @@ sets it apart from the public Service (the ServiceMonitor selects it by that lab
 {{- printf "%s-admin" (include "portaria.fullname" . | trunc 57 | trimSuffix "-") -}}
 {{- end -}}
 
+{{/*
+The decision listeners' Service (mode authorizer or both): "<full name>-authorizer", always
+ClusterIP, label app.kubernetes.io/component: authorizer.
+*/}}
+{{- define "portaria.authorizerServiceName" -}}
+{{- printf "%s-authorizer" (include "portaria.fullname" . | trunc 52 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/* "true" when the gateway answers decisions (mode authorizer or both). */}}
+{{- define "portaria.decides" -}}
+{{- if ne (.Values.mode | default "proxy") "proxy" -}}true{{- end -}}
+{{- end -}}
+
 {{- define "portaria.adminServiceLabels" -}}
 {{ include "portaria.selectorLabels" . }}
 app.kubernetes.io/component: admin
@@ -272,6 +285,17 @@ chart owns (listeners, file locations, Redis URL) set to what the pod provides.
 {{- if ne (.Values.profile | default "none") "none" -}}
 {{- $_ := set $cfg "profile" .Values.profile -}}
 {{- end -}}
+{{- /* Authorizer mode: values of their own, the decision ports are the pod's. */ -}}
+{{- if include "portaria.decides" . -}}
+{{- $_ := set $cfg "mode" .Values.mode -}}
+{{- $a := .Values.authorizer -}}
+{{- $authorizer := dict "host" "0.0.0.0" "port" ($a.port | int) -}}
+{{- $_ := set $authorizer "grpc" (dict "enabled" $a.grpc.enabled "port" ($a.grpc.port | int)) -}}
+{{- $_ := set $authorizer "originalMethodHeader" $a.originalMethodHeader -}}
+{{- $_ := set $authorizer "originalUriHeader" $a.originalUriHeader -}}
+{{- $_ := set $authorizer "cacheDecisions" (dict "enabled" $a.cacheDecisions.enabled "maxAgeSeconds" ($a.cacheDecisions.maxAgeSeconds | int)) -}}
+{{- $_ := set $cfg "authorizer" $authorizer -}}
+{{- end -}}
 {{- toYaml $cfg -}}
 {{- end -}}
 
@@ -411,6 +435,33 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if lt (include "portaria.terminationGracePeriodSeconds" . | int) $minGrace -}}
 {{- $graceSeconds := div (add (include "portaria.shutdownGraceMs" . | int) 999) 1000 -}}
 {{- fail (printf "terminationGracePeriodSeconds (%d) is too short: drain.preStopSleepSeconds (%d) + ceil(config.server.shutdownGraceMs / 1000) (%d) + %s s of cleanup after the drain = %d; set it to at least %d or leave it null to derive it (the pod would be killed mid-shutdown)" (.Values.terminationGracePeriodSeconds | int) (.Values.drain.preStopSleepSeconds | int) $graceSeconds (include "portaria.shutdownCleanupSeconds" .) $minGrace $minGrace) -}}
+{{- end -}}
+{{- if include "portaria.decides" . -}}
+{{- $trusted := dig "server" "trustedProxies" (list) (.Values.config | default dict) -}}
+{{- $fromEnv := false -}}
+{{- range .Values.extraEnv -}}
+{{- if eq (.name | default "") "PORTARIA_SERVER__TRUSTED_PROXIES" -}}{{- $fromEnv = true -}}{{- end -}}
+{{- end -}}
+{{- if and (empty $trusted) (not $fromEnv) -}}
+{{- fail (printf "mode: %s needs config.server.trustedProxies: the addresses or CIDRs of the proxies that ask for decisions (your ingress controller's or mesh's pod CIDR, e.g. [10.0.0.0/8]); only they may say what the original request was, and the gateway refuses to start without them" .Values.mode) -}}
+{{- end -}}
+{{- $ports := dict -}}
+{{- $_ := set $ports "ports.http" (.Values.ports.http | int) -}}
+{{- $_ := set $ports "ports.admin" (.Values.ports.admin | int) -}}
+{{- $_ := set $ports "authorizer.port" (.Values.authorizer.port | int) -}}
+{{- if .Values.authorizer.grpc.enabled -}}
+{{- $_ := set $ports "authorizer.grpc.port" (.Values.authorizer.grpc.port | int) -}}
+{{- end -}}
+{{- range $name, $port := $ports -}}
+{{- range $other, $otherPort := $ports -}}
+{{- if and (lt $name $other) (eq $port $otherPort) -}}
+{{- fail (printf "%s and %s are both %d: every listener of the gateway needs a port of its own" $name $other $port) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if eq (lower .Values.authorizer.originalMethodHeader) (lower .Values.authorizer.originalUriHeader) -}}
+{{- fail "authorizer.originalMethodHeader and authorizer.originalUriHeader name the same header" -}}
+{{- end -}}
 {{- end -}}
 {{- /* profile: fapi-br (docs/fapi.md): what the chart can see; the gateway checks the rest. */ -}}
 {{- if eq (.Values.profile | default "none") "fapi-br" -}}
