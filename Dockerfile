@@ -46,8 +46,9 @@ COPY --from=build /src/dist ./dist
 # package.json: "type": "module" makes Node load dist/ as ES modules.
 COPY package.json ./
 USER 10001:10001
-# Public listener and admin listener (server.port, admin.port).
-EXPOSE 8080 9091
+# Public listener and admin listener (server.port, admin.port); the decision listeners
+# of mode authorizer or both (authorizer.port, authorizer.grpc.port).
+EXPOSE 8080 9091 8181 9191
 # SIGTERM starts the drain: readiness 503, in-flight requests finish, exit 0.
 STOPSIGNAL SIGTERM
 # Exec form: node is PID 1 and receives SIGTERM itself (no shell in between).

@@ -121,8 +121,13 @@ describe('Dockerfile', () => {
     ]);
     assert.deepEqual(execForm(one('CMD')), ['--config', '/etc/portaria/portaria.yaml']);
     const ports = one('EXPOSE').args.split(/\s+/).map(Number);
-    const { server, admin } = configSchema.properties;
-    assert.deepEqual(ports, [server.properties.port.default, admin.properties.port.default]);
+    const { server, admin, authorizer } = configSchema.properties;
+    assert.deepEqual(ports, [
+      server.properties.port.default,
+      admin.properties.port.default,
+      authorizer.properties.port.default,
+      authorizer.properties.grpc.properties.port.default,
+    ]);
     // The image's user owns /data, the only place the gateway writes.
     assert.ok(inFinal('RUN').some((r) => /chown 10001:10001 \/data/.test(r.args)));
     assert.equal(user.split(':')[0], '10001');
