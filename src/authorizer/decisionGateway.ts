@@ -14,8 +14,9 @@
  * target canonicalised as in proxy mode, 400 `invalid-path`) → the client certificate
  * from the proxy's header (`clientCertificate.source: header`) → the protected steps
  * (`decisions.ts`) → the answer: 200 with the identity headers (and for Envoy
- * `x-envoy-auth-headers-to-remove`), or the refusal as in proxy mode — problem details
- * with the challenge, never cacheable. The access line and metrics are the original
+ * `x-envoy-auth-headers-to-remove`; a cacheable nginx answer also `X-Accel-Expires`, for
+ * nginx's proxy cache), or the refusal as in proxy mode — problem details with the
+ * challenge, never cacheable. The access line and metrics are the original
  * request's (its method, route and path), marked `portaria.decision.entry`.
  */
 import type { IncomingMessage } from 'node:http';
@@ -42,6 +43,9 @@ import {
   type OriginalRequest,
   traefikOriginal,
 } from './originalRequest.js';
+
+/** The seconds of a cacheable decision's `Cache-Control` (`private, max-age=N`). */
+const MAX_AGE = /max-age=(\d+)/;
 
 /** Envoy's HTTP filter removes the headers this response header names (comma-separated). */
 const ENVOY_HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
@@ -162,7 +166,14 @@ export class DecisionGateway {
       const remove = decisions.headersToRemove(identity, Object.keys(req.headers));
       if (remove.length > 0) res.setHeader(ENVOY_HEADERS_TO_REMOVE, remove.join(','));
     }
-    res.setHeader('cache-control', decisions.cacheControl(scope));
+    const cacheControl = decisions.cacheControl(scope);
+    // nginx's proxy cache stores no `private` answer but follows X-Accel-Expires over
+    // Cache-Control — when it comes first (nginx before 1.23 reads them in order).
+    const maxAge = MAX_AGE.exec(cacheControl)?.[1];
+    if (scope.decision === 'nginx' && maxAge !== undefined) {
+      res.setHeader('x-accel-expires', maxAge);
+    }
+    res.setHeader('cache-control', cacheControl);
     // A cached decision is the decision for these credentials only.
     res.setHeader('vary', 'Authorization');
     res.setHeader('x-request-id', scope.id);
