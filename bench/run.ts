@@ -16,6 +16,7 @@
  *   tracing               tracing off / on at 1 % vs no tracing section, three gateways on one CPU
  *   tls                   server.tls on vs off, two gateways on one CPU; new connections, resumption
  *   bound                 a certificate-bound route vs a bearer route over the same mutual-TLS connections
+ *   authorizer            nginx auth_request → Portaria (decision cache off / on) vs proxy mode vs HAProxy
  */
 import { splitMode } from './lib/modeArgs.js';
 
@@ -33,6 +34,7 @@ const MODES: Readonly<Record<string, () => Promise<Mode>>> = {
   tracing: () => import('./modes/tracing.js'),
   tls: () => import('./modes/tls.js'),
   bound: () => import('./modes/bound.js'),
+  authorizer: () => import('./modes/authorizer.js'),
 };
 
 const { mode = 'forwarding', rest } = splitMode(process.argv.slice(2));

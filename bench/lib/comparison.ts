@@ -18,6 +18,8 @@ export interface CompareTarget {
   readonly scriptArgs?: readonly string[];
   /** Root of the process tree whose CPU prices a request; undefined: no CPU figure. */
   readonly pid: number | undefined;
+  /** Other process trees the request costs too (a proxy's decision service), added in. */
+  readonly pids?: readonly (number | undefined)[];
 }
 
 export interface RoundSample {
@@ -25,6 +27,8 @@ export interface RoundSample {
   readonly p99Ms: number;
   readonly requests: number;
   readonly cpuUsPerRequest: number;
+  /** With `pids`: the CPU µs per request of each tree, `pid`'s first. */
+  readonly cpuUsParts?: readonly number[];
   readonly clean: boolean;
 }
 
@@ -56,14 +60,16 @@ export async function measureOnce(
     ...(t.script === undefined ? {} : { script: t.script, scriptArgs: t.scriptArgs ?? [] }),
   };
   if (timing.warmupS > 0) await runWrk({ ...common, durationS: timing.warmupS });
-  const before = treeCpuUs(t.pid);
+  const trees = [t.pid, ...(t.pids ?? [])];
+  const before = trees.map(treeCpuUs);
   const result = await runWrk({ ...common, durationS: timing.durationS });
-  const cpuUs = treeCpuUs(t.pid) - before;
+  const parts = trees.map((pid, i) => (treeCpuUs(pid) - (before[i] as number)) / result.requests);
   return {
     perSecond: result.requestsPerSec,
     p99Ms: result.p99Ms,
     requests: result.requests,
-    cpuUsPerRequest: cpuUs / result.requests,
+    cpuUsPerRequest: parts.reduce((sum, part) => sum + part, 0),
+    ...(t.pids === undefined ? {} : { cpuUsParts: parts }),
     clean: result.non2xx === 0 && result.socketErrors === 0,
   };
 }

@@ -13,6 +13,8 @@ export interface ServerInfo {
 }
 export interface GatewayInfo extends ServerInfo {
   readonly adminUrl: string;
+  /** The decision listener (`mode: authorizer` or `both`), else ''. */
+  readonly authorizerUrl: string;
   readonly token: string;
   readonly logFile: string;
 }

@@ -14,8 +14,9 @@
  * target canonicalised as in proxy mode, 400 `invalid-path`) → the client certificate
  * from the proxy's header (`clientCertificate.source: header`) → the protected steps
  * (`decisions.ts`) → the answer: 200 with the identity headers (and for Envoy
- * `x-envoy-auth-headers-to-remove`), or the refusal as in proxy mode — problem details
- * with the challenge, never cacheable. The access line and metrics are the original
+ * `x-envoy-auth-headers-to-remove`; a cacheable nginx answer also `X-Accel-Expires`, for
+ * nginx's proxy cache), or the refusal as in proxy mode — problem details with the
+ * challenge, never cacheable. The access line and metrics are the original
  * request's (its method, route and path), marked `portaria.decision.entry`. Under
  * `profile: fapi-br` every answer echoes the original `x-fapi-interaction-id` (or one
  * generated), as the public listener's do.
@@ -36,7 +37,7 @@ import type { TrustedProxies } from '../lib/trustedProxies.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import { type Metrics, methodClass } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
-import type { Decisions } from './decisions.js';
+import { cacheControlFor, type Decisions } from './decisions.js';
 import {
   type DecisionEntry,
   ENVOY_PREFIX,
@@ -45,6 +46,7 @@ import {
   type OriginalRequest,
   traefikOriginal,
 } from './originalRequest.js';
+
 
 /** Envoy's HTTP filter removes the headers this response header names (comma-separated). */
 const ENVOY_HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
@@ -176,7 +178,11 @@ export class DecisionGateway {
       const remove = decisions.headersToRemove(identity, Object.keys(req.headers));
       if (remove.length > 0) res.setHeader(ENVOY_HEADERS_TO_REMOVE, remove.join(','));
     }
-    res.setHeader('cache-control', decisions.cacheControl(scope));
+    const seconds = decisions.cacheSeconds(scope);
+    // nginx's proxy cache stores no `private` answer but follows X-Accel-Expires over
+    // Cache-Control — when it comes first (nginx before 1.23 reads them in order).
+    if (scope.decision === 'nginx' && seconds >= 1) res.setHeader('x-accel-expires', seconds);
+    res.setHeader('cache-control', cacheControlFor(seconds));
     // A cached decision is the decision for these credentials only.
     res.setHeader('vary', 'Authorization');
     res.setHeader('x-request-id', scope.id);

@@ -68,13 +68,17 @@ export class Decisions {
     return out;
   }
 
-  /** The allow answer's `Cache-Control`: `no-store`, or `private, max-age=N` (N ≥ 1). */
-  cacheControl(request: AccessRequest): string {
-    if (this.#maxAge === 0) return NO_STORE;
+  /** How long the proxy may keep this allow decision, in whole seconds; 0: not at all. */
+  cacheSeconds(request: AccessRequest): number {
+    if (this.#maxAge === 0) return 0;
     const left = (request.principal as Principal).expiresAt - epochSeconds(this.#clock);
-    const seconds = Math.min(this.#maxAge, Math.floor(left));
-    return seconds >= 1 ? `private, max-age=${seconds}` : NO_STORE;
+    return Math.max(0, Math.min(this.#maxAge, Math.floor(left)));
   }
+}
+
+/** An allow answer's `Cache-Control`: `no-store`, or `private, max-age=N`. */
+export function cacheControlFor(seconds: number): string {
+  return seconds >= 1 ? `private, max-age=${seconds}` : NO_STORE;
 }
 
 function hasName(list: readonly string[], name: string): boolean {
