@@ -17,7 +17,7 @@ const ISSUER = 'https://portaria.test';
 const SIGNER = 'signer';
 
 describe('client assertions in a group of workers', () => {
-  test('one assertion is accepted once by the group: six fresh connections, one 200', async (t) => {
+  test('one assertion is accepted once by the group: fresh connections to both workers, one 200', async (t) => {
     const upstream = await startUpstream(t);
     const key = ecKey('k1');
     const group = await startGroup(
@@ -61,8 +61,17 @@ describe('client assertions in a group of workers', () => {
       client_assertion_type: JWT_BEARER_ASSERTION,
       client_assertion: assertion,
     }).toString();
+    // Fresh connections until both workers have answered one (the kernel, not the test,
+    // picks the worker that accepts: six connections could all land on one), at most 40.
     const statuses: number[] = [];
-    for (let i = 0; i < 6; i++) {
+    const answeredBy = (): Set<unknown> =>
+      new Set(
+        group
+          .lines()
+          .filter((l) => l.msg === 'request' && l['http.route'] === 'oauth-token')
+          .map((l) => l.worker),
+      );
+    while (statuses.length < 6 || (answeredBy().size < WORKERS && statuses.length < 40)) {
       const answer = await send(`${group.files.publicUrl}/oauth2/token`, {
         method: 'POST',
         headers: { 'content-type': 'application/x-www-form-urlencoded' },
@@ -71,16 +80,16 @@ describe('client assertions in a group of workers', () => {
       statuses.push(answer.status);
       if (answer.status !== 200)
         assert.equal(JSON.parse(answer.body).error, 'invalid_client', answer.body);
+      // The access line is written as the response closes: let it arrive.
+      await waitForLines(
+        group,
+        'the access line',
+        (l) => l.msg === 'request' && l['http.route'] === 'oauth-token',
+        statuses.length,
+      );
     }
-    assert.deepEqual(statuses, [200, 401, 401, 401, 401, 401]);
-    // Both workers answered some of the six connections.
-    const lines = await waitForLines(
-      group,
-      'six token access lines',
-      (l) => l.msg === 'request' && l['http.route'] === 'oauth-token',
-      6,
-    );
-    const workers = new Set(lines.map((l) => l.worker));
+    assert.deepEqual(statuses, [200, ...statuses.slice(1).map(() => 401)]);
+    const workers = answeredBy();
     assert.equal(workers.size, WORKERS, JSON.stringify([...workers]));
   });
 });
