@@ -29,6 +29,8 @@ export const PROBLEMS = {
   // Certificate-bound tokens (RFC 8705 §3): not the bound certificate, or not bound at all.
   'token-binding-failed': { status: 401, title: 'Access token bound to another certificate' },
   'token-binding-required': { status: 401, title: 'Certificate-bound access token required' },
+  // DPoP (RFC 9449 §7.1): the request's proof does not hold.
+  'dpop-proof-invalid': { status: 401, title: 'DPoP proof invalid' },
   // Client certificates (mutual TLS, RFC 8705): none presented, or one not verified.
   'certificate-required': { status: 401, title: 'Client certificate required' },
   'certificate-invalid': { status: 401, title: 'Client certificate invalid' },
@@ -94,6 +96,26 @@ export const FAILURE_REASONS = [
   // Routing and upgrades.
   'no-route', // no route serves the path
   'decisions-only', // mode: authorizer forwards nothing: a protected request on server.port
+  // DPoP (RFC 9449; verify/dpopProof.ts, pipeline/dpopProofStep.ts).
+  'dpop-malformed', // the proof is not a compact JWS of JSON
+  'dpop-typ', // typ is not dpop+jwt
+  'dpop-alg', // none, HMAC, or an algorithm not allowed
+  'dpop-jwk', // no jwk, or one with private members
+  'dpop-signature', // the proof does not verify with its jwk
+  'dpop-htm', // the proof is for another method
+  'dpop-htu', // the proof is for another URI
+  'dpop-iat', // iat outside the proof window
+  'dpop-jti', // no jti
+  'dpop-ath', // the proof names another access token
+  'dpop-nonce', // no current server nonce
+  'dpop-key-mismatch', // the proof's key is not the token's cnf.jkt
+  'dpop-replayed', // the proof's jti was used before
+  'dpop-proof-missing', // the DPoP scheme without a proof
+  'dpop-proof-repeated', // more than one DPoP header
+  'dpop-as-bearer', // a DPoP-bound token sent with the Bearer scheme
+  'dpop-not-bound', // the DPoP scheme with a token bound to no key
+  'bearer-with-proof', // a Bearer token not bound to a key, with a proof beside it
+  'not-sender-constrained', // a bearer token where sender-constrained ones are required
   // Decisions (authorizer/).
   'peer-not-trusted', // the peer asking is not one of server.trustedProxies
   'original-request', // the original method or URI is missing, repeated or malformed
@@ -247,6 +269,8 @@ export const OAUTH_ERRORS = {
   unsupported_grant_type: 'invalid-request',
   invalid_scope: 'invalid-request',
   invalid_target: 'invalid-request',
+  // RFC 9449 §5.1: the token request's DPoP proof does not hold.
+  invalid_dpop_proof: 'invalid-request',
 } as const satisfies Record<string, ProblemCode>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;

@@ -19,6 +19,7 @@ import type { TrustedProxies } from '../lib/trustedProxies.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
 import { protectedSteps } from '../pipeline/protectedSteps.js';
 import { compileIdentityHeaders } from '../proxy/identityHeaders.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
@@ -27,6 +28,8 @@ import type { LiveState } from './liveState.js';
 import { createDecisionListener, listenOn, urlOf } from './servers.js';
 
 export interface AuthorizerWiringDeps {
+  /** With `dpop.enabled`: the DPoP step's parts. */
+  readonly dpop?: DpopStepDeps | undefined;
   readonly clock: Clock;
   readonly state: LiveState;
   readonly verifier: TokenVerifier;
@@ -65,6 +68,7 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
         state.clients.get(clientId)?.requireCertificateBound === true,
       onStaleRefusal: (kind) => metrics.revocationStaleRefusal(kind),
       ...(revocationFreshness === undefined ? {} : { revocationFreshness }),
+      ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
     }),
     identity: compileIdentityHeaders(config.identityHeaders),
     cache: config.authorizer.cacheDecisions,
@@ -83,6 +87,7 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
     tracing: deps.tracing,
     draining: () => state.draining,
     interactionId: config.profile === 'fapi-br',
+    dpop: deps.dpop !== undefined,
     ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
   });
   const http: Server = createDecisionListener(config, gateway.handleRequest as never);
@@ -134,6 +139,7 @@ function grpcListenerOf(
     metrics: deps.metrics,
     tracing: deps.tracing,
     certificate,
+    dpop: deps.dpop !== undefined,
   });
   return createGrpcListener({
     host: config.authorizer.host,

@@ -27,7 +27,7 @@ import { createAdminServer } from './adminServer.js';
 import { createAuthorizer } from './authorizerWiring.js';
 import { certificateHeaderReader, headerCertificateTrust } from './certificateHeaderWiring.js';
 import { createForwarding } from './forwardingWiring.js';
-import { createGateway } from './gatewayWiring.js';
+import { createGateway, dpopStepDeps } from './gatewayWiring.js';
 import { startHousekeeping } from './housekeeping.js';
 import { createIssuerSets } from './issuerKeySets.js';
 import { listenBoth } from './listening.js';
@@ -161,7 +161,7 @@ export async function createApp(options: AppOptions): Promise<App> {
     tracing,
   });
   const discovery = oauthDiscovery(config, () => state.routes);
-  const challenge = EdgeChallenge.of(discovery);
+  const challenge = EdgeChallenge.of(discovery, config.dpop.enabled ? config.dpop.algorithms : []);
   const forwarding = createForwarding(config, { state, metrics, challenge });
   // Opened after every start-up load that can fail, so a failed start leaves no Redis
   // connection reconnecting behind it; a failure here closes what was opened before.
@@ -203,9 +203,11 @@ export async function createApp(options: AppOptions): Promise<App> {
     sharedReplay: worker?.replay,
   });
   const certificateHeader = certificateHeaderReader(config, certificateTrust, clock);
+  const dpop = dpopStepDeps(config, clock, oauth.replay);
   const gateway = createGateway(config, {
+    dpop,
     state,
-    tokenRoute,
+    tokenRoute: dpop === undefined ? tokenRoute : { ...tokenRoute, dpop },
     oauth: oauth.routes,
     discovery,
     challenge,
@@ -220,6 +222,7 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
 
   const authorizer = createAuthorizer(config, {
+    dpop,
     clock,
     state,
     verifier,

@@ -14,15 +14,35 @@ import type { EdgeChallenge } from '../http/challenge.js';
 import type { OAuthRoutes } from '../http/oauthRoutes.js';
 import { PublicGateway, type PublicGatewayDeps } from '../http/publicGateway.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
+import type { Clock } from '../lib/clock.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { DpopStepDeps, ProofReplay } from '../pipeline/dpopProofStep.js';
 import { PeerCertificates } from '../tls/peerCertificate.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import type { Forwarding } from './forwardingWiring.js';
 import type { LiveState } from './liveState.js';
 
+/** The DPoP step's parts with `dpop.enabled` (the replay store is the assertions'); else undefined. */
+export function dpopStepDeps(
+  config: Config,
+  clock: Clock,
+  replay: ProofReplay | null,
+): DpopStepDeps | undefined {
+  if (!config.dpop.enabled) return undefined;
+  if (replay === null) throw new Error('dpop.enabled without a replay store');
+  return {
+    algorithms: config.dpop.algorithms,
+    windowSeconds: config.dpop.proofWindowSeconds,
+    replay,
+    clock,
+  };
+}
+
 export interface GatewayWiringDeps {
+  /** With `dpop.enabled`: the DPoP step's parts (`dpopStepDeps`). */
+  readonly dpop?: DpopStepDeps | undefined;
   readonly state: LiveState;
   readonly tokenRoute: TokenRouteDeps;
   readonly oauth: OAuthRoutes;
@@ -77,6 +97,7 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
       : {}),
     ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
     forwards: config.mode !== 'authorizer',
+    ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
     ...(freshness === null
       ? {}
       : { revocationFreshness: revocationFreshnessOf(config, freshness) }),

@@ -18,7 +18,7 @@ import { OAuthRoutes } from '../http/oauthRoutes.js';
 import type { OAuthTokenRouteDeps } from '../http/oauthTokenRoute.js';
 import type { TokenRouteDeps } from '../http/tokenRoute.js';
 import type { Clock } from '../lib/clock.js';
-import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
+import { type AssertionReplayStore, usesReplayStore } from '../oauth/assertionReplayStore.js';
 import type { ClientAuthenticationDeps } from '../oauth/clientAuthentication.js';
 import { ClientKeys } from '../oauth/clientKeys.js';
 import { assertionAudiences } from '../oauth/endpointUrls.js';
@@ -31,10 +31,13 @@ import type { RouteTable } from '../proxy/routeTable.js';
 import { createRedisClient } from '../redis/redisClient.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
+import { dpopStepDeps } from './gatewayWiring.js';
 import type { LiveState } from './liveState.js';
 
 export interface OAuthEndpoints {
   readonly routes: OAuthRoutes;
+  /** The replay store (client assertions, DPoP proofs); null when neither is on. */
+  readonly replay: AssertionReplayStore | null;
   /** Whether the replay store's Redis connection is up; null without one (`local`). */
   readonly replayConnected: (() => boolean) | null;
   close(): Promise<void>;
@@ -83,6 +86,7 @@ export function oauthDiscovery(
       assertionAlgorithms: oauth.assertionAlgorithms,
       certificateBoundTokens: oauth.certificateBoundTokens,
       mtlsBaseUrl: oauth.mtlsBaseUrl,
+      dpopAlgorithms: config.dpop.enabled ? config.dpop.algorithms : [],
     },
     // RFC 9728 §2 names authorization servers by their RFC 8414 issuer identifiers.
     authorizationServers: issuers.filter((issuer) => issuerUrl(issuer) !== null),
@@ -108,7 +112,7 @@ export async function createOAuthEndpoints(
     log: (event, detail) => logger.info(detail, `client ${event}`),
     onFetch: (clientId, trigger, outcome) => metrics.clientKeySetFetch(clientId, trigger, outcome),
   });
-  const replay = config.oauth.enabled
+  const replay = usesReplayStore(config)
     ? (deps.sharedReplay ?? (await openReplayStore(config, clock, logger)))
     : null;
   const revocationStale = staleRule(config, deps.freshness);
@@ -129,7 +133,12 @@ export async function createOAuthEndpoints(
     },
   };
   const routes = new OAuthRoutes(config.oauth, {
-    token: { ...shared, ...clientAuthentication, audience: config.audience },
+    token: {
+      ...shared,
+      ...clientAuthentication,
+      audience: config.audience,
+      dpop: dpopStepDeps(config, clock, replay),
+    },
     revocation: {
       ...shared,
       ...clientAuthentication,
@@ -161,6 +170,7 @@ export async function createOAuthEndpoints(
   if (replayConnected !== null) metrics.addRedisConnectionSource('replay', replayConnected);
   return {
     routes,
+    replay,
     replayConnected,
     async close() {
       keys.close();

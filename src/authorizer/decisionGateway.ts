@@ -28,6 +28,7 @@ import { parseRequestTarget } from '../domain/requestPath.js';
 import { isPortariaError, PortariaError } from '../errors.js';
 import { certificateHeaderStep } from '../http/certificateHeaderStep.js';
 import type { EdgeChallenge } from '../http/challenge.js';
+import { dpopHeaderStep } from '../http/dpopHeaderStep.js';
 import { echoInteractionId, interactionIdStep } from '../http/interactionIdStep.js';
 import { headerLines, type OpeningStep, singletonFields } from '../http/openingSteps.js';
 import { instanceOf, sendRefusal, sendServerError } from '../http/replies.js';
@@ -46,7 +47,6 @@ import {
   type OriginalRequest,
   traefikOriginal,
 } from './originalRequest.js';
-
 
 /** Envoy's HTTP filter removes the headers this response header names (comma-separated). */
 const ENVOY_HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
@@ -71,6 +71,8 @@ export interface DecisionGatewayDeps {
    * generated) is echoed in every answer, for the proxy to pass on (`auth_request_set`).
    */
   readonly interactionId?: boolean;
+  /** `dpop.enabled`: the original request's `DPoP` proof and origin are read. */
+  readonly dpop?: boolean;
 }
 
 export class DecisionGateway {
@@ -78,6 +80,7 @@ export class DecisionGateway {
   readonly #accounting: RequestAccounting;
   readonly #before: readonly OpeningStep[];
   readonly #certificate: OpeningStep | null;
+  readonly #dpop: OpeningStep | null;
 
   constructor(deps: DecisionGatewayDeps) {
     this.#deps = deps;
@@ -93,6 +96,8 @@ export class DecisionGateway {
       headerLines(deps.maxHeaderLines),
       singletonFields,
     ];
+    // The proxy is trusted (checked first): its X-Forwarded-Proto/-Host name the origin.
+    this.#dpop = deps.dpop === true ? dpopHeaderStep(deps.trustedProxies, 'http') : null;
     this.#certificate =
       deps.certificateHeader === undefined
         ? null
@@ -152,6 +157,7 @@ export class DecisionGateway {
     originalRequestInto(scope, this.#original(entry, req));
     this.#accounting.startTrace(scope, req);
     this.#certificate?.(req, scope);
+    this.#dpop?.(req, scope);
     return this.#deps.decisions.decide(scope);
   }
 

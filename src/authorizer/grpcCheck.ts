@@ -70,6 +70,7 @@ interface HttpAttributes {
     }[];
   } | null;
   readonly path?: string;
+  readonly host?: string;
   readonly scheme?: string;
   readonly protocol?: string;
 }
@@ -154,6 +155,8 @@ export interface GrpcCheckDeps {
    * ignored and decisions see no certificate.
    */
   readonly certificate: CertificateHeaderReader | null;
+  /** `dpop.enabled`: the original request's `DPoP` proof and origin are read. */
+  readonly dpop?: boolean;
 }
 
 export class GrpcCheck {
@@ -258,7 +261,7 @@ export class GrpcCheck {
       throw new PortariaError(
         'untrusted-peer',
         'Decisions are answered to the trusted proxies only (server.trustedProxies).',
-        { reason: 'untrusted-peer' },
+        { reason: 'peer-not-trusted' },
       );
     }
     const http = request?.attributes?.request?.http;
@@ -278,6 +281,15 @@ export class GrpcCheck {
     const reader = this.#deps.certificate;
     if (reader !== null && typeof certificate === 'string' && certificate !== '') {
       scope.certificate = reader.read(certificate);
+    }
+    const proof = headers.all.dpop;
+    if (this.#deps.dpop === true && proof !== undefined) {
+      // Envoy joins repeated fields with `,`, which no compact JWS holds.
+      scope.dpopProof = proof;
+      scope.dpopProofLines = proof.includes(',') ? 2 : 1;
+      const scheme = http.scheme === 'https' ? 'https' : 'http';
+      scope.origin =
+        typeof http.host === 'string' && http.host !== '' ? `${scheme}://${http.host}` : '';
     }
     return this.#deps.decisions.decide(scope);
   }

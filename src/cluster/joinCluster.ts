@@ -6,12 +6,13 @@
  * and the log output sent to the primary. `serve` then answers the primary's questions and
  * commands with the app.
  */
+
 import cluster from 'node:cluster';
 import type { Config } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import type { Limiter } from '../limits/limiter.js';
 import { anyTokenLimit, tokenLimiterSettings } from '../limits/tokenEndpointLimits.js';
-import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
+import { type AssertionReplayStore, usesReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream } from '../observability/logger.js';
 import { IpcLimiter } from './ipcLimiter.js';
 import { IpcLogDestination } from './ipcLogDestination.js';
@@ -68,7 +69,7 @@ export async function joinCluster(
     ...(anyTokenLimit(limits) && limits.store === 'local'
       ? { limiter: new IpcLimiter(channel, tokenLimiterSettings(limits), clock) }
       : {}),
-    ...(config.oauth.enabled && config.oauth.replayStore === 'local'
+    ...(usesReplayStore(config) && config.oauth.replayStore === 'local'
       ? { replay: new IpcReplayStore(channel) }
       : {}),
     logDestination: log as unknown as DestinationStream,

@@ -14,6 +14,7 @@
  *   workers         forked, replaced when they die (workerPool.ts), told to reload on
  *                   SIGHUP and to drain on SIGTERM; the primary exits after the last one
  */
+
 import type { Worker } from 'node:cluster';
 import { createAdminServer } from '../app/adminServer.js';
 import { openRevocationStore } from '../app/revocationStores.js';
@@ -30,6 +31,7 @@ import {
   tokenLimiterSettings,
   tokenLimitFamilies,
 } from '../limits/tokenEndpointLimits.js';
+import { usesReplayStore } from '../oauth/assertionReplayStore.js';
 import { LocalReplayStore } from '../oauth/localReplayStore.js';
 import { aggregateExposition, createClusterMetrics } from '../observability/clusterMetrics.js';
 import {
@@ -89,7 +91,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   const families = familiesByName(tokenLimitFamilies(limits));
 
   const replay =
-    config.oauth.enabled && config.oauth.replayStore === 'local'
+    usesReplayStore(config) && config.oauth.replayStore === 'local'
       ? new LocalReplayStore(clock)
       : null;
 

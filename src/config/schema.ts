@@ -342,7 +342,7 @@ export const configSchema = {
           timeoutMs: positiveMs,
           audience: { type: 'string', minLength: 1 },
           requireCertificateBound: { type: 'boolean', default: false },
-          requireDpop: { type: 'boolean', default: false },
+          requireSenderConstrained: { type: 'boolean', default: false },
         },
       },
     },
@@ -364,7 +364,7 @@ export const configSchema = {
                 timeoutMs: positiveMs,
                 // No default: ajv ignores defaults inside oneOf (strict mode refuses one).
                 requireCertificateBound: { type: 'boolean' },
-                requireDpop: { type: 'boolean' },
+                requireSenderConstrained: { type: 'boolean' },
               },
             },
           ],

@@ -163,8 +163,11 @@ export interface RouteConfig {
   readonly audience: string | null;
   /** Only certificate-bound tokens (RFC 8705 §3) pass: a plain bearer token gets 401 (default false). */
   readonly requireCertificateBound?: boolean;
-  /** Only DPoP-bound tokens (RFC 9449) with their proof pass (default false). */
-  readonly requireDpop?: boolean;
+  /**
+   * Only sender-constrained tokens pass: DPoP-bound (RFC 9449) with their proof, or bound to
+   * the certificate presented (RFC 8705); a bearer token gets 401 (default false).
+   */
+  readonly requireSenderConstrained?: boolean;
 }
 
 export interface UpstreamConfig {
@@ -175,7 +178,7 @@ export interface UpstreamConfig {
     readonly scopes: readonly string[];
     readonly timeoutMs: number;
     readonly requireCertificateBound?: boolean;
-    readonly requireDpop?: boolean;
+    readonly requireSenderConstrained?: boolean;
   } | null;
   /** Default timeout for routes that name none. */
   readonly timeoutMs: number;

@@ -20,6 +20,8 @@ export interface AuthorizationServerSettings {
   readonly assertionAlgorithms: readonly string[];
   /** RFC 8705 §3.3 `tls_client_certificate_bound_access_tokens`; absent: false. */
   readonly certificateBoundTokens?: boolean;
+  /** RFC 9449 §5.1 `dpop_signing_alg_values_supported` with DPoP on; absent or empty: off. */
+  readonly dpopAlgorithms?: readonly string[];
   /** `scheme://host[:port]` of RFC 8705 §5's `mtls_endpoint_aliases`; absent or null: none. */
   readonly mtlsBaseUrl?: string | null;
   /** Scopes the routes require (the clients' own grants are not published). */
@@ -78,6 +80,10 @@ export function authorizationServerMetadata(
     // RFC 8705 §3.3: a token issued with a client certificate is bound to it.
     ...(s.certificateBoundTokens === true
       ? { tls_client_certificate_bound_access_tokens: true }
+      : {}),
+    // RFC 9449 §5.1: the token endpoint binds tokens to the key of a DPoP proof.
+    ...(s.dpopAlgorithms !== undefined && s.dpopAlgorithms.length > 0
+      ? { dpop_signing_alg_values_supported: s.dpopAlgorithms }
       : {}),
     ...(typeof s.mtlsBaseUrl === 'string'
       ? {

@@ -303,6 +303,7 @@ export const oauthSchemas = {
       introspection_endpoint_auth_signing_alg_values_supported: stringList,
       protected_resources: stringList,
       tls_client_certificate_bound_access_tokens: { type: 'boolean', const: true },
+      dpop_signing_alg_values_supported: stringList,
       mtls_endpoint_aliases: {
         type: 'object',
         description: 'The endpoints where clients present certificates (RFC 8705 §5).',

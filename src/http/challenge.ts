@@ -16,12 +16,15 @@
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
 import type { RequestTarget } from '../domain/requestPath.js';
 import type { PortariaError } from '../errors.js';
+import type { AuthScheme } from '../pipeline/accessRequest.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
 
 /** What the challenge reads of the request (the request scope has it). */
 export interface ChallengedRequest {
   readonly target: RequestTarget | null;
   readonly route: CompiledRoute | null;
+  /** The scheme the credentials came in, once the credentials step accepted them. */
+  readonly scheme?: AuthScheme | undefined;
 }
 
 /** The URL of the RFC 9728 document for the request's route (or path). */
@@ -31,20 +34,49 @@ const REALM = 'Bearer realm="portaria"';
 
 export class EdgeChallenge {
   readonly #resourceMetadata: ResourceMetadataUrl | null;
+  /** With DPoP on: `DPoP algs="…"` (RFC 9449 §7.1); null: Bearer only. */
+  readonly #dpop: string | null;
 
-  constructor(resourceMetadata: ResourceMetadataUrl | null) {
+  constructor(
+    resourceMetadata: ResourceMetadataUrl | null,
+    dpopAlgorithms: readonly string[] = [],
+  ) {
     this.#resourceMetadata = resourceMetadata;
+    this.#dpop = dpopAlgorithms.length === 0 ? null : `DPoP algs="${dpopAlgorithms.join(' ')}"`;
   }
 
-  /** The edge's challenges; `discovery` present: the OAuth surface is on. */
-  static of(discovery: OAuthDiscovery | undefined): EdgeChallenge {
+  /**
+   * The edge's challenges; `discovery` present: the OAuth surface is on; `dpopAlgorithms`
+   * with DPoP on.
+   */
+  static of(
+    discovery: OAuthDiscovery | undefined,
+    dpopAlgorithms: readonly string[] = [],
+  ): EdgeChallenge {
     return new EdgeChallenge(
       discovery === undefined ? null : (path, route) => discovery.resourceMetadataUrl(path, route),
+      dpopAlgorithms,
     );
   }
 
-  /** The challenge for `error`, or undefined when it asks for no credentials. */
+  /**
+   * The challenge for `error`, or undefined when it asks for no credentials. With DPoP on,
+   * a request without credentials is offered both schemes; one that came with `DPoP`, or a
+   * failed proof, is answered in the DPoP scheme (RFC 9449 §7.1), with the same error.
+   */
   header(error: PortariaError, request: ChallengedRequest): string | undefined {
+    const bearer = this.#bearer(error, request);
+    const dpop = this.#dpop;
+    if (dpop === null) return bearer;
+    if (error.code === 'dpop-proof-invalid') return `${dpop}, error="invalid_dpop_proof"`;
+    if (bearer === undefined) return undefined;
+    if (error.code === 'token-missing') return `${bearer}, ${dpop}`;
+    if (request.scheme !== 'dpop') return bearer;
+    const code = /error="([a-z_]+)"/.exec(bearer)?.[1];
+    return code === undefined ? dpop : `${dpop}, error="${code}"`;
+  }
+
+  #bearer(error: PortariaError, request: ChallengedRequest): string | undefined {
     let challenge: string;
     switch (error.code) {
       case 'token-missing':

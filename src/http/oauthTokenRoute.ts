@@ -6,11 +6,15 @@
  */
 import type { IncomingMessage } from 'node:http';
 import { type OAuthTokenDeps, runOAuthTokenRequest } from '../oauth/tokenEndpoint.js';
+import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
+import { issuanceKey } from './dpopIssuance.js';
 import { type OAuthFormRouteDeps, oauthFormCall, oauthOutcome } from './oauthFormRoute.js';
 import { NO_STORE, sendJson } from './replies.js';
 import type { GatewayResponse } from './requestScope.js';
 
 export interface OAuthTokenRouteDeps extends OAuthTokenDeps, OAuthFormRouteDeps {
+  /** With `dpop.enabled`: a `DPoP` proof binds the token (`dpopIssuance.ts`). */
+  readonly dpop?: DpopStepDeps | undefined;
   /** A token was issued to `clientId`. */
   readonly onIssued?: (clientId: string) => void;
 }
@@ -22,7 +26,14 @@ export async function handleOAuthTokenRequest(
   deps: OAuthTokenRouteDeps,
 ): Promise<void> {
   try {
-    const result = await runOAuthTokenRequest(oauthFormCall(req, res, deps), deps);
+    const call = oauthFormCall(req, res, deps);
+    const dpop = deps.dpop;
+    const result = await runOAuthTokenRequest(
+      dpop === undefined || res.scope.dpopProof === undefined
+        ? call
+        : { ...call, dpopKey: () => issuanceKey(res.scope, dpop, 'oauth') },
+      deps,
+    );
     res.scope.clientId = result.clientId;
     sendJson(res, 200, result.body, NO_STORE);
     deps.onOutcome('issued');

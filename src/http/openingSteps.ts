@@ -13,6 +13,8 @@
  *                    certificate into the scope (`clientCertificateStep.ts`; 401 without a
  *                    verified one in `require` mode); `header`: the certificate from a
  *                    trusted proxy's header (`certificateHeaderStep.ts`; 400 malformed)
+ *   dpop proof       with `dpop.enabled`: the `DPoP` header, its line count and the
+ *                    client's origin into the scope (`dpopHeaderStep.ts`)
  *   interaction id   with `profile: fapi-br`, first of all: `x-fapi-interaction-id`, a
  *                    UUID or generated, into the scope (`interactionIdStep.ts`; 400
  *                    malformed), so that every answer, a refusal of the next steps too,
@@ -52,14 +54,18 @@ export interface OpeningSteps {
   readonly upgrade: readonly OpeningStep[];
 }
 
-/** The two lists; `certificate` (a step or null) comes last in both, `interaction` first. */
+/**
+ * The two lists; `certificate` (a step or null) and `dpop` come last in both,
+ * `interaction` first.
+ */
 export function openingSteps(
   maxHeaderLines: number,
   certificate: OpeningStep | null = null,
   interaction: OpeningStep | null = null,
+  dpop: OpeningStep | null = null,
 ): OpeningSteps {
   const lines = headerLines(maxHeaderLines);
-  const last = certificate === null ? [] : [certificate];
+  const last = [...(certificate === null ? [] : [certificate]), ...(dpop === null ? [] : [dpop])];
   const first = interaction === null ? [] : [interaction];
   return {
     request: [...first, lines, singletonFields, transferCoding, path, ...last],

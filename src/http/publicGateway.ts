@@ -32,6 +32,7 @@ import type { AccessLog, Logger } from '../observability/logger.js';
 import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
+import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
 import { type ProtectedStep, protectedSteps } from '../pipeline/protectedSteps.js';
 import { runSteps } from '../pipeline/runSteps.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
@@ -47,6 +48,7 @@ import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { certificateHeaderStep } from './certificateHeaderStep.js';
 import { basicChallenge, type EdgeChallenge } from './challenge.js';
 import { clientCertificateStep } from './clientCertificateStep.js';
+import { dpopHeaderStep } from './dpopHeaderStep.js';
 import { checkUpgradeWithoutBody, hasBody } from './framingChecks.js';
 import { echoInteractionId, interactionIdStep } from './interactionIdStep.js';
 import { FORWARDED_METHODS, isForwardedMethod, methodRefused } from './methodRule.js';
@@ -83,6 +85,8 @@ export interface PublicGatewayDeps {
   readonly clientRequiresBinding?: ClientRequiresBinding;
   readonly forwarder: Forwarder;
   readonly webSockets: WebSocketProxy;
+  /** With `dpop.enabled`: DPoP proofs read and checked (`pipeline/dpopProofStep.ts`). */
+  readonly dpop?: DpopStepDeps;
   /** False with `mode: authorizer`: a protected request gets 404 `decisions-only`. Default true. */
   readonly forwards?: boolean;
   readonly logger: Logger;
@@ -123,6 +127,12 @@ export class PublicGateway {
       deps.config.server.maxHeaderLines,
       this.#certificateStep(),
       deps.config.profile === 'fapi-br' ? interactionIdStep : null,
+      deps.dpop === undefined
+        ? null
+        : dpopHeaderStep(
+            deps.tokenRoute.trustedProxies,
+            deps.config.server.tls.enabled ? 'https' : 'http',
+          ),
     );
     this.#protected = protectedSteps({
       verifier: deps.verifier,
@@ -131,6 +141,7 @@ export class PublicGateway {
       ...(deps.clientRequiresBinding === undefined
         ? {}
         : { clientRequiresBinding: deps.clientRequiresBinding }),
+      ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
       onStaleRefusal: (kind) => deps.metrics.revocationStaleRefusal(kind),
       ...(deps.revocationFreshness === undefined
         ? {}

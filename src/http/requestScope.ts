@@ -45,6 +45,11 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   authorizationLines = 0;
   /** The client certificate (an opening step: TLS, or a trusted proxy's header); null: none. */
   certificate: ClientCertificate | null = null;
+  /** The first `DPoP` proof header and its line count (the DPoP opening step). */
+  dpopProof: string | undefined = undefined;
+  dpopProofLines = 0;
+  /** `scheme://host` as the client used it, for a proof's `htu` (the DPoP opening step). */
+  origin = '';
   /** The accepted credentials' scheme and token (credentials step). */
   scheme: AuthScheme | undefined = undefined;
   token = '';
@@ -52,6 +57,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   principal: Principal | null = null;
   /** The token is bound to the presented certificate (certificate binding step). */
   bound = false;
+  /** The token is DPoP-bound and the request's proof holds its key (DPoP step). */
+  proven = false;
   /** The route that serves the path (route step). */
   route: CompiledRoute | null = null;
   /** Why the upstream cut a response short after its head was sent (the forwarder sets it). */

@@ -7,7 +7,9 @@
 import type { IncomingMessage } from 'node:http';
 import { PortariaError } from '../errors.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
+import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
 import { runTokenOperation, type TokenOperationDeps } from '../token/tokenOperation.js';
+import { issuanceKey } from './dpopIssuance.js';
 import { readBoundedBody } from './readBoundedBody.js';
 import { continueBody, type GatewayResponse } from './requestScope.js';
 
@@ -18,6 +20,8 @@ export interface TokenRouteDeps extends TokenOperationDeps {
   readonly onIssued?: (clientId: string) => void;
   /** `server.trustedProxies`: which `X-Forwarded-For` hop is the source address. */
   readonly trustedProxies: TrustedProxies;
+  /** With `dpop.enabled`: a `DPoP` proof binds the token (`dpopIssuance.ts`). */
+  readonly dpop?: DpopStepDeps | undefined;
 }
 
 /** Resolves when the response is written; throws PortariaError for refusals. */
@@ -39,6 +43,9 @@ export async function handleTokenRequest(
         // A pending `100 Continue` goes out once the declared length passed.
         readBody: () => readBoundedBody(req, deps.bodyLimitBytes, () => continueBody(res)),
         steps: trace === null ? undefined : (step: string) => trace.step(step),
+        ...(deps.dpop === undefined || scope.dpopProof === undefined
+          ? {}
+          : { dpopKey: () => issuanceKey(scope, deps.dpop, 'problem') }),
       },
       deps,
     );

@@ -8,7 +8,16 @@
  * (full, or Redis unreachable) answers 503, never "not seen".
  */
 import { createHash } from 'node:crypto';
+import type { Config } from '../config/types.js';
 import { PortariaError } from '../errors.js';
+
+/**
+ * Whether the gateway keeps a replay store: client assertions at the OAuth endpoints,
+ * and DPoP proofs (their `jti`, RFC 9449 §11.1) under a key space of their own.
+ */
+export function usesReplayStore(config: Pick<Config, 'oauth' | 'dpop'>): boolean {
+  return config.oauth.enabled || config.dpop.enabled;
+}
 
 export interface AssertionReplayStore {
   /**

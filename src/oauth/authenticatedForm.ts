@@ -35,6 +35,8 @@ export interface OAuthFormCall extends FormCall, ClientAuthenticationCall {
   readonly authorizationLines: number;
   /** The request's client certificate: every entry passes it, none or not. */
   readonly certificate: ClientCertificate | null;
+  /** The token endpoint's DPoP key (RFC 9449 §5), checked when called; see `TokenCall`. */
+  readonly dpopKey?: () => Promise<string | undefined>;
 }
 
 export interface AuthenticatedForm extends AuthenticatedClient {
@@ -48,7 +50,7 @@ export interface AuthenticatedForm extends AuthenticatedClient {
 export async function readAuthenticatedForm(
   call: OAuthFormCall,
   deps: ClientAuthenticationDeps,
-  checkForm?: (form: ReadonlyMap<string, string>) => void,
+  checkForm?: (form: ReadonlyMap<string, string>) => void | Promise<void>,
 ): Promise<AuthenticatedForm> {
   if (call.method !== 'POST') {
     throw new PortariaError('method-not-allowed', 'This endpoint accepts POST only.', {
@@ -63,7 +65,7 @@ export async function readAuthenticatedForm(
     deps,
   );
   const form = await readFormBody(call);
-  checkForm?.(form);
+  await checkForm?.(form);
   if (call.authorizationLines > 1) {
     throw new OAuthError('invalid_request', 'Send one Authorization header.', {
       reason: 'multiple-authorization',

@@ -8,6 +8,8 @@
  *   authorization, client   the shared steps again: one `Authorization` line,
  *                   `authenticateOAuthClient` (invalid_client, 429)
  *   grant           scope narrowing (invalid_scope), resource → aud (invalid_target)
+ *   dpop            with a `DPoP` header, its proof (RFC 9449 §5; `http/dpopIssuance.ts`),
+ *                   after the form and before the client: 400 invalid_dpop_proof
  *   binding         RFC 8705 §3.1, the contract operation's rule (`boundThumbprint`): a
  *                   verified certificate, or the self-signed one the client's keys
  *                   proved, binds the token (`cnf`); an unverified one is refused, as is
@@ -42,16 +44,30 @@ export async function runOAuthTokenRequest(
   call: OAuthFormCall,
   deps: OAuthTokenDeps,
 ): Promise<OAuthTokenResult> {
-  const { client, form, proven } = await readAuthenticatedForm(call, deps, checkGrantType);
+  let dpopKey: string | undefined;
+  // The proof is checked once the form is (and before the client is authenticated).
+  const checkForm = async (form: ReadonlyMap<string, string>): Promise<void> => {
+    checkGrantType(form);
+    dpopKey = await call.dpopKey?.();
+  };
+  const { client, form, proven } = await readAuthenticatedForm(call, deps, checkForm);
   const grant = grantFor(client, form, deps.audience);
   const thumbprint = boundThumbprint(client, call.certificate, proven);
-  const issued = deps.tokens.issueTo(client, grant.scope, grant.audience, call.steps, thumbprint);
+  const issued = deps.tokens.issueTo(
+    client,
+    grant.scope,
+    grant.audience,
+    call.steps,
+    thumbprint,
+    dpopKey,
+  );
   return {
     clientId: client.id,
     issued,
     body: JSON.stringify({
       access_token: issued.token,
-      token_type: 'Bearer',
+      // RFC 9449 §5.1: a DPoP-bound token says so.
+      token_type: issued.dpopKey === undefined ? 'Bearer' : 'DPoP',
       expires_in: issued.lifetimeSeconds,
       scope: issued.scope,
     }),

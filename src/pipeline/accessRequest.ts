@@ -13,7 +13,7 @@ import type { RequestTrace } from '../observability/tracing.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
 
 /** An authorization scheme the edge accepts (lower case, RFC 9110 §11.1: case-insensitive). */
-export type AuthScheme = 'bearer';
+export type AuthScheme = 'bearer' | 'dpop';
 
 export interface AccessRequest {
   // What the entry presents.
@@ -30,6 +30,15 @@ export interface AccessRequest {
   readonly trace: RequestTrace | null;
   /** The client certificate (over TLS, or from a trusted proxy's header); null: none. */
   readonly certificate: ClientCertificate | null;
+  /** The first `DPoP` proof header (RFC 9449 §4.1), and how many `DPoP` lines came. */
+  readonly dpopProof: string | undefined;
+  readonly dpopProofLines: number;
+  /**
+   * `scheme://host` as the client used it (the trusted proxy's `X-Forwarded-Proto/-Host`,
+   * else the listener's scheme and `Host`): a DPoP proof's `htu` names it. Read only
+   * when a proof came.
+   */
+  readonly origin: string;
 
   // What the steps find.
   /** The scheme of the accepted credentials (credentials step). */
@@ -40,6 +49,8 @@ export interface AccessRequest {
   principal: Principal | null;
   /** The token is bound to the certificate presented (certificate binding step). */
   bound: boolean;
+  /** The token is DPoP-bound and this request's proof holds its key (DPoP step). */
+  proven: boolean;
   /** Its client id: the access line's and the decision's. */
   clientId: string | undefined;
   /** The route serving the path (route step), and its bounded label. */

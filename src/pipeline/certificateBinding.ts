@@ -81,14 +81,23 @@ export function bindingRequired(clientRequiresBinding: ClientRequiresBinding): P
     run(request) {
       if (request.bound) return;
       const principal = request.principal as Principal;
+      const route = request.route as CompiledRoute;
       if (
-        (request.route as CompiledRoute).requireCertificateBound ||
+        route.requireCertificateBound ||
         (principal.issuerId === 'self' && clientRequiresBinding(principal.clientId))
       ) {
         throw new PortariaError(
           'token-binding-required',
           'This resource accepts only access tokens bound to a client certificate.',
           { reason: 'not-bound' },
+        );
+      }
+      // Sender-constrained: bound to the certificate presented, or to the proof's key.
+      if (route.requireSenderConstrained && !request.proven) {
+        throw new PortariaError(
+          'token-binding-required',
+          'This resource accepts only sender-constrained access tokens (DPoP or certificate-bound).',
+          { reason: 'not-sender-constrained' },
         );
       }
     },

@@ -1,6 +1,7 @@
 /**
- * The credentials step: the access token the request presents (RFC 6750 §2.1), every
- * ambiguous form refused before any cryptography runs:
+ * The credentials step: the access token the request presents (RFC 6750 §2.1; with
+ * `dpop.enabled`, RFC 9449 §7.1's `DPoP` scheme too), every ambiguous form refused before
+ * any cryptography runs:
  *   - no Authorization header, or another scheme → token-missing (the challenge carries
  *     no error code, §3.1);
  *   - more than one Authorization line, `Bearer` with no token, an over-long token →
@@ -42,6 +43,16 @@ export function bearerToken(
   authorizationLines: number,
   search: string,
 ): string {
+  return accessToken(authorization, authorizationLines, search, false);
+}
+
+/** The access token of a `Bearer` or (with `acceptDpop`) `DPoP` value, or throws. */
+export function accessToken(
+  authorization: string | undefined,
+  authorizationLines: number,
+  search: string,
+  acceptDpop: boolean,
+): string {
   // The parse runs only when the raw query could name access_token: literally, in any
   // case, or with any character percent-encoded (`%61ccess_token` decodes to it too).
   if (search.length > 0 && (MAY_NAME_ACCESS.test(search) || search.includes('%'))) {
@@ -58,26 +69,38 @@ export function bearerToken(
     throw invalid('multiple-authorization', 'Send exactly one Authorization header.');
 
   const space = authorization.indexOf(' ');
-  const scheme = space === -1 ? authorization : authorization.slice(0, space);
-  if (scheme.toLowerCase() !== 'bearer') {
+  const written = (space === -1 ? authorization : authorization.slice(0, space)).toLowerCase();
+  if (written !== 'bearer' && !(acceptDpop && written === 'dpop')) {
     throw new PortariaError(
       'token-missing',
-      'The Authorization header must use the Bearer scheme.',
+      acceptDpop
+        ? 'The Authorization header must use the Bearer or DPoP scheme.'
+        : 'The Authorization header must use the Bearer scheme.',
       { reason: 'other-scheme' },
     );
   }
   const token = space === -1 ? '' : authorization.slice(space + 1).trim();
-  if (token === '') throw invalid('empty-token', 'The Bearer token is empty.');
+  if (token === '') throw invalid('empty-token', 'The access token is empty.');
   if (token.length > MAX_TOKEN_LENGTH)
     throw invalid('token-too-long', 'The access token is too long.');
   return token;
 }
 
-export const credentials: Step<AccessRequest> = {
-  name: 'credentials',
-  run(request) {
-    const search = request.target?.search ?? '';
-    request.token = bearerToken(request.authorization, request.authorizationLines, search);
-    request.scheme = 'bearer';
-  },
-};
+/** The step; `acceptDpop` with `dpop.enabled`. */
+export function credentials(acceptDpop: boolean): Step<AccessRequest> {
+  return {
+    name: 'credentials',
+    run(request) {
+      const search = request.target?.search ?? '';
+      request.token = accessToken(
+        request.authorization,
+        request.authorizationLines,
+        search,
+        acceptDpop,
+      );
+      // Accepted: the value starts with `Bearer` or `DPoP`, in any case.
+      const first = (request.authorization as string).charCodeAt(0) | 0x20;
+      request.scheme = first === 0x64 ? 'dpop' : 'bearer';
+    },
+  };
+}

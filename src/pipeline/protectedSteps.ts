@@ -9,6 +9,9 @@
  *   verification   signature, claims, revocation by jti and client (TokenVerifier)
  *   certificate binding  a `cnf.x5t#S256` token only with that certificate, cached or
  *                  not (RFC 8705 §3; certificateBinding.ts)
+ *   dpop proof     a `cnf.jkt` token only with the DPoP scheme and a fresh, single-use
+ *                  proof of its key for this request, cached or not (RFC 9449 §7.1;
+ *                  dpopProofStep.ts); with DPoP off, such a token is refused
  *   route          the route serving the path (after authentication: the route table is
  *                  not revealed to strangers, who get 401 on any path)
  *   freshness      with a stale Redis revocation list, the method class's policy (503,
@@ -17,8 +20,8 @@
  *                  any path, and learns nothing of the route table either
  *   audience       the route's audience, or for our own tokens the gateway's (RFC 8707;
  *                  else 401 invalid_token)
- *   binding required  a bearer token where the route or the client requires bound ones
- *                  (401 invalid_token)
+ *   binding required  a bearer token where the route or the client requires bound ones,
+ *                  or sender-constrained ones (certificate- or DPoP-bound; 401 invalid_token)
  *   scopes         every scope the route requires (else 403 insufficient_scope)
  *
  * A new check is a new step and one line in the list. Failures are thrown PortariaErrors;
@@ -37,6 +40,7 @@ import {
   certificateBinding,
 } from './certificateBinding.js';
 import { credentials } from './credentials.js';
+import { type DpopStepDeps, dpopOff, dpopProofStep } from './dpopProofStep.js';
 import type { Step } from './runSteps.js';
 
 export interface ProtectedStepsDeps {
@@ -61,6 +65,8 @@ export interface ProtectedStepsDeps {
   readonly onStaleRefusal?: (kind: MethodClass) => void;
   /** Whether one of our clients requires certificate-bound tokens; absent: none does. */
   readonly clientRequiresBinding?: ClientRequiresBinding;
+  /** With `dpop.enabled`: the DPoP scheme is accepted and its proofs checked. */
+  readonly dpop?: DpopStepDeps;
 }
 
 export type ProtectedStep = Step<AccessRequest>;
@@ -70,9 +76,10 @@ const NO_CLIENT_REQUIRES_BINDING: ClientRequiresBinding = () => false;
 /** The list, its steps bound to their dependencies once, at start. */
 export function protectedSteps(deps: ProtectedStepsDeps): readonly ProtectedStep[] {
   return [
-    credentials,
+    credentials(deps.dpop !== undefined),
     verification(deps.verifier),
     certificateBinding,
+    deps.dpop === undefined ? dpopOff : dpopProofStep(deps.dpop),
     route(deps.routes),
     ...freshness(deps),
     routeFound,

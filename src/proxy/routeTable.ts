@@ -28,6 +28,8 @@ export interface CompiledRoute {
   readonly timeoutMs: number;
   /** Only certificate-bound tokens pass (RFC 8705 §3; `requireCertificateBound`). */
   readonly requireCertificateBound: boolean;
+  /** Only DPoP- or certificate-bound tokens pass (`requireSenderConstrained`). */
+  readonly requireSenderConstrained: boolean;
 }
 
 export interface RouteTable {
@@ -77,6 +79,7 @@ function compileRoute(
   timeoutMs: number,
   audience: string | null,
   requireCertificateBound: boolean,
+  requireSenderConstrained: boolean,
   shared: SharedValues,
 ): CompiledRoute {
   // No upstream (`mode: authorizer`): the route decides, nothing is forwarded.
@@ -92,6 +95,7 @@ function compileRoute(
     audiences: shared.list(audience === null ? [] : [audience]),
     timeoutMs,
     requireCertificateBound,
+    requireSenderConstrained,
   });
 }
 
@@ -128,6 +132,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
       r.timeoutMs,
       r.audience,
       r.requireCertificateBound === true,
+      r.requireSenderConstrained === true,
       shared,
     ),
   );
@@ -153,6 +158,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           config.upstream.default.timeoutMs,
           null,
           config.upstream.default.requireCertificateBound === true,
+          config.upstream.default.requireSenderConstrained === true,
           shared,
         );
   const all = fallback === null ? routes : [...routes, fallback];
@@ -186,19 +192,21 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
 }
 
 /**
- * `route`, requiring `other`'s scopes, audiences and certificate binding too (the same
+ * `route`, requiring `other`'s scopes, audiences and token binding too (the same
  * object when that adds none).
  */
 function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): CompiledRoute {
   const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
   const audiences = other?.audiences.filter((aud) => !route.audiences.includes(aud)) ?? [];
   const bound = other?.requireCertificateBound === true && !route.requireCertificateBound;
-  if (extra.length === 0 && audiences.length === 0 && !bound) return route;
+  const constrained = other?.requireSenderConstrained === true && !route.requireSenderConstrained;
+  if (extra.length === 0 && audiences.length === 0 && !bound && !constrained) return route;
   return Object.freeze({
     ...route,
     scopes: Object.freeze([...route.scopes, ...extra]),
     audiences: Object.freeze([...route.audiences, ...audiences]),
     requireCertificateBound: route.requireCertificateBound || bound,
+    requireSenderConstrained: route.requireSenderConstrained || constrained,
   });
 }
 

@@ -2,7 +2,8 @@
  * Step "issue" of the token operation: signs a JWT access token per RFC 9068 — header
  * `typ: at+jwt`, `alg`, `kid`; claims `client_id`, `scope` (space-separated), `iss`,
  * `sub` (the client id), `aud`, `iat`, `nbf`, `exp`, `jti` (128 random bits), and for a
- * token bound to the client's certificate `cnf: {"x5t#S256": …}` (RFC 8705 §3.1).
+ * token bound to the client's certificate `cnf: {"x5t#S256": …}` (RFC 8705 §3.1), for
+ * one bound to a DPoP key `cnf: {"jkt": …}` (RFC 9449 §6.1).
  *
  * The compact JWS (RFC 7515 §7.1) is written here, with the members in that order, and
  * signed by Node's synchronous `crypto.sign` on the key ring's KeyObject — a sixth of the
@@ -23,6 +24,8 @@ export interface IssuedToken {
   readonly scope: string;
   /** `cnf.x5t#S256` when the token is certificate-bound. */
   readonly certificateThumbprint: string | undefined;
+  /** `cnf.jkt` when the token is DPoP-bound (RFC 9449 §6). */
+  readonly dpopKey: string | undefined;
 }
 
 export interface IssueInput {
@@ -31,6 +34,8 @@ export interface IssueInput {
   readonly lifetimeSeconds: number;
   /** The `x5t#S256` of the certificate the token is bound to (RFC 8705 §3.1); absent: bearer. */
   readonly certificateThumbprint?: string;
+  /** The JWK thumbprint of the DPoP key the token is bound to (RFC 9449 §6.1); absent: none. */
+  readonly dpopKey?: string;
 }
 
 /** `BASE64URL(UTF8(JWS Protected Header))` by signing key (a ring's keys live as long as it). */
@@ -84,10 +89,7 @@ export function issueAccessToken(
     nbf: issuedAt,
     exp: expiresAt,
     jti: tokenId,
-    cnf:
-      input.certificateThumbprint === undefined
-        ? undefined
-        : { 'x5t#S256': input.certificateThumbprint },
+    cnf: confirmation(input),
   });
   const signingInput = `${encodedHeader(key)}.${base64url(claims)}`;
   const signature = signJws(key.alg, key.privateKey, Buffer.from(signingInput, 'latin1'));
@@ -99,6 +101,17 @@ export function issueAccessToken(
     lifetimeSeconds: input.lifetimeSeconds,
     scope: input.scope,
     certificateThumbprint: input.certificateThumbprint,
+    dpopKey: input.dpopKey,
+  };
+}
+
+/** `cnf` (RFC 7800 §3.1): the certificate's thumbprint, the DPoP key's, both or none. */
+function confirmation(input: IssueInput): Record<string, string> | undefined {
+  const { certificateThumbprint, dpopKey } = input;
+  if (certificateThumbprint === undefined && dpopKey === undefined) return undefined;
+  return {
+    ...(certificateThumbprint === undefined ? {} : { 'x5t#S256': certificateThumbprint }),
+    ...(dpopKey === undefined ? {} : { jkt: dpopKey }),
   };
 }
 

@@ -9,6 +9,8 @@ import type { ResponseFieldSet } from '../config/types.js';
 import type { IssuedToken } from './issueAccessToken.js';
 
 export const TOKEN_TYPE = 'Bearer';
+/** A token bound to a DPoP key (RFC 9449 §5.1): the client must send it as `DPoP`. */
+export const DPOP_TOKEN_TYPE = 'DPoP';
 
 export type ReferenceTokenResult = {
   token_de_acesso: string;
@@ -31,12 +33,13 @@ export function shapeTokenResult(
   issued: IssuedToken,
 ): ReferenceTokenResult | GuideTokenResult {
   const expiresAt = new Date(issued.expiresAt * 1000).toISOString();
+  const tokenType = issued.dpopKey === undefined ? TOKEN_TYPE : DPOP_TOKEN_TYPE;
   if (fields === 'guide') {
     return {
       accesstoken: issued.token,
       expiresIn: issued.lifetimeSeconds,
       expiresAt,
-      tokenType: TOKEN_TYPE,
+      tokenType,
       scope: issued.scope,
     };
   }
@@ -44,7 +47,7 @@ export function shapeTokenResult(
     token_de_acesso: issued.token,
     expira_em_segundos: issued.lifetimeSeconds,
     expira_em: expiresAt,
-    tipo_de_token: TOKEN_TYPE,
+    tipo_de_token: tokenType,
     escopo: issued.scope,
   };
 }

@@ -45,6 +45,12 @@ export interface TokenCall {
   readBody(): Promise<string>;
   /** Observes client authentication and signing (tracing on). */
   readonly steps?: ExchangeSteps;
+  /**
+   * The DPoP key the token is to be bound to (RFC 9449 §5): the request's proof checked,
+   * after the request is read and before the client is authenticated; absent or
+   * undefined: a bearer token.
+   */
+  readonly dpopKey?: () => Promise<string | undefined>;
 }
 
 export interface TokenOperationDeps extends LimitedAuthenticationDeps {
@@ -67,7 +73,13 @@ export async function runTokenOperation(
     deps,
   );
   const request = parseTokenRequest(await call.readBody());
-  const exchange: Exchange = { request, certificate: call.certificate, steps: call.steps };
+  const dpopKey = await call.dpopKey?.();
+  const exchange: Exchange = {
+    request,
+    certificate: call.certificate,
+    steps: call.steps,
+    dpopKey,
+  };
   return authenticateWithinLimits(request.clientId, address, EXCHANGE, exchange, deps);
 }
 
@@ -75,11 +87,12 @@ interface Exchange {
   readonly request: TokenRequest;
   readonly certificate: ClientCertificate | null;
   readonly steps: ExchangeSteps | undefined;
+  readonly dpopKey: string | undefined;
 }
 
 /** Client authentication and signing; a refused secret is `invalid-client` (401). */
 const EXCHANGE: CredentialCheck<Exchange, TokenOperationDeps, TokenExchange> = (exchange, deps) =>
-  deps.tokens.exchange(exchange.request, exchange.certificate, exchange.steps);
+  deps.tokens.exchange(exchange.request, exchange.certificate, exchange.steps, exchange.dpopKey);
 
 function requirePost(method: string | undefined): void {
   if (method !== 'POST') {

@@ -78,6 +78,7 @@ export class TokenService {
     request: TokenRequest,
     certificate: ClientCertificate | null,
     steps?: ExchangeSteps,
+    dpopKey?: string,
   ): Promise<TokenExchange> {
     const authenticated = steps?.('authenticate_client');
     let result: AuthenticationResult;
@@ -101,7 +102,14 @@ export class TokenService {
     const { client } = result;
     // After the secret: a stranger learns nothing of a client's certificate rules.
     const thumbprint = boundThumbprint(this.#fapiBr ? FAPI_CLIENT : client, certificate);
-    const issued = this.issueTo(client, client.scope, this.#options.audience, steps, thumbprint);
+    const issued = this.issueTo(
+      client,
+      client.scope,
+      this.#options.audience,
+      steps,
+      thumbprint,
+      dpopKey,
+    );
     return {
       clientId: client.id,
       issued,
@@ -120,6 +128,7 @@ export class TokenService {
     audience: string,
     steps?: ExchangeSteps,
     certificateThumbprint?: string,
+    dpopKey?: string,
   ): IssuedToken {
     this.#refuseWhileRevoking(client.id);
     const signed = steps?.('sign');
@@ -132,6 +141,7 @@ export class TokenService {
           scope,
           lifetimeSeconds: client.lifetimeSeconds ?? this.#options.defaultLifetimeSeconds,
           ...(certificateThumbprint === undefined ? {} : { certificateThumbprint }),
+          ...(dpopKey === undefined ? {} : { dpopKey }),
         },
       );
       signed?.();

@@ -21,6 +21,7 @@ test('the error catalogue is pinned: code → status', () => {
     'token-binding-required': 401,
     'certificate-required': 401,
     'certificate-invalid': 401,
+    'dpop-proof-invalid': 401,
     'insufficient-scope': 403,
     'untrusted-peer': 403,
     'not-found': 404,

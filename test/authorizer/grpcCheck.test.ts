@@ -342,7 +342,7 @@ describe('Envoy ext_authz over gRPC', () => {
     assert.equal(answer.status, 'Forbidden');
     assert.equal(answer.body?.tipo, 'urn:portaria:problem:untrusted-peer');
     const line = await accessLineOf(gw.logs, 'grpc-untrusted-1');
-    assert.equal(line['portaria.reason'], 'untrusted-peer');
+    assert.equal(line['portaria.reason'], 'peer-not-trusted');
     // The source address Envoy names is believed from a trusted proxy only.
     assert.equal(line['client.address'], '127.0.0.1');
   });

@@ -119,7 +119,7 @@ const EVERY_SETTING = {
       timeoutMs: 1,
       audience: null,
       requireCertificateBound: false,
-      requireDpop: false,
+      requireSenderConstrained: false,
     },
   ],
   upstream: {
@@ -128,7 +128,7 @@ const EVERY_SETTING = {
       scopes: [],
       timeoutMs: 1,
       requireCertificateBound: false,
-      requireDpop: false,
+      requireSenderConstrained: false,
     },
     timeoutMs: 1,
     connections: 1,

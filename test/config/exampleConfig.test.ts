@@ -180,7 +180,7 @@ describe('config/portaria.example.yaml', () => {
       scopes: ['legacy'],
       timeoutMs: 10_000,
       requireCertificateBound: true,
-      requireDpop: true,
+      requireSenderConstrained: true,
     });
     assert.equal(config.identityHeaders.client_id, 'X-Partner-Id');
   });

@@ -143,6 +143,7 @@ function request(
     methodClass?: MethodClass;
     lines?: number;
     certificate?: ClientCertificate;
+    dpopProof?: string;
   } = {},
 ): AccessRequest {
   return {
@@ -153,10 +154,14 @@ function request(
     authorizationLines: options.lines ?? (authorization === undefined ? 0 : 1),
     trace: null,
     certificate: options.certificate ?? null,
+    dpopProof: options.dpopProof,
+    dpopProofLines: options.dpopProof === undefined ? 0 : 1,
+    origin: 'https://api.example.com',
     scheme: undefined,
     token: '',
     principal: null,
     bound: false,
+    proven: false,
     clientId: undefined,
     route: null,
     routeId: 'unmatched',
@@ -175,12 +180,13 @@ async function outcome(h: Harness, value: AccessRequest): Promise<string> {
 }
 
 describe('the protected steps', () => {
-  test('are, in order: credentials, verification, certificate binding, route, route found, audience, binding required, scopes', () => {
+  test('are, in order: credentials, verification, certificate binding, dpop proof, route, route found, audience, binding required, scopes', () => {
     const names = protectedSteps(harness().deps).map((step) => step.name);
     assert.deepEqual(names, [
       'credentials',
       'verification',
       'certificate binding',
+      'dpop proof',
       'route',
       'route found',
       'audience',
@@ -191,7 +197,7 @@ describe('the protected steps', () => {
 
   test('with a freshness policy that refuses, the freshness step runs after the route', () => {
     const names = protectedSteps(harness({ unsafe: true }).deps).map((step) => step.name);
-    assert.deepEqual(names.slice(3, 5), ['route', 'freshness']);
+    assert.deepEqual(names.slice(4, 6), ['route', 'freshness']);
   });
 
   test('a valid token on its route is admitted, and the value holds what each step found', async () => {
@@ -451,9 +457,13 @@ describe('the certificate-binding steps (RFC 8705 §3)', () => {
         JSON.stringify(cnf),
       );
     }
-    // Another confirmation method only (DPoP's jkt): no certificate binding to check.
+    // Another confirmation method only (DPoP's jkt): no certificate binding to check, but
+    // a key-bound token is never a bearer token (DPoP off here: it is refused outright).
     const jkt = await token(h, { cnf: { jkt: 'x'.repeat(43) }, jti: 'jkt' });
-    assert.equal(await outcome(h, request('/v1/orders', `Bearer ${jkt}`)), 'admitted');
+    assert.equal(
+      await outcome(h, request('/v1/orders', `Bearer ${jkt}`)),
+      'refused token-invalid dpop-as-bearer',
+    );
   });
 
   test('a route or an own client requiring bound tokens refuses a bearer one; a bound one passes', async () => {

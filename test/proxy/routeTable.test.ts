@@ -133,6 +133,7 @@ describe('compileRouteTable', () => {
       audiences: [],
       timeoutMs: 700,
       requireCertificateBound: false,
+      requireSenderConstrained: false,
     });
     assert.deepEqual(withDefault.origins, ['http://127.0.0.1:3000', 'http://127.0.0.1:4000']);
   });

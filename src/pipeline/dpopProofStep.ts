@@ -1,0 +1,128 @@
+/**
+ * The DPoP step of RFC 9449 §7.1, after verification and beside certificate binding, on
+ * every request — the verified-token cache keeps the token's verification, never this:
+ *
+ *   - a token bound to a key (`cnf.jkt`, §6.1) must come with the `DPoP` scheme and one
+ *     `DPoP` proof made for this request (`verify/dpopProof.ts`: method, URI, time, the
+ *     token's hash in `ath`) and signed by that very key (its thumbprint is `cnf.jkt`);
+ *     sent as `Bearer` it is refused (§7.2: downgrading a bound token defeats the binding);
+ *   - the `DPoP` scheme with a token bound to no key is refused, and so is a `Bearer` token
+ *     sent beside a proof (the client meant a binding the token does not have);
+ *   - the proof's `jti` is claimed once in the replay store (local, or Redis shared by every
+ *     replica, §11.1), for twice the proof window: a replayed proof is refused.
+ *
+ * Refusals: 401 `dpop-proof-invalid` (the challenge says `invalid_dpop_proof`) for a
+ * proof that fails, 401 `token-invalid` for a token presented the wrong way.
+ */
+import type { Principal } from '../domain/principal.js';
+import { type FailureReason, PortariaError } from '../errors.js';
+import { type Clock, epochSeconds } from '../lib/clock.js';
+import { checkDpopProof, type DpopAlgorithm, DpopProofError } from '../verify/dpopProof.js';
+import { invalid } from '../verify/invalidToken.js';
+import type { AccessRequest } from './accessRequest.js';
+import type { Step } from './runSteps.js';
+
+/** A proof's `jti` claimed once (the client assertions' replay store, its own key space). */
+export interface ProofReplay {
+  claim(keyId: string, jti: string, untilMs: number): boolean | Promise<boolean>;
+}
+
+export interface DpopStepDeps {
+  readonly algorithms: readonly DpopAlgorithm[];
+  readonly windowSeconds: number;
+  readonly replay: ProofReplay;
+  readonly clock: Clock;
+}
+
+/** base64url of a SHA-256: 43 characters (RFC 7638 thumbprint, RFC 9449 §6.1). */
+const THUMBPRINT = /^[A-Za-z0-9_-]{43}$/;
+
+/** The `jkt` a token is bound to; undefined for none; throws for a malformed one. */
+export function boundKeyOf(principal: Principal): string | undefined {
+  const cnf = principal.claims.cnf;
+  if (cnf === null || typeof cnf !== 'object' || Array.isArray(cnf)) return undefined;
+  const jkt = (cnf as Record<string, unknown>).jkt;
+  if (jkt === undefined) return undefined;
+  if (typeof jkt !== 'string' || !THUMBPRINT.test(jkt))
+    throw invalid('bad-cnf', 'The access token is not valid.');
+  return jkt;
+}
+
+export function proofRefused(reason: FailureReason, detail: string): PortariaError {
+  return new PortariaError('dpop-proof-invalid', detail, { reason });
+}
+
+/**
+ * With DPoP off, only the refusal of a key-bound token (an external issuer's): without its
+ * proof checked, accepting it as a bearer token would drop the binding.
+ */
+export const dpopOff: Step<AccessRequest> = {
+  name: 'dpop proof',
+  run(request) {
+    const principal = request.principal as Principal;
+    if (principal.claims.cnf === undefined || boundKeyOf(principal) === undefined) return;
+    throw invalid('dpop-as-bearer', 'DPoP-bound access tokens are not accepted here.');
+  },
+};
+
+export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
+  const { algorithms, windowSeconds, replay, clock } = deps;
+  const check = async (request: AccessRequest, jkt: string): Promise<void> => {
+    const now = epochSeconds(clock);
+    let proof: Awaited<ReturnType<typeof checkDpopProof>>;
+    try {
+      proof = await checkDpopProof(request.dpopProof as string, {
+        method: request.method,
+        url: request.origin + (request.target?.path ?? ''),
+        now,
+        windowSeconds,
+        algorithms,
+        accessToken: request.token,
+      });
+    } catch (error) {
+      if (error instanceof DpopProofError) throw proofRefused(error.reason, error.message);
+      throw error;
+    }
+    if (proof.jkt !== jkt) {
+      throw proofRefused(
+        'dpop-key-mismatch',
+        'The DPoP proof is signed by another key than the token is bound to.',
+      );
+    }
+    const fresh = await replay.claim(`dpop:${jkt}`, proof.jti, (now + 2 * windowSeconds) * 1000);
+    if (!fresh) throw proofRefused('dpop-replayed', 'This DPoP proof was used before.');
+    request.proven = true;
+  };
+  return {
+    name: 'dpop proof',
+    run(request) {
+      const principal = request.principal as Principal;
+      const jkt = principal.claims.cnf === undefined ? undefined : boundKeyOf(principal);
+      if (request.scheme === 'bearer') {
+        if (jkt !== undefined) {
+          throw invalid(
+            'dpop-as-bearer',
+            'A DPoP-bound access token must be sent with the DPoP scheme.',
+          );
+        }
+        if (request.dpopProofLines > 0) {
+          throw invalid(
+            'bearer-with-proof',
+            'A DPoP proof came with a token that is not DPoP-bound.',
+          );
+        }
+        return undefined;
+      }
+      if (jkt === undefined) {
+        throw invalid('dpop-not-bound', 'The access token is not DPoP-bound: send it as Bearer.');
+      }
+      if (request.dpopProofLines !== 1 || request.dpopProof === undefined) {
+        throw proofRefused(
+          request.dpopProofLines > 1 ? 'dpop-proof-repeated' : 'dpop-proof-missing',
+          'Send exactly one DPoP proof header.',
+        );
+      }
+      return check(request, jkt);
+    },
+  };
+}
