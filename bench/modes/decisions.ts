@@ -175,7 +175,7 @@ export async function run(argv: readonly string[]): Promise<number> {
     const grpc: Row = {
       measured: {
         target: {
-          label: `gRPC entry: Authorization/Check, ${channels} channel${channels === 1 ? '' : 's'} × ${timing.connections} in flight`,
+          label: `gRPC entry: Authorization/Check, ${timing.connections} in flight on ${channels} channel${channels === 1 ? '' : 's'}`,
           url: grpcUrl,
           pid: gateway.pid,
         },
