@@ -9,11 +9,16 @@
  *                (`bench/grpcLoad.ts`: @grpc/grpc-js on the gateway's protos, `--channels`
  *                HTTP/2 connections, `--connections` calls in flight, as wrk's
  *                connections), CheckRequests shaped as Envoy sends them
+ *   HTTP, paced  the HTTP entry again, each wrk connection pausing between requests so
+ *                that it offers the rate the gRPC row reached in the same round: what a
+ *                decision costs depends on the rate (at a higher one, more of them share
+ *                each wake-up, read and write), and the gRPC row's is bounded by its
+ *                load generator, so this row compares CPU per decision at equal load
  *
  * A row's CPU per decision is the gateway's process (as every row of the bench counts
  * it), read from /proc over the measured run; the load generators' CPU per decision is
  * printed apart (wrk's from the bench's reaped-children time, the gRPC generator's from
- * its /proc entry). Ratios gRPC / HTTP are medians of the per-round ratios. A round with
+ * its /proc entry). Ratios against the first row are medians of the per-round ratios. A round with
  * any answer that is not an allow (wrk's non-2xx or socket errors; a failed RPC, a denial
  * or a CheckResponse without `ok_response`) stops the run with exit 1.
  *
@@ -23,7 +28,7 @@
  * Needs wrk.
  */
 
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { credentials } from '@grpc/grpc-js';
@@ -56,6 +61,13 @@ const PATH = '/v1/orders/42';
 const log = (text: string) => process.stdout.write(`${text}\n`);
 
 const HTTP_LABEL = 'HTTP entry: wrk → /nginx (X-Original-Method, X-Original-URI)';
+
+/** wrk's Lua pacing: each connection waits `args[1]` ms after an answer before its next request. */
+const PACED = `
+local pause = 0
+function init(args) pause = tonumber(args[1]) end
+function delay() return pause end
+`;
 
 /** Throws unless the HTTP entry refuses a decision without a token and one with a bad token. */
 async function expectHttpRefusals(url: string, token: string): Promise<void> {
@@ -167,23 +179,19 @@ export async function run(argv: readonly string[]): Promise<number> {
     log(
       `gRPC: @grpc/grpc-js load generator, ${channels} HTTP/2 channel${channels === 1 ? '' : 's'}, ${timing.connections} calls in flight; one gateway answers both entries, decision cache off\n`,
     );
-    const http: Row = {
-      measured: { target: { label: HTTP_LABEL, url: nginxUrl, pid: gateway.pid }, samples: [] },
+    const row = (label: string, url: string): Row => ({
+      measured: { target: { label, url, pid: gateway.pid }, samples: [] },
       loadCpu: [],
       answered: 0,
-    };
-    const grpc: Row = {
-      measured: {
-        target: {
-          label: `gRPC entry: Authorization/Check, ${timing.connections} in flight on ${channels} channel${channels === 1 ? '' : 's'}`,
-          url: grpcUrl,
-          pid: gateway.pid,
-        },
-        samples: [],
-      },
-      loadCpu: [],
-      answered: 0,
-    };
+    });
+    const http = row(HTTP_LABEL, nginxUrl);
+    const grpc = row(
+      `gRPC entry: Authorization/Check, ${timing.connections} in flight on ${channels} channel${channels === 1 ? '' : 's'}`,
+      grpcUrl,
+    );
+    const paced = row(`${HTTP_LABEL}, paced to the gRPC row's rate`, nginxUrl);
+    const pacing = join(dir, 'paced.lua');
+    await writeFile(pacing, PACED);
     const wrkOptions = {
       url: nginxUrl,
       headers: [
@@ -194,15 +202,20 @@ export async function run(argv: readonly string[]): Promise<number> {
       connections: timing.connections,
       threads: timing.threads,
     };
-    const measureHttp = async (warmupS: number): Promise<void> => {
-      const warm = await runWrk({ ...wrkOptions, durationS: warmupS });
+    /** One wrk row; `delayMs`: each connection waits that long between requests. */
+    const measureHttp = async (into: Row, warmupS: number, delayMs?: number): Promise<void> => {
+      const options = {
+        ...wrkOptions,
+        ...(delayMs === undefined ? {} : { script: pacing, scriptArgs: [String(delayMs)] }),
+      };
+      const warm = await runWrk({ ...options, durationS: warmupS });
       const gatewayBefore = treeCpuUs(gateway.pid);
       const wrkBefore = reapedChildrenCpuUs();
-      const result = await runWrk({ ...wrkOptions, durationS: timing.durationS });
+      const result = await runWrk({ ...options, durationS: timing.durationS });
       const gatewayUs = treeCpuUs(gateway.pid) - gatewayBefore;
       const wrkUs = reapedChildrenCpuUs() - wrkBefore;
       const notOk = warm.non2xx + warm.socketErrors + result.non2xx + result.socketErrors;
-      http.answered += warm.requests + result.requests;
+      into.answered += warm.requests + result.requests;
       const sample: RoundSample = {
         perSecond: result.requestsPerSec,
         p99Ms: result.p99Ms,
@@ -210,10 +223,10 @@ export async function run(argv: readonly string[]): Promise<number> {
         cpuUsPerRequest: gatewayUs / result.requests,
         clean: notOk === 0,
       };
-      http.measured.samples.push(sample);
-      http.loadCpu.push(wrkUs / result.requests);
+      into.measured.samples.push(sample);
+      into.loadCpu.push(wrkUs / result.requests);
       report(
-        http,
+        into,
         sample,
         notOk === 0 ? '' : `${notOk} answers not an allow (non-2xx or socket errors)`,
       );
@@ -257,27 +270,43 @@ export async function run(argv: readonly string[]): Promise<number> {
     };
     for (round = 1; round <= timing.rounds; round++) {
       const warmupS = round === 1 ? timing.warmupS : timing.rewarmS;
-      const steps = [() => measureHttp(warmupS), () => measureCheck(warmupS)];
-      if (round % 2 === 0) steps.reverse();
-      for (const step of steps) await step();
+      // The paced row follows the gRPC row whose rate it offers; the full-load row
+      // alternates before and after the pair.
+      const pair = async () => {
+        await measureCheck(warmupS);
+        const rate = grpc.measured.samples[grpc.measured.samples.length - 1]?.perSecond ?? 1;
+        await measureHttp(
+          paced,
+          warmupS,
+          Math.max(1, Math.round((1000 * timing.connections) / rate)),
+        );
+      };
+      if (round % 2 === 1) {
+        await measureHttp(http, warmupS);
+        await pair();
+      } else {
+        await pair();
+        await measureHttp(http, warmupS);
+      }
     }
     const counted = Number(await countedRequests(adminUrl));
 
     log(
       '\n## Decisions asked directly: HTTP entry vs gRPC entry (ratios against the first row; medians of per-round ratios)\n',
     );
-    log(resultTable([http.measured, grpc.measured]));
+    log(resultTable([http.measured, grpc.measured, paced.measured]));
     log('\nCPU µs per decision (medians of rounds):');
-    for (const row of [http, grpc]) {
-      const gatewayCpu = median(row.measured.samples.map((s) => s.cpuUsPerRequest));
+    for (const r of [http, grpc, paced]) {
+      const gatewayCpu = median(r.measured.samples.map((s) => s.cpuUsPerRequest));
       log(
-        `- ${row.measured.target.label}: gateway ${gatewayCpu.toFixed(1)}, load generator ${median(row.loadCpu).toFixed(1)} (${row === http ? 'wrk' : 'grpc-js'})`,
+        `- ${r.measured.target.label}: gateway ${gatewayCpu.toFixed(1)}, load generator ${median(r.loadCpu).toFixed(1)} (${r === grpc ? 'grpc-js' : 'wrk'})`,
       );
     }
     log('');
     log(verdict('gRPC / HTTP entry', grpc.measured, http.measured));
+    log(verdict('gRPC / HTTP entry at the same rate', grpc.measured, paced.measured));
     log(
-      `\nchecks: every answer an allow; the gateway counted ${counted} decisions (start-up checks included) for ${http.answered + grpc.answered} answers the load generators saw (${http.answered} HTTP, ${grpc.answered} gRPC; wrk leaves its last answers uncounted)`,
+      `\nchecks: every answer an allow; the gateway counted ${counted} decisions (start-up checks included) for ${http.answered + paced.answered + grpc.answered} answers the load generators saw (${http.answered + paced.answered} HTTP, ${grpc.answered} gRPC; wrk leaves its last answers uncounted)`,
     );
     return 0;
   } finally {
