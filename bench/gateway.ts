@@ -6,8 +6,8 @@
  * pipe read by the bench's log sink, as stdout is read by a container runtime
  * (`--log-to`), else a file in the work directory — and the Prometheus metrics.
  *
- * Announces `{ url, adminUrl, authorizerUrl, token, logFile }` (`authorizerUrl` '' unless
- * the overrides set `mode: authorizer` or `both`): the token was issued by the gateway's own
+ * Announces `{ url, adminUrl, authorizerUrl, grpcUrl, token, logFile }` (`authorizerUrl` and
+ * `grpcUrl` '' unless the overrides set `mode: authorizer` or `both`): the token was issued by the gateway's own
  * token operation, so every measured request verifies a real JWT (signature once, then the
  * verified-token cache; revocation on every request).
  *
@@ -113,7 +113,7 @@ const logFile = values['log-to'] ?? join(dir, 'gateway.log');
 const logFd = await promisify(openFd)(logFile, values['log-to'] === undefined ? 'a' : 'w');
 const logDestination = outputDestination(logFd);
 const app = await createApp({ config, logDestination });
-const { publicUrl, adminUrl, authorizerUrl } = await app.listen();
+const { publicUrl, adminUrl, authorizerUrl, grpcUrl } = await app.listen();
 
 // Over TLS (`server.tls` in the overrides) the bench's own certificate, which no CA issued.
 const dispatcher = publicUrl.startsWith('https:')
@@ -146,7 +146,7 @@ if (session !== null) {
     void session.post('Profiler.enable').then(() => session.post('Profiler.start'));
   });
 }
-announce({ url: publicUrl, adminUrl, authorizerUrl, token, logFile });
+announce({ url: publicUrl, adminUrl, authorizerUrl, grpcUrl, token, logFile });
 onStop(async () => {
   if (session !== null && profileFile !== undefined && profiling) {
     const { profile } = await session.post('Profiler.stop');

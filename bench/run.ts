@@ -17,6 +17,7 @@
  *   tls                   server.tls on vs off, two gateways on one CPU; new connections, resumption
  *   bound                 a certificate-bound route vs a bearer route over the same mutual-TLS connections
  *   authorizer            nginx auth_request → Portaria (decision cache off / on) vs proxy mode vs HAProxy
+ *   decisions             the authorizer asked directly: gRPC (Envoy ext_authz Check) vs the HTTP entry
  */
 import { splitMode } from './lib/modeArgs.js';
 
@@ -35,6 +36,7 @@ const MODES: Readonly<Record<string, () => Promise<Mode>>> = {
   tls: () => import('./modes/tls.js'),
   bound: () => import('./modes/bound.js'),
   authorizer: () => import('./modes/authorizer.js'),
+  decisions: () => import('./modes/decisions.js'),
 };
 
 const { mode = 'forwarding', rest } = splitMode(process.argv.slice(2));

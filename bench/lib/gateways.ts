@@ -15,6 +15,8 @@ export interface GatewayInfo extends ServerInfo {
   readonly adminUrl: string;
   /** The decision listener (`mode: authorizer` or `both`), else ''. */
   readonly authorizerUrl: string;
+  /** The gRPC decision listener (`grpc://host:port`), else ''. */
+  readonly grpcUrl: string;
   readonly token: string;
   readonly logFile: string;
 }
