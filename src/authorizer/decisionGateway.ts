@@ -27,18 +27,14 @@ import type { AuthorizerConfig } from '../config/types.js';
 import { parseRequestTarget } from '../domain/requestPath.js';
 import { isPortariaError, PortariaError } from '../errors.js';
 import { certificateHeaderStep } from '../http/certificateHeaderStep.js';
-import type { EdgeChallenge } from '../http/challenge.js';
 import { dpopHeaderStep } from '../http/dpopHeaderStep.js';
 import { echoInteractionId, interactionIdStep } from '../http/interactionIdStep.js';
 import { headerLines, type OpeningStep, singletonFields } from '../http/openingSteps.js';
 import { instanceOf, sendRefusal, sendServerError } from '../http/replies.js';
 import { RequestAccounting } from '../http/requestAccounting.js';
 import type { GatewayResponse, RequestScope } from '../http/requestScope.js';
-import type { TrustedProxies } from '../lib/trustedProxies.js';
-import type { AccessLog, Logger } from '../observability/logger.js';
-import { type Metrics, methodClass } from '../observability/metrics.js';
-import type { Tracing } from '../observability/tracing.js';
-import { cacheControlFor, type Decisions } from './decisions.js';
+import { methodClass } from '../observability/metrics.js';
+import { cacheControlFor, type DecisionEntryDeps } from './decisions.js';
 import {
   type DecisionEntry,
   ENVOY_PREFIX,
@@ -51,17 +47,8 @@ import {
 /** Envoy's HTTP filter removes the headers this response header names (comma-separated). */
 const ENVOY_HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
 
-export interface DecisionGatewayDeps {
+export interface DecisionGatewayDeps extends DecisionEntryDeps {
   readonly authorizer: AuthorizerConfig;
-  readonly maxHeaderLines: number;
-  readonly problemTypeBase: string;
-  readonly decisions: Decisions;
-  readonly trustedProxies: TrustedProxies;
-  readonly challenge: EdgeChallenge;
-  readonly logger: Logger;
-  readonly accessLogger: AccessLog;
-  readonly metrics: Metrics;
-  readonly tracing: Tracing | null;
   /** True once shutdown began: answers then carry `Connection: close`. */
   readonly draining: () => boolean;
   /** With `clientCertificate.source: header`: the proxy's certificate header. */
@@ -71,8 +58,6 @@ export interface DecisionGatewayDeps {
    * generated) is echoed in every answer, for the proxy to pass on (`auth_request_set`).
    */
   readonly interactionId?: boolean;
-  /** `dpop.enabled`: the original request's `DPoP` proof and origin are read. */
-  readonly dpop?: boolean;
 }
 
 export class DecisionGateway {

@@ -14,13 +14,33 @@
  */
 import type { AuthorizerConfig } from '../config/types.js';
 import type { Principal } from '../domain/principal.js';
+import type { EdgeChallenge } from '../http/challenge.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
+import type { TrustedProxies } from '../lib/trustedProxies.js';
+import type { AccessLog, Logger } from '../observability/logger.js';
+import type { Metrics } from '../observability/metrics.js';
+import type { Tracing } from '../observability/tracing.js';
 import type { AccessRequest } from '../pipeline/accessRequest.js';
 import type { ProtectedStep } from '../pipeline/protectedSteps.js';
 import { runSteps } from '../pipeline/runSteps.js';
 import type { IdentityHeaders } from '../proxy/identityHeaders.js';
 
 export const NO_STORE = 'no-store';
+
+/** What every decision entry (HTTP, gRPC) is built with. */
+export interface DecisionEntryDeps {
+  readonly maxHeaderLines: number;
+  readonly problemTypeBase: string;
+  readonly decisions: Decisions;
+  readonly trustedProxies: TrustedProxies;
+  readonly challenge: EdgeChallenge;
+  readonly logger: Logger;
+  readonly accessLogger: AccessLog;
+  readonly metrics: Metrics;
+  readonly tracing: Tracing | null;
+  /** `dpop.enabled`: the original request's `DPoP` proof and origin are read. */
+  readonly dpop?: boolean;
+}
 
 export interface DecisionsDeps {
   readonly steps: readonly ProtectedStep[];

@@ -28,17 +28,13 @@
 import type { ServerUnaryCall, sendUnaryData } from '@grpc/grpc-js';
 import type { CertificateHeaderReader } from '../certificates/certificateHeaderReader.js';
 import { isPortariaError, PortariaError, problemJson } from '../errors.js';
-import type { EdgeChallenge } from '../http/challenge.js';
 import { tooManyHeaderLines } from '../http/framingChecks.js';
 import { instanceOf, pathOnly } from '../http/replies.js';
 import { RequestAccounting } from '../http/requestAccounting.js';
 import { RequestScope, requestIdFor } from '../http/requestScope.js';
-import type { TrustedProxies } from '../lib/trustedProxies.js';
-import type { AccessLog, Logger } from '../observability/logger.js';
-import { type Metrics, methodClass } from '../observability/metrics.js';
-import type { Tracing } from '../observability/tracing.js';
+import { methodClass } from '../observability/metrics.js';
 import { originalRequestInto } from './decisionGateway.js';
-import type { Decisions } from './decisions.js';
+import type { DecisionEntryDeps } from './decisions.js';
 import { checkedMethod, originalRefused } from './originalRequest.js';
 
 /** The parts of a CheckRequest read here (proto field names; absent messages null). */
@@ -139,24 +135,13 @@ const HOP_BY_HOP = new Set(['connection']);
 /** The name the reader's refusals give the field ("The … header is …"). */
 export const CERTIFICATE_FIELD = 'attributes.source.certificate';
 
-export interface GrpcCheckDeps {
-  readonly maxHeaderLines: number;
-  readonly problemTypeBase: string;
-  readonly decisions: Decisions;
-  readonly trustedProxies: TrustedProxies;
-  readonly challenge: EdgeChallenge;
-  readonly logger: Logger;
-  readonly accessLogger: AccessLog;
-  readonly metrics: Metrics;
-  readonly tracing: Tracing | null;
+export interface GrpcCheckDeps extends DecisionEntryDeps {
   /**
    * With `clientCertificate.source: header`: the reader of `attributes.source.certificate`
    * (URL-encoded PEM, over the same trust as the proxy's header); null: the field is
    * ignored and decisions see no certificate.
    */
   readonly certificate: CertificateHeaderReader | null;
-  /** `dpop.enabled`: the original request's `DPoP` proof and origin are read. */
-  readonly dpop?: boolean;
 }
 
 export class GrpcCheck {

@@ -109,6 +109,27 @@ async function resource(
   }
 }
 
+/** A proof the library makes for `method` `url`, captured and never sent. */
+async function unsentProof(
+  dpop: oauth.DPoPHandle,
+  token: string,
+  method: string,
+  url: string,
+): Promise<string> {
+  let proof = '';
+  await oauth
+    .protectedResourceRequest(token, method, new URL(url), new Headers(), null, {
+      DPoP: dpop,
+      [oauth.allowInsecureRequests]: true,
+      [oauth.customFetch]: async (_input, init) => {
+        proof = new Headers(init?.headers).get('dpop') ?? '';
+        return new Response(null, { status: 204 });
+      },
+    })
+    .catch(() => undefined);
+  return proof;
+}
+
 describe('DPoP', () => {
   test('oauth4webapi gets a DPoP-bound token and uses it at the edge, a fresh proof per request', async (t) => {
     const s = await setup(t);
@@ -192,25 +213,7 @@ describe('DPoP', () => {
     const keys = await dpopKeys();
     const dpop = oauth.DPoP(s.client, keys);
     const token = await dpopToken(s, dpop);
-    // A proof made by the library but never sent: capture it without reaching the gateway.
-    let proof = '';
-    await oauth
-      .protectedResourceRequest(
-        token,
-        'GET',
-        new URL(`${s.gw.url}/v1/orders/5`),
-        new Headers(),
-        null,
-        {
-          DPoP: dpop,
-          [oauth.allowInsecureRequests]: true,
-          [oauth.customFetch]: async (_input, init) => {
-            proof = new Headers(init?.headers).get('dpop') ?? '';
-            return new Response(null, { status: 204 });
-          },
-        },
-      )
-      .catch(() => undefined);
+    const proof = await unsentProof(dpop, token, 'GET', `${s.gw.url}/v1/orders/5`);
     const answers = await Promise.all(
       Array.from({ length: 8 }, () =>
         fetch(`${s.gw.url}/v1/orders/5`, {
@@ -258,24 +261,7 @@ describe('DPoP', () => {
     const keys = await dpopKeys();
     const dpop = oauth.DPoP(s.client, keys);
     // The library makes the proof for the contract's URL and method as for any request.
-    let proof = '';
-    await oauth
-      .protectedResourceRequest(
-        'unused',
-        'POST',
-        new URL(`${s.gw.url}${TOKEN_PATH}`),
-        new Headers(),
-        null,
-        {
-          DPoP: dpop,
-          [oauth.allowInsecureRequests]: true,
-          [oauth.customFetch]: async (_input, init) => {
-            proof = new Headers(init?.headers).get('dpop') ?? '';
-            return new Response(null, { status: 204 });
-          },
-        },
-      )
-      .catch(() => undefined);
+    const proof = await unsentProof(dpop, 'unused', 'POST', `${s.gw.url}${TOKEN_PATH}`);
     const issue = (sentProof: string) =>
       fetch(`${s.gw.url}${TOKEN_PATH}`, {
         method: 'POST',
