@@ -66,6 +66,8 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
       routes: () => state.routes,
       clientRequiresBinding: (clientId) =>
         state.clients.get(clientId)?.requireCertificateBound === true,
+      clientRequiresSenderConstrained: (clientId) =>
+        state.clients.get(clientId)?.requireSenderConstrained === true,
       onStaleRefusal: (kind) => metrics.revocationStaleRefusal(kind),
       ...(revocationFreshness === undefined ? {} : { revocationFreshness }),
       ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),

@@ -80,6 +80,8 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
     routes: () => state.routes,
     clientRequiresBinding: (clientId) =>
       state.clients.get(clientId)?.requireCertificateBound === true,
+    clientRequiresSenderConstrained: (clientId) =>
+      state.clients.get(clientId)?.requireSenderConstrained === true,
     forwarder: deps.forwarding.forwarder,
     webSockets: deps.forwarding.webSockets,
     logger: deps.logger,

@@ -49,6 +49,11 @@ export interface ClientRecord extends OAuthClientFields {
   readonly requireCertificate: boolean;
   /** Only certificate-bound tokens of it pass at the edge; implies `requireCertificate`. */
   readonly requireCertificateBound: boolean;
+  /**
+   * Its tokens are sender-constrained: issued only with a DPoP proof (RFC 9449) or bound to
+   * its certificate (RFC 8705), and only such tokens of it pass at the edge.
+   */
+  readonly requireSenderConstrained: boolean;
 }
 
 export const MAX_SECRETS_PER_CLIENT = 2;
@@ -63,6 +68,7 @@ const CLIENT_FIELDS = new Set<string>([
   'disabled',
   'requireCertificate',
   'requireCertificateBound',
+  'requireSenderConstrained',
   ...OAUTH_FIELDS,
 ]);
 const SECRET_FIELDS = new Set(['hash', 'expiresAt']);
@@ -230,7 +236,12 @@ function validateClient(
     const p = lifetimeProblem(entry.lifetimeSeconds);
     if (p) problems.push(`${path}.lifetimeSeconds: ${p}`);
   }
-  for (const flag of ['disabled', 'requireCertificate', 'requireCertificateBound'] as const) {
+  for (const flag of [
+    'disabled',
+    'requireCertificate',
+    'requireCertificateBound',
+    'requireSenderConstrained',
+  ] as const) {
     if (entry[flag] !== undefined && typeof entry[flag] !== 'boolean') {
       problems.push(`${path}.${flag}: must be true or false`);
     }
@@ -253,6 +264,7 @@ function validateClient(
     disabled: entry.disabled === true,
     requireCertificate: entry.requireCertificate === true || entry.requireCertificateBound === true,
     requireCertificateBound: entry.requireCertificateBound === true,
+    requireSenderConstrained: entry.requireSenderConstrained === true,
     ...oauth,
   });
   return { id, record };

@@ -36,6 +36,7 @@ export interface ClientsFileEntry extends ClientAuthFields {
   disabled?: boolean;
   requireCertificate?: boolean;
   requireCertificateBound?: boolean;
+  requireSenderConstrained?: boolean;
 }
 
 /** A client's OAuth 2.0 fields as the file holds them (`oauthClientFields.ts`). */

@@ -83,6 +83,8 @@ export interface PublicGatewayDeps {
   readonly routes: () => RouteTable;
   /** See `ProtectedStepsDeps.clientRequiresBinding`. */
   readonly clientRequiresBinding?: ClientRequiresBinding;
+  /** See `ProtectedStepsDeps.clientRequiresSenderConstrained`. */
+  readonly clientRequiresSenderConstrained?: ClientRequiresBinding;
   readonly forwarder: Forwarder;
   readonly webSockets: WebSocketProxy;
   /** With `dpop.enabled`: DPoP proofs read and checked (`pipeline/dpopProofStep.ts`). */
@@ -141,6 +143,9 @@ export class PublicGateway {
       ...(deps.clientRequiresBinding === undefined
         ? {}
         : { clientRequiresBinding: deps.clientRequiresBinding }),
+      ...(deps.clientRequiresSenderConstrained === undefined
+        ? {}
+        : { clientRequiresSenderConstrained: deps.clientRequiresSenderConstrained }),
       ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
       onStaleRefusal: (kind) => deps.metrics.revocationStaleRefusal(kind),
       ...(deps.revocationFreshness === undefined

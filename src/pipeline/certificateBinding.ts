@@ -75,7 +75,10 @@ function bindingFailed(reason: PortariaError['reason']): PortariaError {
 /** Whether our own client requires bound tokens (the clients file, as now). */
 export type ClientRequiresBinding = (clientId: string) => boolean;
 
-export function bindingRequired(clientRequiresBinding: ClientRequiresBinding): ProtectedStep {
+export function bindingRequired(
+  clientRequiresBinding: ClientRequiresBinding,
+  clientRequiresSenderConstrained: ClientRequiresBinding = () => false,
+): ProtectedStep {
   return {
     name: 'binding required',
     run(request) {
@@ -93,7 +96,11 @@ export function bindingRequired(clientRequiresBinding: ClientRequiresBinding): P
         );
       }
       // Sender-constrained: bound to the certificate presented, or to the proof's key.
-      if (route.requireSenderConstrained && !request.proven) {
+      if (request.proven) return;
+      if (
+        route.requireSenderConstrained ||
+        (principal.issuerId === 'self' && clientRequiresSenderConstrained(principal.clientId))
+      ) {
         throw new PortariaError(
           'token-binding-required',
           'This resource accepts only sender-constrained access tokens (DPoP or certificate-bound).',

@@ -65,6 +65,8 @@ export interface ProtectedStepsDeps {
   readonly onStaleRefusal?: (kind: MethodClass) => void;
   /** Whether one of our clients requires certificate-bound tokens; absent: none does. */
   readonly clientRequiresBinding?: ClientRequiresBinding;
+  /** Whether one of our clients requires sender-constrained tokens; absent: none does. */
+  readonly clientRequiresSenderConstrained?: ClientRequiresBinding;
   /** With `dpop.enabled`: the DPoP scheme is accepted and its proofs checked. */
   readonly dpop?: DpopStepDeps;
 }
@@ -84,7 +86,10 @@ export function protectedSteps(deps: ProtectedStepsDeps): readonly ProtectedStep
     ...freshness(deps),
     routeFound,
     audience(deps.ownAudience),
-    bindingRequired(deps.clientRequiresBinding ?? NO_CLIENT_REQUIRES_BINDING),
+    bindingRequired(
+      deps.clientRequiresBinding ?? NO_CLIENT_REQUIRES_BINDING,
+      deps.clientRequiresSenderConstrained ?? NO_CLIENT_REQUIRES_BINDING,
+    ),
     scopes,
   ];
 }

@@ -131,6 +131,18 @@ export class TokenService {
     dpopKey?: string,
   ): IssuedToken {
     this.#refuseWhileRevoking(client.id);
+    if (
+      client.requireSenderConstrained &&
+      certificateThumbprint === undefined &&
+      dpopKey === undefined
+    ) {
+      // Before signing: a bearer token of this client would be refused at the edge anyway.
+      throw new PortariaError(
+        'invalid-request',
+        'This client receives sender-constrained tokens only: send a DPoP proof or a client certificate.',
+        { reason: 'not-sender-constrained', oauth: 'invalid_request' },
+      );
+    }
     const signed = steps?.('sign');
     try {
       const token = issueAccessToken(

@@ -7,6 +7,8 @@
  */
 import assert from 'node:assert/strict';
 import type { webcrypto } from 'node:crypto';
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
 import { calculateJwkThumbprint, decodeJwt, exportJWK, importPKCS8, importSPKI } from 'jose';
 import * as oauth from 'oauth4webapi';
@@ -284,6 +286,44 @@ describe('DPoP', () => {
     });
     assert.equal(oauthReplay.status, 400);
     assert.equal(((await oauthReplay.json()) as { error: string }).error, 'invalid_dpop_proof');
+  });
+
+  test('a client requiring sender-constrained tokens gets none without a proof; its bearer tokens stop passing', async (t) => {
+    const s = await setup(t);
+    const bearer = await s.gw.token();
+    const file = join(s.gw.dir, 'clients.json');
+    const clients = JSON.parse(await readFile(file, 'utf8'));
+    for (const entry of clients.clients) {
+      if (entry.id === CLIENT_ID) entry.requireSenderConstrained = true;
+    }
+    await writeFile(file, JSON.stringify(clients));
+    await s.gw.app.reload();
+    // Issued before: refused at the edge now, on any route.
+    const old = await fetch(`${s.gw.url}/v1/orders/1`, {
+      headers: { authorization: `Bearer ${bearer}` },
+    });
+    assert.equal(old.status, 401);
+    assert.equal((await problemOf(old)).tipo, 'urn:portaria:problem:token-binding-required');
+    const contract = await fetch(`${s.gw.url}${TOKEN_PATH}`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ clientId: CLIENT_ID, clientSecret: CLIENT_SECRET }),
+    });
+    assert.equal(contract.status, 400);
+    assert.equal((await problemOf(contract)).tipo, 'urn:portaria:problem:invalid-request');
+    const form = await fetch(`${s.gw.url}/oauth2/token`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/x-www-form-urlencoded' },
+      body: `grant_type=client_credentials&client_id=${CLIENT_ID}&client_secret=${CLIENT_SECRET}`,
+    });
+    assert.equal(form.status, 400);
+    assert.equal(((await form.json()) as { error: string }).error, 'invalid_request');
+    // With a proof: a DPoP token, which passes.
+    const dpop = oauth.DPoP(s.client, await dpopKeys());
+    const token = await dpopToken(s, dpop);
+    const { res } = await resource(`${s.gw.url}/v1/orders/1`, token, dpop);
+    assert.equal(res.status, 200);
+    await res.arrayBuffer();
   });
 
   test('the authorization server metadata names the proof algorithms', async (t) => {
