@@ -73,6 +73,7 @@ export class OAuthDiscovery {
       this.#deps.server.baseUrl,
       this.#deps.authorizationServers,
       table.routes,
+      this.#deps.server.dpopAlgorithms ?? [],
     );
     for (const { path, document } of resources) {
       documents.set(path, StaticDocument.of(document, CACHE_CONTROL));

@@ -323,6 +323,8 @@ export const oauthSchemas = {
       authorization_servers: stringList,
       scopes_supported: stringList,
       bearer_methods_supported: stringList,
+      tls_client_certificate_bound_access_tokens: { type: 'boolean', const: true },
+      dpop_signing_alg_values_supported: stringList,
     },
   },
 } as const;

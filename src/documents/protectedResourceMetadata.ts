@@ -41,6 +41,7 @@ export function protectedResourceDocuments(
   baseUrl: string,
   authorizationServers: readonly string[],
   routes: readonly ResourceRoute[],
+  dpopAlgorithms: readonly string[] = [],
 ): ProtectedResourceDocument[] {
   const describe = (
     prefix: string,
@@ -59,6 +60,8 @@ export function protectedResourceDocuments(
         bearer_methods_supported: ['header'],
         // RFC 9728 §2: the resource accepts only mutual-TLS certificate-bound tokens.
         ...(bound ? { tls_client_certificate_bound_access_tokens: true } : {}),
+        // RFC 9728 §2: the proof algorithms this resource accepts (DPoP on).
+        ...(dpopAlgorithms.length > 0 ? { dpop_signing_alg_values_supported: dpopAlgorithms } : {}),
       },
     };
   };

@@ -326,16 +326,15 @@ describe('DPoP', () => {
     await res.arrayBuffer();
   });
 
-  test('the authorization server metadata names the proof algorithms', async (t) => {
+  test('the authorization server and resource metadata name the proof algorithms', async (t) => {
     const s = await setup(t);
     const res = await fetch(`${s.gw.url}/.well-known/oauth-authorization-server`);
     const metadata = (await res.json()) as Record<string, unknown>;
-    assert.deepEqual(metadata.dpop_signing_alg_values_supported, [
-      'ES256',
-      'ES384',
-      'EdDSA',
-      'PS256',
-      'RS256',
-    ]);
+    const algorithms = ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'];
+    assert.deepEqual(metadata.dpop_signing_alg_values_supported, algorithms);
+    const resource = await fetch(`${s.gw.url}/.well-known/oauth-protected-resource/v1/payments`);
+    assert.equal(resource.status, 200);
+    const described = (await resource.json()) as Record<string, unknown>;
+    assert.deepEqual(described.dpop_signing_alg_values_supported, algorithms);
   });
 });
