@@ -81,6 +81,7 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
     config.admin.tokenFile = resolvePath(options.baseDir, config.admin.tokenFile);
   config.demo = options.demo === true;
   if (config.profile === 'fapi-br') applyFapiBr(config);
+  if (config.profile === 'fapi2') applyFapi2(config);
   return config as Config;
 }
 
@@ -99,6 +100,17 @@ function applyFapiBr(config: MutableConfig): void {
     Math.max(token.lifetimeSeconds, FAPI_MIN_LIFETIME_SECONDS),
     FAPI_MAX_LIFETIME_SECONDS,
   );
+}
+
+/**
+ * What `profile: fapi2` makes of a checked configuration: every route and the default
+ * upstream take sender-constrained tokens only — DPoP-bound or certificate-bound (FAPI 2.0
+ * Security Profile §5.3.3 / §5.3.2.1).
+ */
+function applyFapi2(config: MutableConfig): void {
+  for (const route of config.routes) route.requireSenderConstrained = true;
+  const fallback = config.upstream.default as { requireSenderConstrained?: boolean } | null;
+  if (fallback) fallback.requireSenderConstrained = true;
 }
 
 function resolveOptional(baseDir: string, path: string | null): string | null {

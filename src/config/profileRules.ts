@@ -27,7 +27,19 @@ export function isFapiBr(config: Loose): boolean {
   return config.profile === 'fapi-br';
 }
 
+/** FAPI 2.0 Security Profile §5.4.1: PS256, ES256 or EdDSA (Ed25519) only. */
+export const FAPI2_ALGORITHMS: readonly string[] = ['PS256', 'ES256', 'EdDSA'];
+/**
+ * FAPI 2.0 §5.3.2.1 item 7: JWTs stamped up to 10 s ahead are accepted, more than 60 s
+ * ahead refused: the clock skew (and the DPoP proof window) lies within.
+ */
+export const FAPI2_MIN_SKEW_SECONDS = 10;
+export const FAPI2_MAX_SKEW_SECONDS = 60;
+
+const AT2 = 'under profile fapi2';
+
 export function profileProblems(config: Loose): string[] {
+  if (config.profile === 'fapi2') return fapi2Problems(config);
   if (!isFapiBr(config)) return [];
   const problems: string[] = [];
   const token = section(config.token);
@@ -81,6 +93,87 @@ export function profileProblems(config: Loose): string[] {
     if (others.length > 0) {
       problems.push(
         `issuers[${i}].algorithms: must be [PS256] ${AT} (allows ${others.map((a) => JSON.stringify(a)).join(', ')}${issuer.algorithms === undefined ? ', the default' : ''})`,
+      );
+    }
+  }
+  return problems;
+}
+
+/**
+ * `profile: fapi2` (docs/fapi.md#fapi-20): sender-constrained tokens only (DPoP or mutual
+ * TLS must be on, and no route may opt out), the FAPI 2.0 algorithms for our keys, the
+ * trusted issuers and DPoP proofs, the clock skew within the profile's bounds, and TLS
+ * with the fapi policy.
+ */
+function fapi2Problems(config: Loose): string[] {
+  const problems: string[] = [];
+  const token = section(config.token);
+  const algorithm = token.algorithm ?? 'ES256';
+  if (!FAPI2_ALGORITHMS.includes(algorithm as string)) {
+    problems.push(
+      `token.algorithm: must be PS256, ES256 or EdDSA ${AT2} (is ${JSON.stringify(algorithm)})`,
+    );
+  }
+  const dpop = section(config.dpop);
+  const source = section(config.clientCertificate).source ?? 'none';
+  if (dpop.enabled !== true && source === 'none') {
+    problems.push(
+      `dpop.enabled: must be true, or clientCertificate.source tls or header, ${AT2} (every token is sender-constrained: DPoP or mutual TLS)`,
+    );
+  }
+  if (Array.isArray(dpop.algorithms)) {
+    const others = dpop.algorithms.filter((a) => !FAPI2_ALGORITHMS.includes(a as string));
+    if (others.length > 0) {
+      problems.push(
+        `dpop.algorithms: only PS256, ES256 and EdDSA ${AT2} (lists ${others.join(', ')})`,
+      );
+    }
+  } else if (dpop.enabled === true) {
+    problems.push(
+      `dpop.algorithms: list PS256, ES256 and/or EdDSA ${AT2} (the default adds ES384 and RS256)`,
+    );
+  }
+  const skew = config.clockSkewSeconds ?? 60;
+  if (
+    typeof skew === 'number' &&
+    (skew < FAPI2_MIN_SKEW_SECONDS || skew > FAPI2_MAX_SKEW_SECONDS)
+  ) {
+    problems.push(
+      `clockSkewSeconds: must be from ${FAPI2_MIN_SKEW_SECONDS} to ${FAPI2_MAX_SKEW_SECONDS} ${AT2} (is ${skew})`,
+    );
+  }
+  const window = dpop.proofWindowSeconds;
+  if (typeof window === 'number' && window > FAPI2_MAX_SKEW_SECONDS) {
+    problems.push(
+      `dpop.proofWindowSeconds: at most ${FAPI2_MAX_SKEW_SECONDS} ${AT2} (is ${window})`,
+    );
+  }
+  for (const [i, route] of mappings(config.routes)) {
+    if (route.requireSenderConstrained === false) {
+      problems.push(
+        `routes[${i}].requireSenderConstrained: must not be false ${AT2} (every route takes sender-constrained tokens only)`,
+      );
+    }
+  }
+  if (section(config.upstream).default !== null) {
+    if (section(section(config.upstream).default).requireSenderConstrained === false) {
+      problems.push(
+        `upstream.default.requireSenderConstrained: must not be false ${AT2} (every route takes sender-constrained tokens only)`,
+      );
+    }
+  }
+  const tls = section(section(config.server).tls);
+  if (tls.enabled === true && (tls.policy ?? 'default') !== 'fapi') {
+    problems.push(
+      `server.tls.policy: must be fapi ${AT2} (is ${JSON.stringify(tls.policy ?? 'default')})`,
+    );
+  }
+  for (const [i, issuer] of mappings(config.issuers)) {
+    const algorithms = Array.isArray(issuer.algorithms) ? issuer.algorithms : ['ES256', 'RS256'];
+    const others = algorithms.filter((a) => !FAPI2_ALGORITHMS.includes(a as string));
+    if (others.length > 0) {
+      problems.push(
+        `issuers[${i}].algorithms: only PS256, ES256 and EdDSA ${AT2} (allows ${others.map((a) => JSON.stringify(a)).join(', ')}${issuer.algorithms === undefined ? ', the default' : ''})`,
       );
     }
   }

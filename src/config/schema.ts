@@ -421,7 +421,7 @@ export const configSchema = {
     },
     // A security profile that tightens and checks other settings (docs/fapi.md); rules
     // in profileRules.ts, its effects in completeConfig.ts and profile/.
-    profile: { enum: ['none', 'fapi-br'], default: 'none' },
+    profile: { enum: ['none', 'fapi-br', 'fapi2'], default: 'none' },
     // DPoP (RFC 9449): proof-of-possession tokens, issued and enforced (docs/dpop.md).
     dpop: {
       type: 'object',

@@ -349,7 +349,7 @@ export interface TokenLimitsConfig {
 }
 
 /** Where the client certificate comes from, and what the gateway checks it against. */
-export type Profile = 'none' | 'fapi-br';
+export type Profile = 'none' | 'fapi-br' | 'fapi2';
 
 export interface Config {
   readonly server: ServerConfig;

@@ -13,7 +13,11 @@ import type { ClientRecord, ClientRegistry } from '../clients/clientRegistry.js'
 import { ClientRegistry as Registry } from '../clients/clientRegistry.js';
 import { SECRET_METHODS } from '../clients/oauthClientFields.js';
 import { ConfigError } from '../config/configError.js';
-import { FAPI_MAX_LIFETIME_SECONDS, FAPI_MIN_LIFETIME_SECONDS } from '../config/profileRules.js';
+import {
+  FAPI_MAX_LIFETIME_SECONDS,
+  FAPI_MIN_LIFETIME_SECONDS,
+  FAPI2_ALGORITHMS,
+} from '../config/profileRules.js';
 import type { Profile } from '../config/types.js';
 
 /** The OAuth client authentication methods FAPI-BR admits (strings: the list may grow). */
@@ -66,6 +70,7 @@ export function clientsUnderProfile(
   profile: Profile,
   source: string,
 ): ClientRegistry {
+  if (profile === 'fapi2') return fapi2Clients(registry, source);
   if (profile !== 'fapi-br') return registry;
   const problems = fapiClientProblems(registry);
   if (problems.length > 0) throw new ConfigError(problems, source);
@@ -77,4 +82,52 @@ export function clientsUnderProfile(
     }),
   );
   return new Registry(records);
+}
+
+/**
+ * FAPI 2.0 Security Profile §5.3.3.4: client authentication by mutual TLS or
+ * `private_key_jwt` only, assertions in its algorithms (§5.4.1).
+ */
+export const FAPI2_AUTH_METHODS: ReadonlySet<string> = new Set([
+  'private_key_jwt',
+  'tls_client_auth',
+  'self_signed_tls_client_auth',
+]);
+
+/** Each client's contradictions with `profile: fapi2`, by its path in the file. */
+export function fapi2ClientProblems(registry: ClientRegistry): string[] {
+  const problems: string[] = [];
+  registry.ids().forEach((id, index) => {
+    const client = registry.get(id) as ClientRecord;
+    const path = `clients[${index}]`;
+    const others = client.authMethods.filter((m) => !FAPI2_AUTH_METHODS.has(m as string));
+    if (others.length > 0) {
+      const unwritten = client.authMethods === SECRET_METHODS ? ', the default with secrets' : '';
+      problems.push(
+        `${path}.authMethods: ${others.join(', ')} (client ${JSON.stringify(id)}${unwritten}): not FAPI 2.0 methods under profile fapi2: list private_key_jwt, tls_client_auth or self_signed_tls_client_auth only (the contract's operation still takes its secret, for sender-constrained tokens)`,
+      );
+    }
+    if (
+      client.authMethods.includes('private_key_jwt') &&
+      !FAPI2_ALGORITHMS.includes(client.assertionAlg)
+    ) {
+      problems.push(
+        `${path}.assertionAlg: must be PS256, ES256 or EdDSA under profile fapi2 (client ${JSON.stringify(id)} has ${client.assertionAlg})`,
+      );
+    }
+  });
+  return problems;
+}
+
+/** Under fapi2 every client gets sender-constrained tokens only (DPoP or certificate-bound). */
+function fapi2Clients(registry: ClientRegistry, source: string): ClientRegistry {
+  const problems = fapi2ClientProblems(registry);
+  if (problems.length > 0) throw new ConfigError(problems, source);
+  return new Registry(
+    registry
+      .ids()
+      .map((id) =>
+        Object.freeze({ ...(registry.get(id) as ClientRecord), requireSenderConstrained: true }),
+      ),
+  );
 }

@@ -6,6 +6,7 @@
  * used, whichever way it was built.
  */
 import { ConfigError } from '../config/configError.js';
+import { FAPI2_ALGORITHMS } from '../config/profileRules.js';
 import type { Profile } from '../config/types.js';
 import type { KeyRing } from '../keys/keyRing.js';
 
@@ -33,6 +34,18 @@ export function fapiKeyProblems(ring: KeyRing): string[] {
 
 /** The ring unchanged, or a `ConfigError` naming the key's contradictions under fapi-br. */
 export function keyRingUnderProfile(ring: KeyRing, profile: Profile, source: string): KeyRing {
+  if (profile === 'fapi2') {
+    const active = ring.states().find((k) => k.state === 'active');
+    if (active !== undefined && !FAPI2_ALGORITHMS.includes(active.alg)) {
+      throw new ConfigError(
+        [
+          `keys.dir: the active key ${active.kid} signs ${active.alg}; under profile fapi2 it must be PS256, ES256 or EdDSA`,
+        ],
+        source,
+      );
+    }
+    return ring;
+  }
   if (profile !== 'fapi-br') return ring;
   const problems = fapiKeyProblems(ring);
   if (problems.length > 0) throw new ConfigError(problems, source);

@@ -53,10 +53,12 @@ export class TokenService {
   readonly #options: TokenServiceOptions;
 
   readonly #fapiBr: boolean;
+  readonly #fapi2: boolean;
 
   constructor(options: TokenServiceOptions) {
     this.#options = options;
     this.#fapiBr = options.profile === 'fapi-br';
+    this.#fapi2 = options.profile === 'fapi2';
   }
 
   /**
@@ -67,7 +69,11 @@ export class TokenService {
    * only beside a verified certificate the token is bound to (docs/fapi.md).
    */
   #takesSecret(client: ClientRecord): boolean {
-    return this.#fapiBr || client.authMethods.some((m) => SECRET_METHODS.includes(m));
+    // Under fapi2 too: its clients get sender-constrained tokens only (issueTo refuses a
+    // request with neither a DPoP proof nor a certificate), the secret being the contract's.
+    return (
+      this.#fapiBr || this.#fapi2 || client.authMethods.some((m) => SECRET_METHODS.includes(m))
+    );
   }
 
   /**

@@ -114,7 +114,7 @@ describe('profile fapi-br in the configuration', () => {
 
   test('refuses an unknown profile', () => {
     assert.deepEqual(problemsOf({ profile: 'fapi' }), [
-      'profile: must be one of "none", "fapi-br"',
+      'profile: must be one of "none", "fapi-br", "fapi2"',
     ]);
   });
 });
