@@ -27,18 +27,25 @@ describe('decisions in a group of workers', () => {
     assert.equal(urls.size, 1, `one shared decision port: ${[...urls]}`);
     const decisionUrl = `${[...urls][0]}/nginx`;
     const token = JSON.parse((await tokenFor(group)).body).token_de_acesso as string;
+    // Eight connections at a time: the workers accept for themselves, and one idle worker
+    // would take every connection of a sequential loop.
     const ask = async (count: number): Promise<number[]> => {
       const statuses: number[] = [];
-      for (let i = 0; i < count; i++) {
-        const answer = await send(decisionUrl, {
-          headers: {
-            authorization: `Bearer ${token}`,
-            'x-original-method': 'GET',
-            'x-original-uri': `/v1/orders/${i}`,
-          },
-        });
-        statuses.push(answer.status);
-      }
+      let next = 0;
+      const lane = async (): Promise<void> => {
+        while (next < count) {
+          const i = next++;
+          const answer = await send(decisionUrl, {
+            headers: {
+              authorization: `Bearer ${token}`,
+              'x-original-method': 'GET',
+              'x-original-uri': `/v1/orders/${i}`,
+            },
+          });
+          statuses.push(answer.status);
+        }
+      };
+      await Promise.all(Array.from({ length: 8 }, lane));
       return statuses;
     };
     assert.deepEqual(new Set(await ask(24)), new Set([200]));

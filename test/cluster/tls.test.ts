@@ -13,7 +13,7 @@ import { connect, type TLSSocket } from 'node:tls';
 import { createTestPki, type IssuedCertificate, type TestPki } from '../helpers/certificates.js';
 import { tempDir } from '../helpers/process.js';
 import { waitFor } from '../helpers/wait.js';
-import { startGroup, startUpstream, waitForLines } from './groupGateway.js';
+import { type Group, startGroup, startUpstream, waitForLines } from './groupGateway.js';
 
 const WORKERS = 2;
 
@@ -101,21 +101,31 @@ describe('TLS in a group of workers', () => {
     });
     assert.equal(first.status, 'HTTP/1.1 200 OK');
     const results: Visit[] = [];
-    for (let i = 0; i < 12; i++) {
+    // Pairs until every worker took a resumed and an expired one (the kernel picks the
+    // worker that accepts), at least 12 and at most 60.
+    let pairs = 0;
+    while (
+      pairs < 12 ||
+      ((workersAnswered(group, 'resumed-') < WORKERS ||
+        workersAnswered(group, 'expired-') < WORKERS) &&
+        pairs < 60)
+    ) {
       results.push(
         await visit(group.files.publicUrl, pki, {
-          requestId: `resumed-${i}`,
+          requestId: `resumed-${pairs}`,
           client: pki.client,
           session: first.session as Buffer,
         }),
       );
       results.push(
         await visit(group.files.publicUrl, pki, {
-          requestId: `expired-${i}`,
+          requestId: `expired-${pairs}`,
           client: pki.expiredClient,
-          request: `GET /v1/orders HTTP/1.1\r\nHost: gw\r\nX-Request-Id: expired-${i}\r\nConnection: close\r\n\r\n`,
+          request: `GET /v1/orders HTTP/1.1\r\nHost: gw\r\nX-Request-Id: expired-${pairs}\r\nConnection: close\r\n\r\n`,
         }),
       );
+      pairs++;
+      await linesFor(group, 'expired-', pairs);
     }
     const resumed = results.filter((_, i) => i % 2 === 0);
     const expired = results.filter((_, i) => i % 2 === 1);
@@ -127,20 +137,9 @@ describe('TLS in a group of workers', () => {
       expired.map((r) => r.status),
       expired.map(() => 'HTTP/1.1 401 Unauthorized'),
     );
-    const lines = await waitForLines(
-      group,
-      'the access lines',
-      (l) => l.msg === 'request' && String(l['portaria.request_id']).includes('-'),
-      24,
-    );
-    const workersOf = (prefix: string) =>
-      new Set(
-        lines
-          .filter((l) => String(l['portaria.request_id']).startsWith(prefix))
-          .map((l) => l.worker),
-      );
-    assert.equal(workersOf('resumed-').size, WORKERS, 'resumed on every worker');
-    assert.equal(workersOf('expired-').size, WORKERS, 'refused by every worker');
+    const lines = await linesFor(group, '', 2 * pairs);
+    assert.equal(workersAnswered(group, 'resumed-'), WORKERS, 'resumed on every worker');
+    assert.equal(workersAnswered(group, 'expired-'), WORKERS, 'refused by every worker');
     assert.ok(
       lines
         .filter((l) => String(l['portaria.request_id']).startsWith('expired-'))
@@ -188,19 +187,48 @@ describe('TLS in a group of workers', () => {
       100,
     );
     // Every worker derives its keys from the group's one base: none refuses the session.
-    for (let i = 0; i < 12; i++) {
+    // Connections until every worker took one (the kernel picks the worker that accepts:
+    // twelve in a row can all land on one), at most 60.
+    let sent = 0;
+    while (sent < 12 || (workersAnswered(group, 'again-') < WORKERS && sent < 60)) {
       const again = await visit(group.files.publicUrl, pki, {
-        requestId: `again-${i}`,
+        requestId: `again-${sent}`,
         session: before.session as Buffer,
       });
-      assert.equal(again.resumed, true, `again-${i}`);
+      assert.equal(again.resumed, true, `again-${sent}`);
+      sent++;
+      await linesFor(group, 'again-', sent);
     }
-    const lines = await waitForLines(
-      group,
-      'the resumed access lines',
-      (l) => l.msg === 'request' && String(l['portaria.request_id']).startsWith('again-'),
-      12,
-    );
-    assert.equal(new Set(lines.map((l) => l.worker)).size, WORKERS);
+    assert.equal(workersAnswered(group, 'again-'), WORKERS);
   });
 });
+
+/** The access lines so far whose request id starts with `prefix` (and has a `-`). */
+function requestLines(group: Group, prefix: string): Record<string, unknown>[] {
+  return group
+    .lines()
+    .filter(
+      (l) =>
+        l.msg === 'request' &&
+        String(l['portaria.request_id']).includes('-') &&
+        String(l['portaria.request_id']).startsWith(prefix),
+    );
+}
+
+/** How many workers wrote a line for a request id starting with `prefix`. */
+function workersAnswered(group: Group, prefix: string): number {
+  return new Set(requestLines(group, prefix).map((l) => l.worker)).size;
+}
+
+/** Waits for `count` such lines (each is written as its response closes). */
+function linesFor(group: Group, prefix: string, count: number): Promise<Record<string, unknown>[]> {
+  return waitForLines(
+    group,
+    `${count} access lines of ${prefix || 'the requests'}`,
+    (l) =>
+      l.msg === 'request' &&
+      String(l['portaria.request_id']).includes('-') &&
+      String(l['portaria.request_id']).startsWith(prefix),
+    count,
+  );
+}
