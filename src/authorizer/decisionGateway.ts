@@ -105,10 +105,8 @@ export class DecisionGateway {
     try {
       const waiting = this.#decide(req, res);
       if (waiting !== undefined) {
-        waiting.then(
-          () => this.#allow(req, res),
-          (error: unknown) => this.#fail(res, error),
-        );
+        // An answer that fails midway is failed too, never an unhandled rejection.
+        waiting.then(() => this.#allow(req, res)).catch((error: unknown) => this.#fail(res, error));
         return;
       }
       this.#allow(req, res);
