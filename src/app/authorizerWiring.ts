@@ -23,7 +23,7 @@ import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
 import { protectedSteps } from '../pipeline/protectedSteps.js';
 import { compileIdentityHeaders } from '../proxy/identityHeaders.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
-import { revocationFreshnessOf } from './gatewayWiring.js';
+import { clientPolicies, revocationFreshnessOf } from './gatewayWiring.js';
 import type { LiveState } from './liveState.js';
 import { createDecisionListener, listenOn, urlOf } from './servers.js';
 
@@ -64,10 +64,7 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
       verifier: deps.verifier,
       ownAudience: config.audience,
       routes: () => state.routes,
-      clientRequiresBinding: (clientId) =>
-        state.clients.get(clientId)?.requireCertificateBound === true,
-      clientRequiresSenderConstrained: (clientId) =>
-        state.clients.get(clientId)?.requireSenderConstrained === true,
+      ...clientPolicies(state),
       onStaleRefusal: (kind) => metrics.revocationStaleRefusal(kind),
       ...(revocationFreshness === undefined ? {} : { revocationFreshness }),
       ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),

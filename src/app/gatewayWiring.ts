@@ -18,6 +18,7 @@ import type { Clock } from '../lib/clock.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
+import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
 import type { DpopStepDeps, ProofReplay } from '../pipeline/dpopProofStep.js';
 import { PeerCertificates } from '../tls/peerCertificate.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
@@ -78,10 +79,7 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
     challenge: deps.challenge,
     verifier: deps.verifier,
     routes: () => state.routes,
-    clientRequiresBinding: (clientId) =>
-      state.clients.get(clientId)?.requireCertificateBound === true,
-    clientRequiresSenderConstrained: (clientId) =>
-      state.clients.get(clientId)?.requireSenderConstrained === true,
+    ...clientPolicies(state),
     forwarder: deps.forwarding.forwarder,
     webSockets: deps.forwarding.webSockets,
     logger: deps.logger,
@@ -104,6 +102,19 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
       ? {}
       : { revocationFreshness: revocationFreshnessOf(config, freshness) }),
   });
+}
+
+/** What the live clients file requires of its clients' tokens, for the binding steps. */
+export function clientPolicies(state: Pick<LiveState, 'clients'>): {
+  clientRequiresBinding: ClientRequiresBinding;
+  clientRequiresSenderConstrained: ClientRequiresBinding;
+} {
+  return {
+    clientRequiresBinding: (clientId) =>
+      state.clients.get(clientId)?.requireCertificateBound === true,
+    clientRequiresSenderConstrained: (clientId) =>
+      state.clients.get(clientId)?.requireSenderConstrained === true,
+  };
 }
 
 /** The `revocation.whenStale` policy over the Redis list's staleness; undefined: no such list. */

@@ -31,10 +31,10 @@ import { dpopHeaderStep } from '../http/dpopHeaderStep.js';
 import { echoInteractionId, interactionIdStep } from '../http/interactionIdStep.js';
 import { headerLines, type OpeningStep, singletonFields } from '../http/openingSteps.js';
 import { instanceOf, sendRefusal, sendServerError } from '../http/replies.js';
-import { RequestAccounting } from '../http/requestAccounting.js';
+import type { RequestAccounting } from '../http/requestAccounting.js';
 import type { GatewayResponse, RequestScope } from '../http/requestScope.js';
 import { methodClass } from '../observability/metrics.js';
-import { cacheControlFor, type DecisionEntryDeps } from './decisions.js';
+import { cacheControlFor, type DecisionEntryDeps, decisionAccounting } from './decisions.js';
 import {
   type DecisionEntry,
   ENVOY_PREFIX,
@@ -69,13 +69,7 @@ export class DecisionGateway {
 
   constructor(deps: DecisionGatewayDeps) {
     this.#deps = deps;
-    this.#accounting = new RequestAccounting({
-      logger: deps.logger,
-      accessLogger: deps.accessLogger,
-      metrics: deps.metrics,
-      trustedProxies: deps.trustedProxies,
-      tracing: deps.tracing,
-    });
+    this.#accounting = decisionAccounting(deps);
     this.#before = [
       ...(deps.interactionId === true ? [interactionIdStep] : []),
       headerLines(deps.maxHeaderLines),

@@ -15,6 +15,7 @@
 import type { AuthorizerConfig } from '../config/types.js';
 import type { Principal } from '../domain/principal.js';
 import type { EdgeChallenge } from '../http/challenge.js';
+import { RequestAccounting } from '../http/requestAccounting.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
 import type { TrustedProxies } from '../lib/trustedProxies.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
@@ -47,6 +48,17 @@ export interface DecisionsDeps {
   readonly identity: IdentityHeaders;
   readonly cache: AuthorizerConfig['cacheDecisions'];
   readonly clock: Clock;
+}
+
+/** The access lines, metrics and spans of an entry's decisions. */
+export function decisionAccounting(deps: DecisionEntryDeps): RequestAccounting {
+  return new RequestAccounting({
+    logger: deps.logger,
+    accessLogger: deps.accessLogger,
+    metrics: deps.metrics,
+    trustedProxies: deps.trustedProxies,
+    tracing: deps.tracing,
+  });
 }
 
 export class Decisions {

@@ -30,11 +30,11 @@ import type { CertificateHeaderReader } from '../certificates/certificateHeaderR
 import { isPortariaError, PortariaError, problemJson } from '../errors.js';
 import { tooManyHeaderLines } from '../http/framingChecks.js';
 import { instanceOf, pathOnly } from '../http/replies.js';
-import { RequestAccounting } from '../http/requestAccounting.js';
+import type { RequestAccounting } from '../http/requestAccounting.js';
 import { RequestScope, requestIdFor } from '../http/requestScope.js';
 import { methodClass } from '../observability/metrics.js';
 import { originalRequestInto } from './decisionGateway.js';
-import type { DecisionEntryDeps } from './decisions.js';
+import { type DecisionEntryDeps, decisionAccounting } from './decisions.js';
 import { checkedMethod, originalRefused } from './originalRequest.js';
 
 /** The parts of a CheckRequest read here (proto field names; absent messages null). */
@@ -150,13 +150,7 @@ export class GrpcCheck {
 
   constructor(deps: GrpcCheckDeps) {
     this.#deps = deps;
-    this.#accounting = new RequestAccounting({
-      logger: deps.logger,
-      accessLogger: deps.accessLogger,
-      metrics: deps.metrics,
-      trustedProxies: deps.trustedProxies,
-      tracing: deps.tracing,
-    });
+    this.#accounting = decisionAccounting(deps);
   }
 
   /** The `Check` handler. */

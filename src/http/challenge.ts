@@ -65,41 +65,52 @@ export class EdgeChallenge {
    * failed proof, is answered in the DPoP scheme (RFC 9449 §7.1), with the same error.
    */
   header(error: PortariaError, request: ChallengedRequest): string | undefined {
-    const bearer = this.#bearer(error, request);
     const dpop = this.#dpop;
+    if (dpop !== null && error.code === 'dpop-proof-invalid') {
+      return `${dpop}, error="invalid_dpop_proof"`;
+    }
+    const code = errorCodeOf(error);
+    if (code === undefined) return undefined;
+    const bearer = this.#bearer(code, request);
     if (dpop === null) return bearer;
-    if (error.code === 'dpop-proof-invalid') return `${dpop}, error="invalid_dpop_proof"`;
-    if (bearer === undefined) return undefined;
-    if (error.code === 'token-missing') return `${bearer}, ${dpop}`;
-    if (request.scheme !== 'dpop') return bearer;
-    const code = /error="([a-z_]+)"/.exec(bearer)?.[1];
-    return code === undefined ? dpop : `${dpop}, error="${code}"`;
+    if (code === null) return `${bearer}, ${dpop}`;
+    return request.scheme === 'dpop' ? `${dpop}, error="${code}"` : bearer;
   }
 
-  #bearer(error: PortariaError, request: ChallengedRequest): string | undefined {
-    let challenge: string;
-    switch (error.code) {
-      case 'token-missing':
-        challenge = REALM;
-        break;
-      case 'token-invalid':
-      case 'token-expired':
-      case 'token-revoked':
-      case 'token-binding-failed':
-      case 'token-binding-required':
-        challenge = `${REALM}, error="invalid_token"`;
-        break;
-      case 'insufficient-scope': {
-        const needed = request.route?.scopes.join(' ') ?? '';
-        challenge = `${REALM}, error="insufficient_scope", scope="${needed}"`;
-        break;
-      }
-      default:
-        return undefined;
+  #bearer(code: ChallengeError | null, request: ChallengedRequest): string {
+    let challenge = REALM;
+    if (code === 'invalid_token') challenge += ', error="invalid_token"';
+    else if (code === 'insufficient_scope') {
+      const needed = request.route?.scopes.join(' ') ?? '';
+      challenge += `, error="insufficient_scope", scope="${needed}"`;
     }
     if (this.#resourceMetadata === null) return challenge;
     const url = this.#resourceMetadata(request.target?.path, request.route);
     return `${challenge}, resource_metadata="${quotable(url)}"`;
+  }
+}
+
+/** The RFC 6750 §3.1 error codes the edge's challenges carry. */
+type ChallengeError = 'invalid_token' | 'insufficient_scope';
+
+/**
+ * The challenge's error for `error`: null when it asks for credentials without one (none
+ * came, RFC 6750 §3.1), undefined when the refusal asks for no credentials at all.
+ */
+function errorCodeOf(error: PortariaError): ChallengeError | null | undefined {
+  switch (error.code) {
+    case 'token-missing':
+      return null;
+    case 'token-invalid':
+    case 'token-expired':
+    case 'token-revoked':
+    case 'token-binding-failed':
+    case 'token-binding-required':
+      return 'invalid_token';
+    case 'insufficient-scope':
+      return 'insufficient_scope';
+    default:
+      return undefined;
   }
 }
 
