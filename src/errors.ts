@@ -271,6 +271,8 @@ export const OAUTH_ERRORS = {
   invalid_target: 'invalid-request',
   // RFC 9449 §5.1: the token request's DPoP proof does not hold.
   invalid_dpop_proof: 'invalid-request',
+  // RFC 9449 §8.1: the proof must carry the nonce the `DPoP-Nonce` header gives.
+  use_dpop_nonce: 'invalid-request',
 } as const satisfies Record<string, ProblemCode>;
 
 export type OAuthErrorCode = keyof typeof OAUTH_ERRORS;

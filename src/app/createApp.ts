@@ -22,6 +22,7 @@ import type { ContentFingerprint } from '../reload/contentFingerprint.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
 import { ServerTls } from '../tls/serverTls.js';
 import { loadTlsMaterial, tlsSettingsOf } from '../tls/tlsMaterial.js';
+import { dpopNoncesOf } from '../verify/dpopNonces.js';
 import { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import { createAdminServer } from './adminServer.js';
 import { createAuthorizer } from './authorizerWiring.js';
@@ -161,7 +162,12 @@ export async function createApp(options: AppOptions): Promise<App> {
     tracing,
   });
   const discovery = oauthDiscovery(config, () => state.routes);
-  const challenge = EdgeChallenge.of(discovery, config.dpop.enabled ? config.dpop.algorithms : []);
+  const dpopNonces = dpopNoncesOf(config.dpop, clock);
+  const challenge = EdgeChallenge.of(
+    discovery,
+    config.dpop.enabled ? config.dpop.algorithms : [],
+    dpopNonces,
+  );
   const forwarding = createForwarding(config, { state, metrics, challenge });
   // Opened after every start-up load that can fail, so a failed start leaves no Redis
   // connection reconnecting behind it; a failure here closes what was opened before.
@@ -201,9 +207,10 @@ export async function createApp(options: AppOptions): Promise<App> {
     revocation,
     freshness,
     sharedReplay: worker?.replay,
+    dpopNonces,
   });
   const certificateHeader = certificateHeaderReader(config, certificateTrust, clock);
-  const dpop = dpopStepDeps(config, clock, oauth.replay);
+  const dpop = dpopStepDeps(config, clock, oauth.replay, dpopNonces);
   const gateway = createGateway(config, {
     dpop,
     state,

@@ -21,6 +21,7 @@ import type { Tracing } from '../observability/tracing.js';
 import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
 import type { DpopStepDeps, ProofReplay } from '../pipeline/dpopProofStep.js';
 import { PeerCertificates } from '../tls/peerCertificate.js';
+import type { DpopNonces } from '../verify/dpopNonces.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import type { Forwarding } from './forwardingWiring.js';
 import type { LiveState } from './liveState.js';
@@ -30,6 +31,7 @@ export function dpopStepDeps(
   config: Config,
   clock: Clock,
   replay: ProofReplay | null,
+  nonces: DpopNonces | null,
 ): DpopStepDeps | undefined {
   if (!config.dpop.enabled) return undefined;
   if (replay === null) throw new Error('dpop.enabled without a replay store');
@@ -38,6 +40,7 @@ export function dpopStepDeps(
     windowSeconds: config.dpop.proofWindowSeconds,
     replay,
     clock,
+    nonces,
   };
 }
 

@@ -30,6 +30,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { RouteTable } from '../proxy/routeTable.js';
 import { createRedisClient } from '../redis/redisClient.js';
 import type { RevocationStore } from '../revocation/revocationStore.js';
+import type { DpopNonces } from '../verify/dpopNonces.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { dpopStepDeps } from './gatewayWiring.js';
 import type { LiveState } from './liveState.js';
@@ -64,6 +65,8 @@ export interface OAuthEndpointDeps {
   readonly freshness: { isStale(): boolean } | null;
   /** A worker's: the primary's replay store, used instead of one of its own. */
   readonly sharedReplay?: AssertionReplayStore | undefined;
+  /** With `dpop.nonces.enabled`: the gateway's server nonces (one instance, shared with the edge). */
+  readonly dpopNonces: DpopNonces | null;
 }
 
 /** The discovery documents and challenge parameter; none while the OAuth surface is off. */
@@ -137,7 +140,7 @@ export async function createOAuthEndpoints(
       ...shared,
       ...clientAuthentication,
       audience: config.audience,
-      dpop: dpopStepDeps(config, clock, replay),
+      dpop: dpopStepDeps(config, clock, replay, deps.dpopNonces),
     },
     revocation: {
       ...shared,

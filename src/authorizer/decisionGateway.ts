@@ -189,9 +189,13 @@ export class DecisionGateway {
     // Refused before the original request was read: the span is the decision request's.
     this.#accounting.startTrace(scope, res.req);
     if (error.status === 401) this.#deps.metrics.authFailure(error.reason);
-    sendRefusal(res, error, this.#deps.problemTypeBase, instanceOf(scope.urlPath, scope.id), {
-      challenge: this.#deps.challenge.header(error, scope),
-    });
+    sendRefusal(
+      res,
+      error,
+      this.#deps.problemTypeBase,
+      instanceOf(scope.urlPath, scope.id),
+      this.#deps.challenge.refusal(error, scope),
+    );
   }
 }
 

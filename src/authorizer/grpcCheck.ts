@@ -315,8 +315,9 @@ export class GrpcCheck {
         if (!HOP_BY_HOP.has(name)) out.push(overwrite(name, value));
       }
     }
-    const challenge = this.#deps.challenge.header(error, scope);
+    const { challenge, dpopNonce } = this.#deps.challenge.refusal(error, scope);
     if (challenge !== undefined) out.push(overwrite('www-authenticate', challenge));
+    if (dpopNonce !== undefined) out.push(overwrite('dpop-nonce', dpopNonce));
     const body = problemJson(
       error,
       this.#deps.problemTypeBase,

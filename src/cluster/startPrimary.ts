@@ -23,6 +23,7 @@ import { allOrEveryProblem, checkRevocationFile } from '../app/startupChecks.js'
 import { readAdminToken } from '../config/adminTokenFile.js';
 import type { Config } from '../config/types.js';
 import { systemClock } from '../lib/clock.js';
+import { GROUP_NONCE_SECRET_ENV, newGroupSecret } from '../lib/groupSecret.js';
 import type { Limiter } from '../limits/limiter.js';
 import { LocalLimiter } from '../limits/localLimiter.js';
 import {
@@ -59,6 +60,13 @@ export interface Primary {
   reload(): void;
   /** Drains every worker, then closes the admin listener and the store (idempotent). */
   shutdown(): Promise<void>;
+}
+
+/** What every worker must share and cannot read from the configuration: a random DPoP nonce secret. */
+function groupSecrets(config: Config): Record<string, string> {
+  const { enabled, nonces } = config.dpop;
+  if (!enabled || !nonces.enabled || nonces.secretFile !== null) return {};
+  return { [GROUP_NONCE_SECRET_ENV]: newGroupSecret() };
 }
 
 export async function startPrimary(config: Config, workers: number): Promise<Primary> {
@@ -101,17 +109,21 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
     const age = redis.state().syncAgeSeconds;
     return age === null ? null : clock.now() - age * 1000;
   };
-  const pool: WorkerPool = new WorkerPool(workers, {
-    message: (worker, message) => onMessage(worker, message),
-    started: (workerId, pid) => logger.info({ worker: workerId, pid }, 'worker started'),
-    replaced: (exit, delayMs) => {
-      groupMetrics.workerReplaced(exit.signal === null ? 'exit' : 'signal');
-      logger.error(
-        { worker: exit.workerId, pid: exit.pid, code: exit.code, signal: exit.signal, delayMs },
-        'worker exited unexpectedly: starting a replacement',
-      );
+  const pool: WorkerPool = new WorkerPool(
+    workers,
+    {
+      message: (worker, message) => onMessage(worker, message),
+      started: (workerId, pid) => logger.info({ worker: workerId, pid }, 'worker started'),
+      replaced: (exit, delayMs) => {
+        groupMetrics.workerReplaced(exit.signal === null ? 'exit' : 'signal');
+        logger.error(
+          { worker: exit.workerId, pid: exit.pid, code: exit.code, signal: exit.signal, delayMs },
+          'worker exited unexpectedly: starting a replacement',
+        );
+      },
     },
-  });
+    groupSecrets(config),
+  );
   groupMetrics.setWorkerSource(() => ({ configured: pool.size, listening: pool.listening }));
   const fanout = new RevocationFanout(revocation, pool, syncedAtMs);
   forward = (record) => fanout.forward(record);

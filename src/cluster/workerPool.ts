@@ -60,10 +60,13 @@ export class WorkerPool {
   #stopping = false;
   #startup: { resolve: (url: string) => void; reject: (error: Error) => void } | null = null;
   #publicUrl = '';
+  /** Added to every worker's environment (a group secret the workers share). */
+  readonly #env: Readonly<Record<string, string>>;
 
-  constructor(size: number, hooks: WorkerPoolHooks) {
+  constructor(size: number, hooks: WorkerPoolHooks, env: Readonly<Record<string, string>> = {}) {
     this.size = size;
     this.#hooks = hooks;
+    this.#env = env;
     cluster.on('message', (worker: Worker, message: unknown) => {
       if (!isPortariaMessage<WorkerMessage>(message)) return;
       if (message.portaria === 'answer') this.#pending.answer(message.id, message.value);
@@ -167,7 +170,7 @@ export class WorkerPool {
   }
 
   #fork(): void {
-    const worker = cluster.fork();
+    const worker = cluster.fork(this.#env);
     this.#startedAt.set(worker, Date.now());
     // A write to a worker that died and whose exit is not seen yet fails (EPIPE) as an
     // `error` event on the worker: without a listener it would end the primary. The exit

@@ -65,6 +65,8 @@ export function completeConfig(input: unknown, options: CompleteOptions): Config
   redis.tls.certFile = resolveOptional(options.baseDir, redis.tls.certFile);
   redis.tls.keyFile = resolveOptional(options.baseDir, redis.tls.keyFile);
   redis.sentinel.passwordFile = resolveOptional(options.baseDir, redis.sentinel.passwordFile);
+  const nonces = config.dpop.nonces as { secretFile: string | null };
+  nonces.secretFile = resolveOptional(options.baseDir, nonces.secretFile);
   const tls = config.server.tls;
   tls.certFile = resolveOptional(options.baseDir, tls.certFile);
   tls.keyFile = resolveOptional(options.baseDir, tls.keyFile);

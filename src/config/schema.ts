@@ -439,6 +439,18 @@ export const configSchema = {
         // How far a proof's iat may be from now, either way (RFC 9449 §11.1); a proof's
         // jti is remembered for twice as long.
         proofWindowSeconds: { type: 'integer', minimum: 5, maximum: 300, default: 60 },
+        // Server-provided nonces (RFC 9449 §8): proofs must carry one the gateway handed out.
+        nonces: {
+          type: 'object',
+          additionalProperties: false,
+          default: {},
+          properties: {
+            enabled: { type: 'boolean', default: false },
+            // The HMAC secret every replica shares; null: a random one per process group.
+            secretFile: nullableText,
+            lifetimeSeconds: { type: 'integer', minimum: 10, maximum: 3600, default: 300 },
+          },
+        },
       },
     },
     // What the gateway does with a verified request (docs/authorizer.md): forward it

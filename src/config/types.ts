@@ -127,6 +127,14 @@ export interface DpopConfig {
   readonly algorithms: readonly ('ES256' | 'ES384' | 'EdDSA' | 'PS256' | 'RS256')[];
   /** How far a proof's `iat` may be from now, either way. */
   readonly proofWindowSeconds: number;
+  /** Server-provided nonces (RFC 9449 §8). */
+  readonly nonces: {
+    readonly enabled: boolean;
+    /** The shared HMAC secret; null: a random one per process group. */
+    readonly secretFile: string | null;
+    /** How long one nonce slot lasts (a nonce is accepted for one to two of them). */
+    readonly lifetimeSeconds: number;
+  };
 }
 
 export type GatewayMode = 'proxy' | 'authorizer' | 'both';

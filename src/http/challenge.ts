@@ -11,6 +11,10 @@
  *
  * With the OAuth surface on, `resource_metadata` (RFC 9728 §5.1) names the metadata of the
  * route serving the request. Any other refusal asks for no credentials: no challenge.
+ *
+ * With DPoP on, the DPoP scheme's challenge (RFC 9449 §7.1) beside or instead of Bearer;
+ * with its server nonces on, every refusal offering DPoP carries a fresh nonce in
+ * `DPoP-Nonce` (§9), and a proof without a current one is told `use_dpop_nonce`.
  */
 
 import type { OAuthDiscovery } from '../documents/oauthDiscovery.js';
@@ -18,6 +22,7 @@ import type { RequestTarget } from '../domain/requestPath.js';
 import type { PortariaError } from '../errors.js';
 import type { AuthScheme } from '../pipeline/accessRequest.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
+import type { DpopNonces } from '../verify/dpopNonces.js';
 
 /** What the challenge reads of the request (the request scope has it). */
 export interface ChallengedRequest {
@@ -32,17 +37,26 @@ export type ResourceMetadataUrl = (path: string | undefined, route: CompiledRout
 
 const REALM = 'Bearer realm="portaria"';
 
+/** What a refusal at the edge says about credentials: `WWW-Authenticate` and `DPoP-Nonce`. */
+export interface RefusalChallenge {
+  readonly challenge: string | undefined;
+  readonly dpopNonce: string | undefined;
+}
+
 export class EdgeChallenge {
   readonly #resourceMetadata: ResourceMetadataUrl | null;
   /** With DPoP on: `DPoP algs="…"` (RFC 9449 §7.1); null: Bearer only. */
   readonly #dpop: string | null;
+  readonly #nonces: DpopNonces | null;
 
   constructor(
     resourceMetadata: ResourceMetadataUrl | null,
     dpopAlgorithms: readonly string[] = [],
+    nonces: DpopNonces | null = null,
   ) {
     this.#resourceMetadata = resourceMetadata;
     this.#dpop = dpopAlgorithms.length === 0 ? null : `DPoP algs="${dpopAlgorithms.join(' ')}"`;
+    this.#nonces = this.#dpop === null ? null : nonces;
   }
 
   /**
@@ -52,11 +66,21 @@ export class EdgeChallenge {
   static of(
     discovery: OAuthDiscovery | undefined,
     dpopAlgorithms: readonly string[] = [],
+    nonces: DpopNonces | null = null,
   ): EdgeChallenge {
     return new EdgeChallenge(
       discovery === undefined ? null : (path, route) => discovery.resourceMetadataUrl(path, route),
       dpopAlgorithms,
+      nonces,
     );
+  }
+
+  /** The challenge, and with server nonces a fresh one beside any challenge offering DPoP. */
+  refusal(error: PortariaError, request: ChallengedRequest): RefusalChallenge {
+    const challenge = this.header(error, request);
+    const nonces = this.#nonces;
+    const offersDpop = nonces !== null && challenge?.includes('DPoP algs=') === true;
+    return { challenge, dpopNonce: offersDpop ? nonces.current() : undefined };
   }
 
   /**
@@ -67,7 +91,8 @@ export class EdgeChallenge {
   header(error: PortariaError, request: ChallengedRequest): string | undefined {
     const dpop = this.#dpop;
     if (dpop !== null && error.code === 'dpop-proof-invalid') {
-      return `${dpop}, error="invalid_dpop_proof"`;
+      const nonceMissing = error.reason === 'dpop-nonce' && this.#nonces !== null;
+      return `${dpop}, error="${nonceMissing ? 'use_dpop_nonce' : 'invalid_dpop_proof'}"`;
     }
     const code = errorCodeOf(error);
     if (code === undefined) return undefined;

@@ -5,7 +5,8 @@
  * issued is bound to its key (`cnf.jkt`, `token_type: DPoP`). No header: a bearer token,
  * as ever. A proof that fails is refused with 400 — RFC 6749 `invalid_dpop_proof` at
  * the OAuth endpoint, problem details `invalid-request` at the contract's operation —
- * before the client's credentials are looked at.
+ * before the client's credentials are looked at. With server nonces on (§8), a proof
+ * without a current nonce is answered `use_dpop_nonce` with one in `DPoP-Nonce`.
  */
 import { type FailureReason, PortariaError } from '../errors.js';
 import { epochSeconds } from '../lib/clock.js';
@@ -22,6 +23,14 @@ function refused(shape: IssuanceShape, reason: FailureReason, detail: string): P
     : new PortariaError('invalid-request', detail, { reason });
 }
 
+/** No current nonce in the proof (§8.1): `use_dpop_nonce`, with a fresh one in `DPoP-Nonce`. */
+function nonceRequired(shape: IssuanceShape, nonce: string, detail: string): PortariaError {
+  const headers = { 'dpop-nonce': nonce };
+  return shape === 'oauth'
+    ? new OAuthError('use_dpop_nonce', detail, { reason: 'dpop-nonce', headers })
+    : new PortariaError('invalid-request', detail, { reason: 'dpop-nonce', headers });
+}
+
 /** The key thumbprint the token is to be bound to, or undefined without a proof. */
 export async function issuanceKey(
   scope: RequestScope,
@@ -33,6 +42,7 @@ export async function issuanceKey(
     throw refused(shape, 'dpop-proof-repeated', 'Send exactly one DPoP proof header.');
   }
   const now = epochSeconds(dpop.clock);
+  const nonces = dpop.nonces;
   try {
     const proof = await checkDpopProof(scope.dpopProof, {
       method: scope.method,
@@ -40,6 +50,7 @@ export async function issuanceKey(
       now,
       windowSeconds: dpop.windowSeconds,
       algorithms: dpop.algorithms,
+      ...(nonces === null ? {} : { nonceValid: (nonce: string) => nonces.accepts(nonce) }),
     });
     const untilMs = (now + 2 * dpop.windowSeconds) * 1000;
     if (!(await dpop.replay.claim(`dpop:${proof.jkt}`, proof.jti, untilMs))) {
@@ -47,7 +58,12 @@ export async function issuanceKey(
     }
     return proof.jkt;
   } catch (error) {
-    if (error instanceof DpopProofError) throw refused(shape, error.reason, error.message);
+    if (error instanceof DpopProofError) {
+      if (error.reason === 'dpop-nonce' && nonces !== null) {
+        throw nonceRequired(shape, nonces.current(), error.message);
+      }
+      throw refused(shape, error.reason, error.message);
+    }
     throw error;
   }
 }

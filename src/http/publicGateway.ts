@@ -336,7 +336,7 @@ export class PublicGateway {
         this.#typeBase,
         {
           requestId: scope.id,
-          challenge: this.#challenge.header(error, scope),
+          ...this.#challenge.refusal(error, scope),
           interactionId: scope.interactionId,
         },
       );
@@ -416,10 +416,9 @@ export class PublicGateway {
     const close = error instanceof BodyTooLarge || (!req.complete && hasBody(req));
     sendRefusal(res, error, this.#typeBase, instanceOf(pathOnly(req.url), scope.id), {
       shape: scope.refusalShape,
-      challenge:
-        scope.refusalShape === 'oauth'
-          ? basicChallenge(error, scope.authorization)
-          : this.#challenge.header(error, scope),
+      ...(scope.refusalShape === 'oauth'
+        ? { challenge: basicChallenge(error, scope.authorization) }
+        : this.#challenge.refusal(error, scope)),
       close,
     });
   }

@@ -39,6 +39,8 @@ export interface RefusalOptions {
   readonly shape?: RefusalShape;
   /** The `WWW-Authenticate` value the entry chose for this refusal. */
   readonly challenge?: string | undefined;
+  /** A fresh DPoP nonce beside a DPoP challenge (RFC 9449 §9). */
+  readonly dpopNonce?: string | undefined;
   /** The connection must close after the answer (a body left unread). */
   readonly close?: boolean;
 }
@@ -67,6 +69,7 @@ export function sendRefusal(
   if (error.headers)
     for (const [name, value] of Object.entries(error.headers)) res.setHeader(name, value);
   if (options.challenge !== undefined) res.setHeader('www-authenticate', options.challenge);
+  if (options.dpopNonce !== undefined) res.setHeader('dpop-nonce', options.dpopNonce);
   if (options.close === true) res.setHeader('connection', 'close');
   res.end(body);
 }

@@ -90,7 +90,8 @@ function describe(principal: Principal): Record<string, unknown> {
     iat: principal.issuedAt,
     ...(typeof claims.nbf === 'number' ? { nbf: claims.nbf } : {}),
     jti: principal.tokenId,
-    token_type: 'Bearer',
+    // As the token response named it (RFC 9449 §5): a key-bound token is a DPoP one.
+    token_type: isConfirmation(claims.cnf) && claims.cnf.jkt !== undefined ? 'DPoP' : 'Bearer',
     ...(isConfirmation(claims.cnf) ? { cnf: claims.cnf } : {}),
   };
 }

@@ -26,11 +26,14 @@ export class OAuthError extends PortariaError {
       readonly reason: FailureReason;
       /** Another problem code (and so status) than the one of the error's RFC 6749 status. */
       readonly code?: ProblemCode;
+      /** Extra response headers (`DPoP-Nonce`). */
+      readonly headers?: Record<string, string>;
     },
   ) {
     super(options.code ?? OAUTH_ERRORS[error], description, {
       reason: options.reason,
       oauth: error,
+      ...(options.headers === undefined ? {} : { headers: options.headers }),
     });
     this.name = 'OAuthError';
     this.error = error;

@@ -11,12 +11,17 @@
  *   - the proof's `jti` is claimed once in the replay store (local, or Redis shared by every
  *     replica, §11.1), for twice the proof window: a replayed proof is refused.
  *
- * Refusals: 401 `dpop-proof-invalid` (the challenge says `invalid_dpop_proof`) for a
- * proof that fails, 401 `token-invalid` for a token presented the wrong way.
+ * With server nonces on (§9), the proof must carry a current one: else 401 with the
+ * challenge's `use_dpop_nonce` and a fresh nonce in `DPoP-Nonce` (`http/challenge.ts`).
+ *
+ * Refusals: 401 `dpop-proof-invalid` (the challenge says `invalid_dpop_proof`, or
+ * `use_dpop_nonce`) for a proof that fails, 401 `token-invalid` for a token presented the
+ * wrong way.
  */
 import type { Principal } from '../domain/principal.js';
 import { type FailureReason, PortariaError } from '../errors.js';
 import { type Clock, epochSeconds } from '../lib/clock.js';
+import type { DpopNonces } from '../verify/dpopNonces.js';
 import { checkDpopProof, type DpopAlgorithm, DpopProofError } from '../verify/dpopProof.js';
 import { invalid } from '../verify/invalidToken.js';
 import type { AccessRequest } from './accessRequest.js';
@@ -32,6 +37,8 @@ export interface DpopStepDeps {
   readonly windowSeconds: number;
   readonly replay: ProofReplay;
   readonly clock: Clock;
+  /** With `dpop.nonces.enabled`: proofs must carry a current server nonce (RFC 9449 §8). */
+  readonly nonces: DpopNonces | null;
 }
 
 /** base64url of a SHA-256: 43 characters (RFC 7638 thumbprint, RFC 9449 §6.1). */
@@ -66,7 +73,8 @@ export const dpopOff: Step<AccessRequest> = {
 };
 
 export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
-  const { algorithms, windowSeconds, replay, clock } = deps;
+  const { algorithms, windowSeconds, replay, clock, nonces } = deps;
+  const nonceValid = nonces === null ? undefined : (nonce: string) => nonces.accepts(nonce);
   const check = async (request: AccessRequest, jkt: string): Promise<void> => {
     const now = epochSeconds(clock);
     let proof: Awaited<ReturnType<typeof checkDpopProof>>;
@@ -78,6 +86,7 @@ export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
         windowSeconds,
         algorithms,
         accessToken: request.token,
+        ...(nonceValid === undefined ? {} : { nonceValid }),
       });
     } catch (error) {
       if (error instanceof DpopProofError) throw proofRefused(error.reason, error.message);

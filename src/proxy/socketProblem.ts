@@ -54,6 +54,7 @@ export function writeSocketProblem(
   options: {
     readonly requestId?: string;
     readonly challenge?: string | undefined;
+    readonly dpopNonce?: string | undefined;
     /** `x-fapi-interaction-id` to echo (profile fapi-br). */
     readonly interactionId?: string | undefined;
   } = {},
@@ -76,6 +77,7 @@ export function writeSocketProblem(
     }
   }
   if (options.challenge !== undefined) head += `www-authenticate: ${options.challenge}\r\n`;
+  if (options.dpopNonce !== undefined) head += `dpop-nonce: ${options.dpopNonce}\r\n`;
   if (options.requestId !== undefined) head += `x-request-id: ${options.requestId}\r\n`;
   if (options.interactionId !== undefined) {
     head += `x-fapi-interaction-id: ${options.interactionId}\r\n`;

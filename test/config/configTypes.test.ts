@@ -141,7 +141,12 @@ const EVERY_SETTING = {
   log: { level: 'info', pretty: false },
   tracing: { enabled: false },
   profile: 'none',
-  dpop: { enabled: false, algorithms: ['ES256'], proofWindowSeconds: 60 },
+  dpop: {
+    enabled: false,
+    algorithms: ['ES256'],
+    proofWindowSeconds: 60,
+    nonces: { enabled: false, secretFile: null, lifetimeSeconds: 300 },
+  },
   mode: 'proxy',
   authorizer: {
     host: '0.0.0.0',

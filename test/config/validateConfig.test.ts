@@ -425,6 +425,7 @@ describe('validateConfig', () => {
         enabled: false,
         algorithms: ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'],
         proofWindowSeconds: 60,
+        nonces: { enabled: false, secretFile: null, lifetimeSeconds: 300 },
       },
       mode: 'proxy',
       authorizer: {

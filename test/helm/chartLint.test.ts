@@ -277,6 +277,19 @@ describe('fail guards', () => {
       /set redis.url, redis.existingSecret, redis.sentinel.nodes or redis.cluster.nodes/,
     ],
     [
+      'several replicas with DPoP nonces and no shared nonce secret',
+      {
+        replicaCount: 2,
+        ...redis,
+        config: {
+          revocation: { store: 'redis' },
+          oauth: { replayStore: 'redis' },
+          dpop: { enabled: true, nonces: { enabled: true } },
+        },
+      },
+      /needs config.dpop.nonces.secretFile \(one secret every replica shares/,
+    ],
+    [
       'several replicas with a local OAuth replay store',
       {
         replicaCount: 2,

@@ -109,6 +109,11 @@ describe('DPoP with openid-client', () => {
     const described = await client.tokenIntrospection(s.config, tokens.access_token);
     assert.equal(described.active, true);
     assert.deepEqual(described.cnf, { jkt });
+    assert.equal(
+      described.token_type,
+      'DPoP',
+      'introspection names the type the token response gave',
+    );
 
     // Two calls: each with its own proof (a new jti, the token's ath).
     for (const path of ['/v1/orders/7', '/v1/orders/8']) {

@@ -332,6 +332,11 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if and (ne (include "portaria.replayStore" .) "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
 {{- fail "replicaCount > 1 or autoscaling.enabled needs config.oauth.replayStore: redis (a local replay store lets a client assertion be used once per replica)" -}}
 {{- end -}}
+{{- $dpop := .Values.config.dpop | default dict -}}
+{{- $nonces := $dpop.nonces | default dict -}}
+{{- if and $dpop.enabled $nonces.enabled (not $nonces.secretFile) (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
+{{- fail "replicaCount > 1 or autoscaling.enabled with config.dpop.nonces.enabled needs config.dpop.nonces.secretFile (one secret every replica shares, from a Secret mounted with extraVolumes: else each pod refuses the others' nonces)" -}}
+{{- end -}}
 {{- $redisWays := list -}}
 {{- if or .Values.redis.url .Values.redis.existingSecret -}}{{- $redisWays = append $redisWays "redis.url/existingSecret" -}}{{- end -}}
 {{- if .Values.redis.sentinel.nodes -}}{{- $redisWays = append $redisWays "redis.sentinel.nodes" -}}{{- end -}}
