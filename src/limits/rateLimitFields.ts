@@ -1,0 +1,47 @@
+/**
+ * The RateLimit header fields of a quota policy and a reading
+ * (draft-ietf-httpapi-ratelimit-headers-11): `RateLimit-Policy` states the policies (§3),
+ * `RateLimit` the service limits now (§4). Both are Structured Field Lists (RFC 9651
+ * §3.1) of String items naming a policy (§3, §4.1), with Integer parameters.
+ *
+ * One item per part of the policy, named after the policy and the part:
+ *
+ *   `"<policy>-rate"`   the token bucket: `q` = burst and `w` = the seconds a drained
+ *                       bucket takes to fill (§3.1.1, §3.1.3); `r` = whole tokens left,
+ *                       `t` = seconds until one more token (§4.1.1, §4.1.2): at `r=0` the
+ *                       same as Retry-After, which §6 wants no earlier than `t`.
+ *   `"<policy>-quota"`  the window counter: `q` = the limit, `w` = this window's length in
+ *                       seconds (a month or a DST day varies); `r` = requests left, `t` =
+ *                       seconds until the window ends.
+ *
+ * No `pk` (§3.1.4, §4.1.3): the partition is the caller's own identity, and naming it would
+ * echo a subject into responses. Policy names need no escaping (`quotaPolicy.ts`).
+ */
+import type { MeterReading, QuotaPolicy } from './quotaPolicy.js';
+
+export interface RateLimitFields {
+  readonly policy: string;
+  readonly limit: string;
+}
+
+/** The two fields' values for `reading`; null when the reading has no part (unavailable). */
+export function rateLimitFields(
+  policy: QuotaPolicy,
+  reading: MeterReading,
+): RateLimitFields | null {
+  const policies: string[] = [];
+  const limits: string[] = [];
+  if (policy.rate !== null && reading.rate !== null) {
+    const item = `"${policy.name}-rate"`;
+    const fillSeconds = Math.ceil(policy.rate.burst / policy.rate.ratePerSecond - 1e-9);
+    policies.push(`${item};q=${reading.rate.limit};w=${Math.max(1, fillSeconds)}`);
+    limits.push(`${item};r=${reading.rate.remaining};t=${reading.rate.resetSeconds}`);
+  }
+  if (policy.quota !== null && reading.quota !== null) {
+    const item = `"${policy.name}-quota"`;
+    policies.push(`${item};q=${reading.quota.limit};w=${reading.quota.windowSeconds}`);
+    limits.push(`${item};r=${reading.quota.remaining};t=${reading.quota.resetSeconds}`);
+  }
+  if (policies.length === 0) return null;
+  return { policy: policies.join(', '), limit: limits.join(', ') };
+}
