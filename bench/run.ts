@@ -16,6 +16,7 @@
  *   tracing               tracing off / on at 1 % vs no tracing section, three gateways on one CPU
  *   tls                   server.tls on vs off, two gateways on one CPU; new connections, resumption
  *   bound                 a certificate-bound route vs a bearer route over the same mutual-TLS connections
+ *   dpop                  a DPoP route (a fresh proof per request) vs a bearer route; replay store local vs Redis
  *   authorizer            nginx auth_request → Portaria (decision cache off / on) vs proxy mode vs HAProxy
  *   decisions             the authorizer asked directly: gRPC (Envoy ext_authz Check) vs the HTTP entry
  */
@@ -35,6 +36,7 @@ const MODES: Readonly<Record<string, () => Promise<Mode>>> = {
   tracing: () => import('./modes/tracing.js'),
   tls: () => import('./modes/tls.js'),
   bound: () => import('./modes/bound.js'),
+  dpop: () => import('./modes/dpop.js'),
   authorizer: () => import('./modes/authorizer.js'),
   decisions: () => import('./modes/decisions.js'),
 };

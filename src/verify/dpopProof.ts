@@ -13,9 +13,23 @@
  *   - with an access token (at a resource, §7.1), `ath` is its SHA-256 (base64url);
  *   - with server nonces on, `nonce` is one of ours (§8).
  * The result is the key's RFC 7638 thumbprint (`jkt`, what `cnf` binds) and the `jti`.
+ *
+ * A client signs its proofs with one key (the header's `jwk`, §4.2): the imported key and its thumbprint are
+ * kept in a bounded cache keyed by the proof's raw protected-header segment — the exact
+ * `typ`, `alg` and `jwk` the signature covers, nothing volatile (the claims vary, the
+ * header does not) — and only after that key verified a proof. Every header check runs
+ * before the lookup, so a refused header never reaches it; a header differing by one
+ * byte is another entry, never the cached key.
  */
 import { createHash } from 'node:crypto';
-import { calculateJwkThumbprint, compactVerify, importJWK, type JWK } from 'jose';
+import {
+  type CryptoKey,
+  calculateJwkThumbprint,
+  compactVerify,
+  importJWK,
+  type JWK,
+  type KeyObject,
+} from 'jose';
 
 /** The asymmetric algorithms a proof may use (RFC 9449 §4.2: no symmetric, no `none`). */
 export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'] as const;
@@ -72,14 +86,66 @@ export interface CheckedProof {
 
 const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
 
+/** Proof keys kept per process: far more clients than one gateway sees at once. */
+export const PROOF_KEY_CACHE_SIZE = 1000;
+
+/** A proof header's key, imported for its `alg`, and the key's RFC 7638 thumbprint. */
+interface ProofKey {
+  readonly key: CryptoKey | KeyObject;
+  readonly jkt: string;
+}
+
+/**
+ * Keys of proofs that verified, by raw protected-header segment (at most MAX_PROOF_LENGTH
+ * characters), bounded by count: a hit moves the entry last, a new entry in a full cache
+ * drops the first (least recently used; a Map iterates in insertion order).
+ */
+export class ProofKeyCache {
+  readonly #entries = new Map<string, ProofKey>();
+  readonly #capacity: number;
+
+  constructor(capacity = PROOF_KEY_CACHE_SIZE) {
+    if (!Number.isInteger(capacity) || capacity < 1) {
+      throw new RangeError('capacity must be a positive integer');
+    }
+    this.#capacity = capacity;
+  }
+
+  get size(): number {
+    return this.#entries.size;
+  }
+
+  get(header: string): ProofKey | undefined {
+    const key = this.#entries.get(header);
+    if (key !== undefined) {
+      this.#entries.delete(header);
+      this.#entries.set(header, key);
+    }
+    return key;
+  }
+
+  set(header: string, key: ProofKey): void {
+    this.#entries.delete(header);
+    if (this.#entries.size >= this.#capacity) {
+      const oldest = this.#entries.keys().next();
+      if (oldest.done !== true) this.#entries.delete(oldest.value);
+    }
+    this.#entries.set(header, key);
+  }
+}
+
+const processProofKeys = new ProofKeyCache();
+
 export async function checkDpopProof(
   proof: string,
   expect: ProofExpectation,
+  keys: ProofKeyCache = processProofKeys,
 ): Promise<CheckedProof> {
   if (proof.length > MAX_PROOF_LENGTH || !JWS.test(proof)) {
     throw new DpopProofError('dpop-malformed', 'The DPoP proof is not a compact JWS.');
   }
-  const header = jsonPart(proof.slice(0, proof.indexOf('.')));
+  const headerPart = proof.slice(0, proof.indexOf('.'));
+  const header = jsonPart(headerPart);
   if (header.typ !== 'dpop+jwt') {
     throw new DpopProofError('dpop-typ', 'The DPoP proof must be typed dpop+jwt.');
   }
@@ -95,10 +161,15 @@ export async function checkDpopProof(
     if (member in jwk) throw new DpopProofError('dpop-jwk', 'The DPoP proof key must be public.');
   }
   let payload: Uint8Array;
+  let proofKey = keys.get(headerPart);
   try {
-    const key = await importJWK(jwk as JWK, alg);
+    const key = proofKey?.key ?? (await importJWK(jwk as JWK, alg));
     if (key instanceof Uint8Array) throw new Error('symmetric');
     ({ payload } = await compactVerify(proof, key, { algorithms: [alg] }));
+    if (proofKey === undefined) {
+      proofKey = { key, jkt: await calculateJwkThumbprint(jwk as JWK, 'sha256') };
+      keys.set(headerPart, proofKey);
+    }
   } catch {
     throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
   }
@@ -130,7 +201,7 @@ export async function checkDpopProof(
       throw new DpopProofError('dpop-nonce', 'The DPoP proof must carry a current server nonce.');
     }
   }
-  return { jkt: await calculateJwkThumbprint(jwk as JWK, 'sha256'), jti, iat };
+  return { jkt: proofKey.jkt, jti, iat };
 }
 
 /** `ath` (RFC 9449 §4.2): base64url of the SHA-256 of the access token's ASCII. */

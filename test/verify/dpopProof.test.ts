@@ -13,6 +13,7 @@ import {
   DpopProofError,
   normalisedUri,
   type ProofExpectation,
+  ProofKeyCache,
 } from '../../src/verify/dpopProof.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 
@@ -147,5 +148,76 @@ describe('DPoP proofs', () => {
       'dpop-nonce',
     );
     await refused(checkDpopProof(await proof(), expect({ nonceValid: current })), 'dpop-nonce');
+  });
+
+  test('proofs reusing one key verify from one cached entry, each with its own jti', async () => {
+    const keys = new ProofKeyCache(10);
+    const jkt = await calculateJwkThumbprint(await exportJWK(publicKey), 'sha256');
+    for (const jti of ['a', 'b', 'c']) {
+      const checked = await checkDpopProof(await proof({ jti }), expect(), keys);
+      assert.deepEqual([checked.jkt, checked.jti], [jkt, jti]);
+    }
+    assert.equal(keys.size, 1);
+    await refused(checkDpopProof(await proof({ htm: 'POST' }), expect(), keys), 'dpop-htm');
+    await refused(
+      checkDpopProof(await proof({}, {}, other.privateKey), expect(), keys),
+      'dpop-signature',
+    );
+  });
+
+  test('a jwk differing from a cached one by one member is never taken for it', async () => {
+    const keys = new ProofKeyCache(10);
+    const jwk = await exportJWK(publicKey);
+    await checkDpopProof(await proof(), expect(), keys);
+    // Signed by the cached key, but naming a jwk whose y is another key's: if the cache
+    // matched on x (or kty and crv), this would verify.
+    const otherY = (await exportJWK(other.publicKey)).y;
+    await refused(
+      checkDpopProof(await proof({}, { jwk: { ...jwk, y: otherY } }), expect(), keys),
+      'dpop-signature',
+    );
+    // The private form of the cached key is refused before any lookup.
+    await refused(
+      checkDpopProof(await proof({}, { jwk: await exportJWK(privateKey) }), expect(), keys),
+      'dpop-jwk',
+    );
+    // An extra member is its own entry (the thumbprint, of the required members, is the same).
+    const withKid = await checkDpopProof(
+      await proof({}, { jwk: { ...jwk, kid: 'k1' } }),
+      expect(),
+      keys,
+    );
+    assert.equal(withKid.jkt, await calculateJwkThumbprint(jwk, 'sha256'));
+    assert.equal(keys.size, 2);
+    // The other key, signing with its own jwk, gets its own thumbprint.
+    const otherJwk = await exportJWK(other.publicKey);
+    const theirs = await checkDpopProof(
+      await proof({}, { jwk: otherJwk }, other.privateKey),
+      expect(),
+      keys,
+    );
+    assert.equal(theirs.jkt, await calculateJwkThumbprint(otherJwk, 'sha256'));
+    assert.equal(keys.size, 3);
+  });
+
+  test('the key cache never holds more than its capacity', async () => {
+    const keys = new ProofKeyCache(3);
+    const clients = Array.from({ length: 5 }, () => newKeyPair('ec', { namedCurve: 'P-256' }));
+    const signed = async (pair: (typeof clients)[number]) =>
+      proof({}, { jwk: await exportJWK(pair.publicKey) }, pair.privateKey);
+    for (const pair of clients) {
+      await checkDpopProof(await signed(pair), expect(), keys);
+      assert.ok(keys.size <= 3);
+    }
+    assert.equal(keys.size, 3);
+    // The first client's key is no longer held: its next proof still verifies.
+    const first = clients[0] as (typeof clients)[number];
+    const again = await checkDpopProof(await signed(first), expect(), keys);
+    assert.equal(
+      again.jkt,
+      await calculateJwkThumbprint(await exportJWK(first.publicKey), 'sha256'),
+    );
+    assert.equal(keys.size, 3);
+    assert.throws(() => new ProofKeyCache(0), RangeError);
   });
 });
