@@ -20,6 +20,7 @@ import { NOBODY_LISTENS } from '../helpers/process.js';
 import { redisConfig } from '../helpers/redisFixtures.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
 import { waitFor } from '../helpers/wait.js';
+import { startCluster } from '../redis/redisCluster.js';
 
 const PREFIX = 'quota-test:';
 const START = Date.parse('2026-05-04T10:00:00Z');
@@ -242,6 +243,38 @@ describe('RedisMeter', () => {
     // Redis kept its counter. The frozen check of acme ran when Redis thawed: counted,
     // though answered unavailable (a timed-out command is not withdrawn).
     assert.equal(back.quota?.remaining, 17);
+  });
+});
+
+describe('RedisMeter on a Redis Cluster', () => {
+  test('one check’s two keys share a slot whatever the key: exact counts on three nodes', async (t) => {
+    const cluster = await startCluster(t);
+    const clock = new ManualClock(START);
+    const config = redisConfig('', {
+      url: null,
+      keyPrefix: PREFIX,
+      cluster: { nodes: cluster.seeds },
+    });
+    const meters = await Promise.all(
+      [0, 1].map(async () => {
+        const meter = new RedisMeter({
+          redis: await connected(t, config),
+          redisConfig: config,
+          clock,
+        });
+        t.after(() => meter.close());
+        return meter;
+      }),
+    );
+    // Keys landing on every node, one with braces of its own (its tag is still one string).
+    const keys = ['acme', 'globex', 'initech', 'umbrella', 'hooli', 'a{b}c route-1'];
+    const readings = await Promise.all(
+      keys.flatMap((key) =>
+        Array.from({ length: 4 }, (_, i) => (meters[i % 2] as RedisMeter).check(BOTH, key)),
+      ),
+    );
+    assert.equal(readings.filter((r) => r.unavailable).length, 0, 'no CROSSSLOT, no failure');
+    assert.equal(readings.filter((r) => r.allowed).length, keys.length * 2, 'burst 2 per key');
   });
 });
 
