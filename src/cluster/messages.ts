@@ -3,6 +3,7 @@
  * Every one carries `portaria` (its kind), so messages of node:cluster itself or of a
  * library are told apart and ignored. `id` pairs a question with its answer.
  */
+import type { QuotaPolicy } from '../limits/quotaPolicy.js';
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
 
 /**
@@ -10,6 +11,9 @@ import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
  * its family, `[family name, key]`, the others `[subject, address]`.
  */
 export type LimiterMethod = 'take' | 'checkBackoff' | 'recordFailure' | 'recordSuccess';
+
+/** The meter calls a worker forwards to the primary (`limits/meter.ts`, `cluster/ipcMeter.ts`). */
+export type MeterMethod = 'check' | 'peek' | 'reset';
 
 /** Worker → primary. */
 export type WorkerMessage =
@@ -23,6 +27,17 @@ export type WorkerMessage =
       readonly id: number;
       readonly method: LimiterMethod;
       readonly args: readonly [string, string];
+    }
+  /**
+   * A quota meter call: the policy travels whole (as compiled from the worker's config),
+   * so a policy added or changed by a reload needs nothing of the primary.
+   */
+  | {
+      readonly portaria: 'quota';
+      readonly id: number;
+      readonly method: MeterMethod;
+      readonly policy: QuotaPolicy;
+      readonly key: string;
     }
   /** A client assertion's `jti` claimed in the primary's replay store (`oauth.replayStore: local`). */
   | {
@@ -45,7 +60,7 @@ export type PrimaryMessage =
   | { readonly portaria: 'query'; readonly id: number; readonly what: 'metrics' | 'readiness' }
   | { readonly portaria: 'reload' }
   | { readonly portaria: 'shutdown' }
-  /** The answer to a worker's question (`hello`, `limit`, `replay`, `revoke`). */
+  /** The answer to a worker's question (`hello`, `limit`, `quota`, `replay`, `revoke`). */
   | { readonly portaria: 'answer'; readonly id: number; readonly value: unknown };
 
 /** The answer to `hello`. */

@@ -8,6 +8,8 @@
  *                   worker, and an admin revocation answered once all applied it
  *                   (revocationFanout.ts)
  *   token limits    with `tokenLimits.store: local`, the one limiter every worker asks
+ *   quota meter     with local quota counters, the one meter every worker asks
+ *                   (ipcMeter.ts; made on the first call)
  *   replay store    with `oauth.replayStore: local`, the one store of used client
  *                   assertion `jti`s every worker asks
  *   log output      the one writer: workers send their lines here (ipcLogDestination.ts)
@@ -26,6 +28,7 @@ import { systemClock } from '../lib/clock.js';
 import { GROUP_NONCE_SECRET_ENV, newGroupSecret } from '../lib/groupSecret.js';
 import type { Limiter } from '../limits/limiter.js';
 import { LocalLimiter } from '../limits/localLimiter.js';
+import { DEFAULT_MAX_QUOTA_KEYS } from '../limits/localMeter.js';
 import {
   anyTokenLimit,
   familiesByName,
@@ -45,6 +48,7 @@ import {
 import { createMetrics, type MetricsSnapshot } from '../observability/metrics.js';
 import type { RevocationRecord } from '../revocation/revocationLogRecord.js';
 import { answerLimiterCall } from './ipcLimiter.js';
+import { PrimaryMeter } from './ipcMeter.js';
 import { answerClaim } from './ipcReplayStore.js';
 import type { WorkerMessage } from './messages.js';
 import { primaryReadiness } from './primaryReadiness.js';
@@ -98,6 +102,9 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   // The workers' families, built from the same config: a call names its family.
   const families = familiesByName(tokenLimitFamilies(limits));
 
+  // Policies travel with each call (ipcMeter.ts): the meter needs no quota config.
+  const quotas = new PrimaryMeter(DEFAULT_MAX_QUOTA_KEYS, clock);
+
   const replay =
     usesReplayStore(config) && config.oauth.replayStore === 'local'
       ? new LocalReplayStore(clock)
@@ -143,6 +150,11 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
           answer(worker, message.id, value),
         );
         return;
+      case 'quota':
+        void quotas
+          .answer(message.method, message.policy, message.key)
+          .then((value) => answer(worker, message.id, value));
+        return;
       case 'replay':
         void answerClaim(replay, message.clientId, message.jti, message.untilMs).then((value) =>
           answer(worker, message.id, value),
@@ -182,6 +194,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   const closeStores = async () => {
     await revocation.close();
     await limiter?.close();
+    await quotas.close();
     await replay?.close();
   };
   try {

@@ -14,6 +14,9 @@ import { bringUpToDate, consume, hasRoom, type MeterState, readingOf } from './m
 import type { MeterReading, QuotaPolicy } from './quotaPolicy.js';
 import { type WindowSpan, windowOf } from './quotaWindows.js';
 
+/** The bound when the config names none (the primary's meter, until the lead wires it). */
+export const DEFAULT_MAX_QUOTA_KEYS = 100_000;
+
 export class LocalMeter implements Meter {
   readonly #clock: Clock;
   readonly #entries: BoundedMap<MeterState>;

@@ -7,7 +7,7 @@
  * primary) and the item name of its RateLimit fields (`rateLimitFields.ts`), so it is
  * restricted to what needs no escaping anywhere: letters, digits and `-`.
  */
-import { isTimeZone, type QuotaWindow } from './quotaWindows.js';
+import { isTimeZone, QUOTA_WINDOWS, type QuotaWindow } from './quotaWindows.js';
 
 export interface QuotaRate {
   readonly ratePerSecond: number;
@@ -83,7 +83,11 @@ export function quotaPolicy(
     if (!(Number.isSafeInteger(quota.limit) && quota.limit >= 1)) {
       problems.push('quota.limit: must be a positive integer');
     }
-    if (!isTimeZone(quota.timeZone)) problems.push('quota.timeZone: not a known IANA time zone');
+    if (!QUOTA_WINDOWS.includes(quota.window)) {
+      problems.push(`quota.window: one of ${QUOTA_WINDOWS.join(', ')}`);
+    }
+    if (typeof quota.timeZone !== 'string' || !isTimeZone(quota.timeZone))
+      problems.push('quota.timeZone: not a known IANA time zone');
   }
   if (problems.length > 0) throw new Error(`quota policy ${name}: ${problems.join('; ')}`);
   return Object.freeze({
