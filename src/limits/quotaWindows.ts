@@ -8,8 +8,10 @@
  * whose wall-clock start does not exist (a DST gap at midnight, as in some zones) starts
  * at the first instant of the window that does; one whose start occurs twice (a fall-back
  * at midnight) starts at the first occurrence. Minutes and hours are measured in real
- * time: a repeated fall-back hour is two hour windows. Zone offsets are whole seconds
- * (all of today's are), which the arithmetic assumes.
+ * time: a repeated fall-back hour is two hour windows; in the one zone whose DST shift
+ * is half an hour (Australia/Lord_Howe) the hour windows around a change overlap or
+ * leave a gap of 30 minutes. Zone offsets are whole seconds (all of today's are), which
+ * the arithmetic assumes.
  */
 
 export type QuotaWindow = 'minute' | 'hour' | 'day' | 'month';
