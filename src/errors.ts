@@ -43,6 +43,8 @@ export const PROBLEMS = {
   'payload-too-large': { status: 413, title: 'Payload too large' },
   'unsupported-media-type': { status: 415, title: 'Unsupported media type' },
   'too-many-requests': { status: 429, title: 'Too many requests' },
+  // A partner's rate or quota on an API route (pipeline/quotaStep.ts).
+  'quota-exceeded': { status: 429, title: 'Quota exceeded' },
   'headers-too-large': { status: 431, title: 'Request header fields too large' },
   'not-implemented': { status: 501, title: 'Not implemented' },
   'upstream-unavailable': { status: 502, title: 'Upstream unavailable' },
@@ -181,6 +183,10 @@ export const FAILURE_REASONS = [
   'certificate-hash-mismatch', // an XFCC Hash that is not the certificate's SHA-256
   // profile fapi-br (400; src/http/interactionIdStep.ts).
   'interaction-id-malformed', // x-fapi-interaction-id is not a UUID
+  // Per-partner quotas on API routes (pipeline/quotaStep.ts).
+  'quota-rate', // the policy's rate (token bucket) is exceeded (429)
+  'quota-window', // the policy's quota is used up for this window (429)
+  'quota-store-unavailable', // the quota store cannot answer, whenRedisDown: closed (503)
   // Token-endpoint limits (429).
   'rate-limit-address', // the address's request rate
   'rate-limit-client', // the client's request rate

@@ -21,6 +21,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
 import { protectedSteps } from '../pipeline/protectedSteps.js';
+import type { QuotaStepDeps } from '../pipeline/quotaStep.js';
 import { compileIdentityHeaders } from '../proxy/identityHeaders.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
 import { clientPolicies, revocationFreshnessOf } from './gatewayWiring.js';
@@ -30,6 +31,8 @@ import { createDecisionListener, listenOn, urlOf } from './servers.js';
 export interface AuthorizerWiringDeps {
   /** With `dpop.enabled`: the DPoP step's parts. */
   readonly dpop?: DpopStepDeps | undefined;
+  /** With quota policies: the quota step's parts (the same meter as the public listener's). */
+  readonly quota?: QuotaStepDeps | undefined;
   readonly clock: Clock;
   readonly state: LiveState;
   readonly verifier: TokenVerifier;
@@ -68,6 +71,7 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
       onStaleRefusal: (kind) => metrics.revocationStaleRefusal(kind),
       ...(revocationFreshness === undefined ? {} : { revocationFreshness }),
       ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
+      ...(deps.quota === undefined ? {} : { quota: deps.quota }),
     }),
     identity: compileIdentityHeaders(config.identityHeaders),
     cache: config.authorizer.cacheDecisions,

@@ -14,6 +14,7 @@ import { EdgeChallenge } from '../http/challenge.js';
 import { RemoteKeySet } from '../issuers/remoteKeySet.js';
 import { type Clock, epochSeconds, systemClock } from '../lib/clock.js';
 import type { Limiter } from '../limits/limiter.js';
+import type { Meter } from '../limits/meter.js';
 import type { AssertionReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream, Logger } from '../observability/logger.js';
 import type { MetricsSnapshot } from '../observability/metrics.js';
@@ -35,6 +36,7 @@ import { listenBoth } from './listening.js';
 import { initialLiveState } from './liveState.js';
 import { openLogsAndMetrics } from './logsAndMetrics.js';
 import { createOAuthEndpoints, oauthDiscovery } from './oauthEndpoints.js';
+import { openMeter, quotaStepDeps } from './quotaWiring.js';
 import { createReadiness, type Readiness } from './readiness.js';
 import { takeReloadBaselines } from './reloadBaselines.js';
 import { watchReloadSources } from './reloads.js';
@@ -80,6 +82,8 @@ export interface WorkerParts {
   readonly revocationFreshness?: { isStale(): boolean };
   /** The primary's token limiter; undefined: made here (Redis, or every limit off). */
   readonly limiter?: Limiter;
+  /** The primary's quota meter (local counters); undefined: made here (Redis, or no policy). */
+  readonly meter?: Meter;
   /** The primary's assertion replay store; undefined: made here (Redis, or the surface off). */
   readonly replay?: AssertionReplayStore;
   /** Log writes dropped (the log output is the primary's). */
@@ -211,8 +215,11 @@ export async function createApp(options: AppOptions): Promise<App> {
   });
   const certificateHeader = certificateHeaderReader(config, certificateTrust, clock);
   const dpop = dpopStepDeps(config, clock, oauth.replay, dpopNonces);
+  const meter = await openMeter(config, { clock, logger, metrics, shared: worker?.meter });
+  const quota = meter === null ? undefined : quotaStepDeps(config, state, meter, metrics);
   const gateway = createGateway(config, {
     dpop,
+    quota,
     state,
     tokenRoute: dpop === undefined ? tokenRoute : { ...tokenRoute, dpop },
     oauth: oauth.routes,
@@ -230,6 +237,7 @@ export async function createApp(options: AppOptions): Promise<App> {
 
   const authorizer = createAuthorizer(config, {
     dpop,
+    quota,
     clock,
     state,
     verifier,
@@ -347,7 +355,9 @@ export async function createApp(options: AppOptions): Promise<App> {
         limiter,
         responsesClosed: () => gateway.responsesClosed(),
         tracing,
-      }).then(() => oauth.close());
+      })
+        .then(() => oauth.close())
+        .then(() => meter?.close());
       return shuttingDown;
     },
   };

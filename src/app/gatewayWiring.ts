@@ -20,6 +20,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
 import type { DpopStepDeps, ProofReplay } from '../pipeline/dpopProofStep.js';
+import type { QuotaStepDeps } from '../pipeline/quotaStep.js';
 import { PeerCertificates } from '../tls/peerCertificate.js';
 import type { DpopNonces } from '../verify/dpopNonces.js';
 import type { TokenVerifier } from '../verify/tokenVerifier.js';
@@ -47,6 +48,8 @@ export function dpopStepDeps(
 export interface GatewayWiringDeps {
   /** With `dpop.enabled`: the DPoP step's parts (`dpopStepDeps`). */
   readonly dpop?: DpopStepDeps | undefined;
+  /** With quota policies: the quota step's parts (`quotaWiring.ts`). */
+  readonly quota?: QuotaStepDeps | undefined;
   readonly state: LiveState;
   readonly tokenRoute: TokenRouteDeps;
   readonly oauth: OAuthRoutes;
@@ -101,6 +104,9 @@ export function createGateway(config: Config, deps: GatewayWiringDeps): PublicGa
     ...(deps.certificateHeader === undefined ? {} : { certificateHeader: deps.certificateHeader }),
     forwards: config.mode !== 'authorizer',
     ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
+    ...(deps.quota === undefined
+      ? {}
+      : { quota: deps.quota, rateLimitFieldsAlways: config.quotas.headers === 'always' }),
     ...(freshness === null
       ? {}
       : { revocationFreshness: revocationFreshnessOf(config, freshness) }),

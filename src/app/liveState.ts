@@ -10,6 +10,7 @@ import type { ClientRegistry } from '../clients/clientRegistry.js';
 import type { Config } from '../config/types.js';
 import type { KeyRing } from '../keys/keyRing.js';
 import type { Clock } from '../lib/clock.js';
+import { type MeteringPolicy, meteringPolicies } from '../pipeline/meteringPolicies.js';
 import { compileRouteTable, type RouteTable } from '../proxy/routeTable.js';
 
 export interface LiveState {
@@ -19,6 +20,8 @@ export interface LiveState {
   clients: ClientRegistry;
   clientCount: number;
   routes: RouteTable;
+  /** `quotas.policies`, compiled (reloaded with the routes). */
+  quotaPolicies: ReadonlyMap<string, MeteringPolicy>;
   /** Shutdown began: readiness 503, every answer closes its connection. */
   draining: boolean;
   /** The shutdown grace ended: what is still open is being cut (access lines say so). */
@@ -38,6 +41,7 @@ export function initialLiveState(
     clients,
     clientCount: clients.size,
     routes: compileRouteTable(config),
+    quotaPolicies: meteringPolicies(config.quotas),
     draining: false,
     graceOver: false,
   };

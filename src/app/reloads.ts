@@ -18,6 +18,7 @@ import { isKeyDirectoryEntry } from '../keys/loadKeyRing.js';
 import type { Clock } from '../lib/clock.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
+import { meteringPolicies } from '../pipeline/meteringPolicies.js';
 import { loadProfiledClients, loadProfiledKeyRing } from '../profile/profileLoads.js';
 import type { Forwarder } from '../proxy/forwarder.js';
 import { compileRouteTable } from '../proxy/routeTable.js';
@@ -78,7 +79,8 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
       name: 'clients',
       paths: [config.clients.file],
       since: deps.since.clients,
-      load: () => loadProfiledClients(config),
+      // A client's quota names a policy of the live configuration (reloaded with the routes).
+      load: () => loadProfiledClients(config, new Set(state.quotaPolicies.keys())),
       apply: (registry) => {
         state.authenticate = createClientAuthenticator(registry, clock);
         state.clients = registry;
@@ -158,6 +160,7 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
         load: configSource.reload,
         apply: (next) => {
           state.routes = compileRouteTable(next);
+          state.quotaPolicies = meteringPolicies(next.quotas);
           deps.forwarder.setOrigins(state.routes.origins);
           const changed = settingsNeedingRestart(config, next);
           if (changed.length > 0) {
@@ -173,9 +176,9 @@ export function watchReloadSources(deps: ReloadDeps): WatchedSource[] {
   return sources;
 }
 
-/** Top-level settings a reload cannot apply (only routes and upstream.default reload). */
+/** Top-level settings a reload cannot apply (only routes, upstream.default and quotas.policies reload). */
 function settingsNeedingRestart(current: Config, next: Config): string[] {
-  const ignored = new Set(['routes', 'upstream']);
+  const ignored = new Set(['routes', 'upstream', 'quotas']);
   const changed = Object.keys(current).filter(
     (key) =>
       !ignored.has(key) &&
@@ -184,5 +187,8 @@ function settingsNeedingRestart(current: Config, next: Config): string[] {
   const { default: _d, ...restNow } = current.upstream;
   const { default: _n, ...restNext } = next.upstream;
   if (JSON.stringify(restNow) !== JSON.stringify(restNext)) changed.push('upstream');
+  const { policies: _p, ...quotasNow } = current.quotas;
+  const { policies: _q, ...quotasNext } = next.quotas;
+  if (JSON.stringify(quotasNow) !== JSON.stringify(quotasNext)) changed.push('quotas');
   return changed;
 }

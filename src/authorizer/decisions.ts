@@ -10,7 +10,8 @@
  *   - whether the proxy may cache the decision: off by default; when on,
  *     `private, max-age=N` with N at most `authorizer.cacheDecisions.maxAgeSeconds` and
  *     never past the token's `exp` (docs/authorizer.md#cacheable-decisions). A refusal is
- *     never cacheable (the entries write `no-store`).
+ *     never cacheable (the entries write `no-store`), nor is a metered request's allow
+ *     (each request must be counted).
  */
 import type { AuthorizerConfig } from '../config/types.js';
 import type { Principal } from '../domain/principal.js';
@@ -102,7 +103,8 @@ export class Decisions {
 
   /** How long the proxy may keep this allow decision, in whole seconds; 0: not at all. */
   cacheSeconds(request: AccessRequest): number {
-    if (this.#maxAge === 0) return 0;
+    // A metered request is counted when it is asked: a cached allow would go uncounted.
+    if (this.#maxAge === 0 || request.quota !== null) return 0;
     const left = (request.principal as Principal).expiresAt - epochSeconds(this.#clock);
     return Math.max(0, Math.min(this.#maxAge, Math.floor(left)));
   }

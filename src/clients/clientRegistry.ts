@@ -54,6 +54,8 @@ export interface ClientRecord extends OAuthClientFields {
    * its certificate (RFC 8705), and only such tokens of it pass at the edge.
    */
   readonly requireSenderConstrained: boolean;
+  /** Its own quota policy (`quotas.policies`), over the route's; null: the route's. */
+  readonly quota: string | null;
 }
 
 export const MAX_SECRETS_PER_CLIENT = 2;
@@ -69,9 +71,12 @@ const CLIENT_FIELDS = new Set<string>([
   'requireCertificate',
   'requireCertificateBound',
   'requireSenderConstrained',
+  'quota',
   ...OAUTH_FIELDS,
 ]);
 const SECRET_FIELDS = new Set(['hash', 'expiresAt']);
+/** A quota policy's name, as `quotas.policies` spells them (config/schema.ts). */
+const QUOTA_NAME = /^[a-z0-9][a-z0-9-]{0,62}$/;
 
 /** Problems with a scope list, each prefixed with `path`; empty when the list is valid. */
 /**
@@ -246,6 +251,11 @@ function validateClient(
       problems.push(`${path}.${flag}: must be true or false`);
     }
   }
+  if (entry.quota !== undefined && entry.quota !== null) {
+    if (typeof entry.quota !== 'string' || !QUOTA_NAME.test(entry.quota)) {
+      problems.push(`${path}.quota: a quotas.policies name (lowercase letters, digits and -)`);
+    }
+  }
   const keysOnly = isKeysOnly(entry.authMethods);
   const secrets = validateSecrets(entry.secrets, `${path}.secrets`, keysOnly, problems);
   const hasSecrets = !Array.isArray(entry.secrets) || entry.secrets.length > 0;
@@ -265,6 +275,7 @@ function validateClient(
     requireCertificate: entry.requireCertificate === true || entry.requireCertificateBound === true,
     requireCertificateBound: entry.requireCertificateBound === true,
     requireSenderConstrained: entry.requireSenderConstrained === true,
+    quota: typeof entry.quota === 'string' ? entry.quota : null,
     ...oauth,
   });
   return { id, record };

@@ -37,6 +37,8 @@ export interface ClientsFileEntry extends ClientAuthFields {
   requireCertificate?: boolean;
   requireCertificateBound?: boolean;
   requireSenderConstrained?: boolean;
+  /** A `quotas.policies` name: the client's own quota policy. */
+  quota?: string;
 }
 
 /** A client's OAuth 2.0 fields as the file holds them (`oauthClientFields.ts`). */

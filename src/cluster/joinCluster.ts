@@ -8,14 +8,17 @@
  */
 
 import cluster from 'node:cluster';
+import { metersRequests } from '../app/quotaWiring.js';
 import type { Config } from '../config/types.js';
 import { type Clock, systemClock } from '../lib/clock.js';
 import type { Limiter } from '../limits/limiter.js';
+import type { Meter } from '../limits/meter.js';
 import { anyTokenLimit, tokenLimiterSettings } from '../limits/tokenEndpointLimits.js';
 import { type AssertionReplayStore, usesReplayStore } from '../oauth/assertionReplayStore.js';
 import type { DestinationStream } from '../observability/logger.js';
 import { IpcLimiter } from './ipcLimiter.js';
 import { IpcLogDestination } from './ipcLogDestination.js';
+import { IpcMeter } from './ipcMeter.js';
 import { IpcReplayStore } from './ipcReplayStore.js';
 import { RevocationMirror } from './revocationMirror.js';
 import { WorkerChannel } from './workerChannel.js';
@@ -28,6 +31,8 @@ export interface ClusterWorkerParts {
   readonly limiter?: Limiter;
   /** The primary's replay store (`oauth.replayStore: local`); undefined: made here (Redis). */
   readonly replay?: AssertionReplayStore;
+  /** The primary's quota meter (`quotas.store: local`); undefined: made here (Redis, or none). */
+  readonly meter?: Meter;
   readonly logDestination: DestinationStream;
   readonly logDrops: () => number;
   /** node:cluster's id of this worker (1, 2, …; a replacement gets the next one). */
@@ -71,6 +76,9 @@ export async function joinCluster(
       : {}),
     ...(usesReplayStore(config) && config.oauth.replayStore === 'local'
       ? { replay: new IpcReplayStore(channel) }
+      : {}),
+    ...(metersRequests(config) && config.quotas.store === 'local'
+      ? { meter: new IpcMeter(channel) }
       : {}),
     logDestination: log as unknown as DestinationStream,
     logDrops: () => log.dropped,

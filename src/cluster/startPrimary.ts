@@ -28,7 +28,6 @@ import { systemClock } from '../lib/clock.js';
 import { GROUP_NONCE_SECRET_ENV, newGroupSecret } from '../lib/groupSecret.js';
 import type { Limiter } from '../limits/limiter.js';
 import { LocalLimiter } from '../limits/localLimiter.js';
-import { DEFAULT_MAX_QUOTA_KEYS } from '../limits/localMeter.js';
 import {
   anyTokenLimit,
   familiesByName,
@@ -103,7 +102,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
   const families = familiesByName(tokenLimitFamilies(limits));
 
   // Policies travel with each call (ipcMeter.ts): the meter needs no quota config.
-  const quotas = new PrimaryMeter(DEFAULT_MAX_QUOTA_KEYS, clock);
+  const quotas = new PrimaryMeter(config.quotas.maxTrackedKeys, clock);
 
   const replay =
     usesReplayStore(config) && config.oauth.replayStore === 'local'

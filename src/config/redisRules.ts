@@ -63,6 +63,9 @@ export function redisProblems(config: Loose, target: RedisTarget | null | undefi
   if (section(config.tokenLimits).store === 'redis' && target === null) {
     problems.push(`tokenLimits.store: "redis" ${NEEDS_REDIS} (or PORTARIA_REDIS_URL)`);
   }
+  if (section(config.quotas).store === 'redis' && target === null) {
+    problems.push(`quotas.store: "redis" ${NEEDS_REDIS} (or PORTARIA_REDIS_URL)`);
+  }
   return problems;
 }
 

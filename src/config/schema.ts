@@ -17,6 +17,9 @@ const scopeList = { ...scopeItems, default: [] } as const;
 const oauthPath = { type: 'string', pattern: '^(/[A-Za-z0-9_~-][A-Za-z0-9._~-]*)+$' } as const;
 
 const nullableText = { type: ['string', 'null'], minLength: 1, default: null } as const;
+/** A quota policy's name (`quotas.policies`): it goes into Redis keys and RateLimit items. */
+const QUOTA_NAME = '^[a-z0-9][a-z0-9-]{0,62}$';
+const quotaName = { type: 'string', pattern: QUOTA_NAME } as const;
 /** Redis nodes as `host:port` (`[v6]:port` for an IPv6 address). */
 const redisNodes = {
   type: 'array',
@@ -343,6 +346,7 @@ export const configSchema = {
           audience: { type: 'string', minLength: 1 },
           requireCertificateBound: { type: 'boolean', default: false },
           requireSenderConstrained: { type: 'boolean', default: false },
+          quota: quotaName,
         },
       },
     },
@@ -365,6 +369,7 @@ export const configSchema = {
                 // No default: ajv ignores defaults inside oneOf (strict mode refuses one).
                 requireCertificateBound: { type: 'boolean' },
                 requireSenderConstrained: { type: 'boolean' },
+                quota: quotaName,
               },
             },
           ],
@@ -449,6 +454,64 @@ export const configSchema = {
             // The HMAC secret every replica shares; null: a random one per process group.
             secretFile: nullableText,
             lifetimeSeconds: { type: 'integer', minimum: 10, maximum: 3600, default: 300 },
+          },
+        },
+      },
+    },
+    // Per-partner rate limits and quotas on API routes (docs/quotas.md); rules in
+    // quotaRules.ts.
+    quotas: {
+      type: 'object',
+      additionalProperties: false,
+      default: {},
+      properties: {
+        // Where the counters live: this process group, or Redis shared by every replica.
+        store: { enum: ['local', 'redis'], default: 'local' },
+        // Redis unusable: let requests through (counted), or refuse them with 503.
+        whenRedisDown: { enum: ['open', 'closed'], default: 'open' },
+        // RateLimit-Policy and RateLimit fields: on every metered answer, on 429s only, never.
+        headers: { enum: ['always', 'refusals', 'off'], default: 'always' },
+        // The most counters one process group keeps (local store); the least recently used go first.
+        maxTrackedKeys: { type: 'integer', minimum: 100, maximum: 10_000_000, default: 100_000 },
+        policies: {
+          type: 'object',
+          default: {},
+          maxProperties: 1000,
+          propertyNames: { pattern: QUOTA_NAME },
+          additionalProperties: {
+            type: 'object',
+            additionalProperties: false,
+            properties: {
+              // A token bucket: perSecond refills, burst is its size (default: perSecond, at least 1).
+              rate: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['perSecond'],
+                properties: {
+                  perSecond: { type: 'number', exclusiveMinimum: 0, maximum: 1_000_000 },
+                  burst: { type: 'integer', minimum: 1, maximum: 1_000_000_000 },
+                },
+              },
+              // So many requests per calendar window, in a time zone (IANA name).
+              quota: {
+                type: 'object',
+                additionalProperties: false,
+                required: ['limit', 'window'],
+                properties: {
+                  limit: { type: 'integer', minimum: 1, maximum: 1_000_000_000_000 },
+                  window: { enum: ['minute', 'hour', 'day', 'month'] },
+                  timeZone: { type: 'string', minLength: 1, maxLength: 64, default: 'UTC' },
+                },
+              },
+              // Whose counters: the partner's (one set over every route), or per route too.
+              per: { enum: ['client', 'client-route'], default: 'client' },
+              // The claim naming the partner; null: the token's client id.
+              claim: {
+                type: ['string', 'null'],
+                pattern: '^[A-Za-z_][A-Za-z0-9_.:-]{0,63}$',
+                default: null,
+              },
+            },
           },
         },
       },

@@ -120,6 +120,30 @@ export interface VerifyConfig {
   readonly cacheSize: number;
 }
 
+/** One quota policy (docs/quotas.md). */
+export interface QuotaPolicyConfig {
+  readonly rate?: { readonly perSecond: number; readonly burst?: number };
+  readonly quota?: {
+    readonly limit: number;
+    readonly window: 'minute' | 'hour' | 'day' | 'month';
+    readonly timeZone: string;
+  };
+  /** Whose counters: the partner's over every route, or per route too. */
+  readonly per: 'client' | 'client-route';
+  /** The claim naming the partner; null: the client id. */
+  readonly claim: string | null;
+}
+
+/** Per-partner rate limits and quotas on API routes (docs/quotas.md). */
+export interface QuotasConfig {
+  readonly store: 'local' | 'redis';
+  readonly whenRedisDown: 'open' | 'closed';
+  readonly headers: 'always' | 'refusals' | 'off';
+  /** The most counters the local store keeps. */
+  readonly maxTrackedKeys: number;
+  readonly policies: Readonly<Record<string, QuotaPolicyConfig>>;
+}
+
 /** DPoP (RFC 9449), docs/dpop.md. */
 export interface DpopConfig {
   /** Accept DPoP proofs at the token endpoints and DPoP tokens at the edge. */
@@ -176,6 +200,8 @@ export interface RouteConfig {
    * the certificate presented (RFC 8705); a bearer token gets 401 (default false).
    */
   readonly requireSenderConstrained?: boolean;
+  /** The quota policy metering this route (`quotas.policies`); absent: none. */
+  readonly quota?: string;
 }
 
 export interface UpstreamConfig {
@@ -187,6 +213,7 @@ export interface UpstreamConfig {
     readonly timeoutMs: number;
     readonly requireCertificateBound?: boolean;
     readonly requireSenderConstrained?: boolean;
+    readonly quota?: string;
   } | null;
   /** Default timeout for routes that name none. */
   readonly timeoutMs: number;
@@ -368,6 +395,7 @@ export interface Config {
   readonly revocation: RevocationConfig;
   readonly redis: RedisConfig;
   readonly tokenLimits: TokenLimitsConfig;
+  readonly quotas: QuotasConfig;
   readonly clientCertificate: ClientCertificateConfig;
   /** `iss` of the tokens we issue. */
   readonly issuer: string;

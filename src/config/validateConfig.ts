@@ -17,6 +17,7 @@ import { issuerProblems } from './issuerRules.js';
 import { type Loose, section, text } from './looseValues.js';
 import { oauthProblems } from './oauthRules.js';
 import { profileProblems } from './profileRules.js';
+import { quotaProblems } from './quotaRules.js';
 import { redisProblems, redisTargetOf } from './redisRules.js';
 import { routeProblems } from './routeRules.js';
 import { schemaProblems } from './schemaProblems.js';
@@ -62,6 +63,7 @@ function ruleProblems(config: Loose): string[] {
     ...redisProblems(config, redisTarget),
     ...oauthProblems(section(config.oauth), redisTarget, section(config.clientCertificate).source),
     ...tokenLimitProblems(config),
+    ...quotaProblems(config),
     ...trustedProxyProblems(config),
     ...callerHeaderProblems(config),
     ...portProblems(config),

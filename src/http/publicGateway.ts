@@ -28,12 +28,15 @@ import { JWKS_PATH, OPENAPI_PATH } from '../documents/openPaths.js';
 import type { StaticDocument } from '../documents/staticDocument.js';
 import { TOKEN_PATH } from '../domain/requestPath.js';
 import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
+import { rateLimitFields } from '../limits/rateLimitFields.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
 import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
+import type { QuotaDecision } from '../pipeline/meteringPolicies.js';
 import { type ProtectedStep, protectedSteps } from '../pipeline/protectedSteps.js';
+import type { QuotaStepDeps } from '../pipeline/quotaStep.js';
 import { runSteps } from '../pipeline/runSteps.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
@@ -89,6 +92,10 @@ export interface PublicGatewayDeps {
   readonly webSockets: WebSocketProxy;
   /** With `dpop.enabled`: DPoP proofs read and checked (`pipeline/dpopProofStep.ts`). */
   readonly dpop?: DpopStepDeps;
+  /** With quota policies: the quota step's parts (`pipeline/quotaStep.ts`). */
+  readonly quota?: QuotaStepDeps;
+  /** `quotas.headers: always`: an allowed metered answer carries the RateLimit fields too. */
+  readonly rateLimitFieldsAlways?: boolean;
   /** False with `mode: authorizer`: a protected request gets 404 `decisions-only`. Default true. */
   readonly forwards?: boolean;
   readonly logger: Logger;
@@ -147,6 +154,7 @@ export class PublicGateway {
         ? {}
         : { clientRequiresSenderConstrained: deps.clientRequiresSenderConstrained }),
       ...(deps.dpop === undefined ? {} : { dpop: deps.dpop }),
+      ...(deps.quota === undefined ? {} : { quota: deps.quota }),
       onStaleRefusal: (kind) => deps.metrics.revocationStaleRefusal(kind),
       ...(deps.revocationFreshness === undefined
         ? {}
@@ -269,6 +277,13 @@ export class PublicGateway {
   #forward(req: IncomingMessage, res: GatewayResponse): void {
     const scope = res.scope;
     continueBody(res);
+    const reading = scope.quota?.reading;
+    if (reading != null && this.#deps.rateLimitFieldsAlways === true) {
+      const fields = rateLimitFields((scope.quota as QuotaDecision).policy, reading);
+      if (fields !== null) {
+        scope.addedResponseFields = ['ratelimit-policy', fields.policy, 'ratelimit', fields.limit];
+      }
+    }
     this.#deps.forwarder.dispatch(
       req,
       res,

@@ -18,6 +18,7 @@ import { type AccessRecord, pathOf } from '../observability/accessLine.js';
 import type { MethodClass } from '../observability/metrics.js';
 import type { RequestTrace } from '../observability/tracing.js';
 import type { AccessRequest, AuthScheme } from '../pipeline/accessRequest.js';
+import type { QuotaDecision } from '../pipeline/meteringPolicies.js';
 import type { ForwardContext } from '../proxy/forwarder.js';
 import type { ForwardedProto } from '../proxy/headers.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
@@ -61,6 +62,10 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   proven = false;
   /** The route that serves the path (route step). */
   route: CompiledRoute | null = null;
+  /** The quota step's decision (a metered request). */
+  quota: QuotaDecision | null = null;
+  /** Fields the gateway adds to the upstream's answer (the RateLimit fields); null: none. */
+  addedResponseFields: readonly string[] | null = null;
   /** Why the upstream cut a response short after its head was sent (the forwarder sets it). */
   upstreamCut: UpstreamErrorKind | undefined = undefined;
   /** Bounded route label: a route id or one of the fixed names (token, jwks, …). */

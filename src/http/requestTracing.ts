@@ -26,7 +26,7 @@ export function startRequestTrace(
 
 /** Ends the server span with the status the access line reports. */
 export function endRequestTrace(scope: RequestScope, status: number): void {
-  scope.trace?.end(status, scope.routeId, scope.reason, scope.clientId);
+  scope.trace?.end(status, scope.routeId, scope.reason, scope.clientId, scope.quota);
 }
 
 /** The trace the access line names: one recorded here or the caller's (`RequestTrace.logged`). */

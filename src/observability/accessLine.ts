@@ -44,6 +44,11 @@ export interface AccessRecord {
   readonly interactionId?: string | undefined;
   /** A decision's entry (`nginx`, `traefik`, `envoy`, `envoy-grpc`): the line is a decision's. */
   readonly decision?: string | undefined;
+  /** A metered request's quota decision: its policy (a configured name) and outcome (closed set). */
+  readonly quota?: {
+    readonly policy: { readonly name: string };
+    readonly outcome: string;
+  } | null;
 }
 
 /** The field names, in the order they are written. */
@@ -66,6 +71,8 @@ export const ACCESS_FIELDS = {
   reason: 'portaria.reason',
   interactionId: 'portaria.fapi.interaction_id',
   decision: 'portaria.decision.entry',
+  quotaPolicy: 'portaria.quota.policy',
+  quotaOutcome: 'portaria.quota.outcome',
   truncated: 'portaria.truncated',
   exceptionType: 'exception.type',
   exceptionMessage: 'exception.message',
@@ -227,6 +234,11 @@ export function accessFieldsJson(r: AccessRecord): string {
   }
   // A fixed name (the entries' own): written as it is.
   if (r.decision !== undefined) line += `${m.decision}"${r.decision}"`;
+  // Both bounded where they are made: a policy name (63 characters of [a-z0-9-]), a fixed outcome.
+  const quota = r.quota;
+  if (quota != null) {
+    line += `${m.quotaPolicy}"${quota.policy.name}"${m.quotaOutcome}"${quota.outcome}"`;
+  }
   if (cutNames.length > 0) line += m.truncated + JSON.stringify(cutNames);
   return line;
 }
@@ -282,6 +294,10 @@ export function accessFieldsObject(r: AccessRecord, error?: unknown): Record<str
     fields[f.interactionId] = text(f.interactionId, r.interactionId, INTERACTION_ID_BYTES);
   }
   if (r.decision !== undefined) fields[f.decision] = r.decision;
+  if (r.quota != null) {
+    fields[f.quotaPolicy] = r.quota.policy.name;
+    fields[f.quotaOutcome] = r.quota.outcome;
+  }
   if (error !== undefined) {
     const e = error instanceof Error ? error : undefined;
     fields[f.exceptionType] = text(

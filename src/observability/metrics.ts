@@ -42,6 +42,9 @@ const DURATION_BUCKETS = [
 /** One process's metrics as prom-client's `getMetricsAsJSON()` gives them (clusterMetrics.ts). */
 export type MetricsSnapshot = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
+/** The quota step's outcomes (`pipeline/quotaStep.ts`). */
+export type QuotaOutcomeLabel = 'allowed' | 'refused' | 'unavailable-open' | 'unavailable-closed';
+
 export interface Metrics {
   /** The Prometheus text exposition of every metric, and its content type. */
   exposition(): Promise<{ contentType: string; text: string }>;
@@ -99,6 +102,11 @@ export interface Metrics {
   addRedisConnectionSource(role: string, connected: () => boolean): void;
   /** A token request refused by a token limit. */
   tokenLimitRefusal(reason: TokenLimitReason): void;
+  /**
+   * A metered request's quota decision: `policy` a configured name, `route` a route id
+   * (both bounded by the configuration), `outcome` a closed set.
+   */
+  quotaDecision(policy: string, route: string, outcome: QuotaOutcomeLabel): void;
   /** A token-limit check answered locally because Redis could not be used. */
   tokenLimitFallback(check: TokenLimitCheck): void;
   /** A WebSocket tunnel closed by the gateway because its token ended. */
@@ -453,6 +461,12 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     labelNames: ['outcome'] as const,
     registers,
   });
+  const quotaDecisions = new Counter({
+    name: 'portaria_quota_decisions_total',
+    help: 'Metered requests by quota policy, route and outcome: allowed, refused (429), unavailable-open (the quota store could not answer; let through), unavailable-closed (503).',
+    labelNames: ['policy', 'route', 'outcome'] as const,
+    registers,
+  });
   const staleRefusals = new Counter({
     name: 'portaria_revocation_stale_refusals_total',
     help: 'Protected requests and introspections refused with 503 because the revocation list was older than revocation.maxSyncLagSeconds, by method class (an introspection is a POST: unsafe).',
@@ -621,6 +635,9 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     },
     addRedisConnectionSource(role, connected) {
       redisConnections.set(role, connected);
+    },
+    quotaDecision(policy, route, outcome) {
+      quotaDecisions.labels(policy, route, outcome).inc();
     },
     tokenLimitRefusal(reason) {
       limitRefusals.labels(reason).inc();

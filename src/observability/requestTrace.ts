@@ -29,7 +29,15 @@ export const ATTR = {
   revoked: 'portaria.token.revoked',
   fetchTrigger: 'portaria.jwks.trigger',
   fetchOutcome: 'portaria.jwks.outcome',
+  quotaPolicy: 'portaria.quota.policy',
+  quotaOutcome: 'portaria.quota.outcome',
 } as const;
+
+/** A metered request's quota decision, as the span names it (bounded: a policy name, a fixed outcome). */
+export interface TracedQuota {
+  readonly policy: { readonly name: string };
+  readonly outcome: string;
+}
 
 /** The verification running now (set synchronously around it), for hooks called inside it. */
 export interface TraceSlot {
@@ -339,6 +347,7 @@ export class RequestTrace {
     routeId: string,
     reason: string | undefined,
     clientId: string | undefined,
+    quota: TracedQuota | null = null,
   ): void {
     const server = this.#server;
     if (server === null || server.end !== 0) return;
@@ -351,6 +360,10 @@ export class RequestTrace {
     }
     if (reason !== undefined) attributes[ATTR.reason] = reason;
     if (clientId !== undefined) attributes[ATTR.client] = clientId;
+    if (quota !== null) {
+      attributes[ATTR.quotaPolicy] = quota.policy.name;
+      attributes[ATTR.quotaOutcome] = quota.outcome;
+    }
     // A server span is an error for 5xx only: a 4xx is the caller's (HTTP conventions).
     if (status >= 500) {
       attributes['error.type'] = reason ?? String(status);

@@ -11,6 +11,7 @@ import type { RequestTarget } from '../domain/requestPath.js';
 import type { MethodClass } from '../observability/metrics.js';
 import type { RequestTrace } from '../observability/tracing.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
+import type { QuotaDecision } from './meteringPolicies.js';
 
 /** An authorization scheme the edge accepts (lower case, RFC 9110 §11.1: case-insensitive). */
 export type AuthScheme = 'bearer' | 'dpop';
@@ -56,4 +57,6 @@ export interface AccessRequest {
   /** The route serving the path (route step), and its bounded label. */
   route: CompiledRoute | null;
   routeId: string;
+  /** The quota step's decision on a metered request; null: not metered (yet). */
+  quota: QuotaDecision | null;
 }

@@ -23,6 +23,9 @@
  *   binding required  a bearer token where the route or the client requires bound ones,
  *                  or sender-constrained ones (certificate- or DPoP-bound; 401 invalid_token)
  *   scopes         every scope the route requires (else 403 insufficient_scope)
+ *   quota          with quota policies: the partner's rate and quota on this route (429
+ *                  quota-exceeded; quotaStep.ts), last, so only a request that would be
+ *                  served is counted, and before any upstream work
  *
  * A new check is a new step and one line in the list. Failures are thrown PortariaErrors;
  * the entry writes them, and the challenge, from their code (`http/challenge.ts`).
@@ -41,6 +44,7 @@ import {
 } from './certificateBinding.js';
 import { credentials } from './credentials.js';
 import { type DpopStepDeps, dpopOff, dpopProofStep } from './dpopProofStep.js';
+import { type QuotaStepDeps, quotaStep } from './quotaStep.js';
 import type { Step } from './runSteps.js';
 
 export interface ProtectedStepsDeps {
@@ -69,6 +73,8 @@ export interface ProtectedStepsDeps {
   readonly clientRequiresSenderConstrained?: ClientRequiresBinding;
   /** With `dpop.enabled`: the DPoP scheme is accepted and its proofs checked. */
   readonly dpop?: DpopStepDeps;
+  /** With quota policies configured: metered requests are counted and refused past their limit. */
+  readonly quota?: QuotaStepDeps;
 }
 
 export type ProtectedStep = Step<AccessRequest>;
@@ -91,6 +97,7 @@ export function protectedSteps(deps: ProtectedStepsDeps): readonly ProtectedStep
       deps.clientRequiresSenderConstrained ?? NO_CLIENT_REQUIRES_BINDING,
     ),
     scopes,
+    ...(deps.quota === undefined ? [] : [quotaStep(deps.quota)]),
   ];
 }
 

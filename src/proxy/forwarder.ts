@@ -54,6 +54,11 @@ export interface ForwardContext {
   upstreamMs: number | undefined;
   /** The request's trace when tracing is on (the upstream call gets its span). */
   readonly trace?: UpstreamTracer | null;
+  /**
+   * Fields the gateway adds to the answer, `[name, value, …]` (the RateLimit fields), after
+   * the upstream's own: a list field of the same name is then one list (RFC 9110 §5.3).
+   */
+  readonly addedResponseFields?: readonly string[] | null;
 }
 
 export interface ForwarderOptions {
@@ -214,6 +219,8 @@ class Exchange implements Dispatcher.DispatchHandler {
     // representation, and no body follows either way).
     if (statusCode === 204) headers['content-length'] = undefined;
     const list = this.#policy.downstreamResponseHeaderList(headers, this.#ctx.requestId);
+    const added = this.#ctx.addedResponseFields;
+    if (added != null) for (let i = 0; i < added.length; i++) list.push(added[i] as string);
     // The upstream answered before the client finished sending its body (an early 401 or
     // 413). That body's end is now nowhere to go — undici dropped the request stream — so
     // the client's connection cannot carry another request: say so and close it after

@@ -30,6 +30,8 @@ export interface CompiledRoute {
   readonly requireCertificateBound: boolean;
   /** Only DPoP- or certificate-bound tokens pass (`requireSenderConstrained`). */
   readonly requireSenderConstrained: boolean;
+  /** The quota policy metering the route (`quotas.policies`); null: none. */
+  readonly quota: string | null;
 }
 
 export interface RouteTable {
@@ -80,6 +82,7 @@ function compileRoute(
   audience: string | null,
   requireCertificateBound: boolean,
   requireSenderConstrained: boolean,
+  quota: string | null,
   shared: SharedValues,
 ): CompiledRoute {
   // No upstream (`mode: authorizer`): the route decides, nothing is forwarded.
@@ -96,6 +99,7 @@ function compileRoute(
     timeoutMs,
     requireCertificateBound,
     requireSenderConstrained,
+    quota,
   });
 }
 
@@ -133,6 +137,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
       r.audience,
       r.requireCertificateBound === true,
       r.requireSenderConstrained === true,
+      r.quota ?? null,
       shared,
     ),
   );
@@ -159,6 +164,7 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
           null,
           config.upstream.default.requireCertificateBound === true,
           config.upstream.default.requireSenderConstrained === true,
+          config.upstream.default.quota ?? null,
           shared,
         );
   const all = fallback === null ? routes : [...routes, fallback];
@@ -192,17 +198,23 @@ export function compileRouteTable(config: Pick<Config, 'routes' | 'upstream'>): 
 }
 
 /**
- * `route`, requiring `other`'s scopes, audiences and token binding too (the same
- * object when that adds none).
+ * `route`, requiring `other`'s scopes, audiences and token binding too, and metered by
+ * its policy when `route` has none (the same object when that adds nothing).
  */
 function withScopesOf(route: CompiledRoute, other: CompiledRoute | null): CompiledRoute {
   const extra = other?.scopes.filter((scope) => !route.scopes.includes(scope)) ?? [];
   const audiences = other?.audiences.filter((aud) => !route.audiences.includes(aud)) ?? [];
   const bound = other?.requireCertificateBound === true && !route.requireCertificateBound;
   const constrained = other?.requireSenderConstrained === true && !route.requireSenderConstrained;
-  if (extra.length === 0 && audiences.length === 0 && !bound && !constrained) return route;
+  // Metered there and not here: a dot must not be a way around the meter.
+  const quota = route.quota ?? other?.quota ?? null;
+  const metered = quota !== route.quota;
+  if (extra.length === 0 && audiences.length === 0 && !bound && !constrained && !metered) {
+    return route;
+  }
   return Object.freeze({
     ...route,
+    quota,
     scopes: Object.freeze([...route.scopes, ...extra]),
     audiences: Object.freeze([...route.audiences, ...audiences]),
     requireCertificateBound: route.requireCertificateBound || bound,

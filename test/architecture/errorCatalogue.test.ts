@@ -30,6 +30,7 @@ test('the error catalogue is pinned: code → status', () => {
     'payload-too-large': 413,
     'unsupported-media-type': 415,
     'too-many-requests': 429,
+    'quota-exceeded': 429,
     'headers-too-large': 431,
     'not-implemented': 501,
     'upstream-unavailable': 502,

@@ -32,7 +32,7 @@ const ALLOWED: Record<string, readonly string[]> = {
   // Client certificates from a proxy's header: formats, CA and CRL files, verification.
   certificates: ['domain', 'config', 'lib', 'errors'],
   // The protected steps over the plain per-request value: no entry's objects.
-  pipeline: ['verify', 'proxy', 'observability', 'domain', 'config', 'lib', 'errors'],
+  pipeline: ['verify', 'proxy', 'limits', 'observability', 'domain', 'config', 'lib', 'errors'],
   oauth: [
     'clients',
     'keys',

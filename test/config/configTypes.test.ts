@@ -71,6 +71,13 @@ const EVERY_SETTING = {
     replayStore: 'local',
     mtlsBaseUrl: 'https://mtls.example',
   },
+  quotas: {
+    store: 'local',
+    whenRedisDown: 'open',
+    headers: 'always',
+    maxTrackedKeys: 100_000,
+    policies: {},
+  },
   tokenLimits: {
     store: 'local',
     maxTrackedKeys: 1,
@@ -120,6 +127,7 @@ const EVERY_SETTING = {
       audience: null,
       requireCertificateBound: false,
       requireSenderConstrained: false,
+      quota: 'q',
     },
   ],
   upstream: {
@@ -129,6 +137,7 @@ const EVERY_SETTING = {
       timeoutMs: 1,
       requireCertificateBound: false,
       requireSenderConstrained: false,
+      quota: 'q',
     },
     timeoutMs: 1,
     connections: 1,
@@ -163,7 +172,7 @@ const EVERY_SETTING = {
 const NOT_IN_THE_FILE = ['demo'];
 
 /** Settings whose value is a map keyed by data (header names), not by setting names. */
-const MAPS = new Set(['identityHeaders']);
+const MAPS = new Set(['identityHeaders', 'quotas.policies']);
 
 type Schema = {
   readonly properties?: Readonly<Record<string, Schema>>;

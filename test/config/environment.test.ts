@@ -84,10 +84,11 @@ function candidates(node: Node): [string, unknown][] {
     ];
   }
   // Maps and nullable objects: JSON.
-  return ['{"sub":"X-Env-Sub"}', '{"upstream":"http://127.0.0.1:9"}'].map((v) => [
-    v,
-    JSON.parse(v),
-  ]);
+  return [
+    '{"sub":"X-Env-Sub"}',
+    '{"upstream":"http://127.0.0.1:9"}',
+    '{"envpolicy":{"quota":{"limit":5,"window":"day","timeZone":"UTC"},"per":"client","claim":null}}',
+  ].map((v) => [v, JSON.parse(v)]);
 }
 
 /** True when every member `expected` names is in `actual` (defaults fill in the rest). */

@@ -153,8 +153,10 @@ describe('config/portaria.example.yaml', () => {
       upstream: commentedExample(text, 'default'),
       ...commentedExample(text, 'identityHeaders'),
       ...commentedExample(text, 'issuers'),
+      quotas: commentedExample(text, 'policies'),
     };
     const config = validateConfig(settings, { baseDir: '/' });
+    assert.deepEqual(Object.keys(config.quotas.policies), ['partner-standard']);
     assert.deepEqual(
       config.issuers.map((i) => [
         i.id,
@@ -181,6 +183,7 @@ describe('config/portaria.example.yaml', () => {
       timeoutMs: 10_000,
       requireCertificateBound: true,
       requireSenderConstrained: true,
+      quota: 'partner-standard',
     });
     assert.equal(config.identityHeaders.client_id, 'X-Partner-Id');
   });

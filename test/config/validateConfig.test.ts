@@ -391,6 +391,13 @@ describe('validateConfig', () => {
         connectTimeoutMs: 2000,
         commandTimeoutMs: 1000,
       },
+      quotas: {
+        store: 'local',
+        whenRedisDown: 'open',
+        headers: 'always',
+        maxTrackedKeys: 100_000,
+        policies: {},
+      },
       tokenLimits: {
         store: 'local',
         maxTrackedKeys: 100_000,

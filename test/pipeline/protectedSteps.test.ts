@@ -165,6 +165,7 @@ function request(
     clientId: undefined,
     route: null,
     routeId: 'unmatched',
+    quota: null,
   };
 }
 

@@ -134,6 +134,7 @@ describe('compileRouteTable', () => {
       timeoutMs: 700,
       requireCertificateBound: false,
       requireSenderConstrained: false,
+      quota: null,
     });
     assert.deepEqual(withDefault.origins, ['http://127.0.0.1:3000', 'http://127.0.0.1:4000']);
   });
