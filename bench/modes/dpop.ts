@@ -28,7 +28,7 @@
  * Targets: dpop ≥ 0.5 × bearer in req/s (one signature check per request).
  *
  *   npm run bench -- --mode dpop [--rounds 6] [--duration 5] [--warmup 3] [--connections 16]
- *     [--window 60]
+ *     [--window 60] [--cpu-prof-dir DIR]
  *
  * Needs redis-server, taskset and 2 CPUs.
  */
@@ -54,6 +54,8 @@ const OPTIONS = {
   warmup: { type: 'string', default: '3' },
   connections: { type: 'string', default: '16' },
   window: { type: 'string', default: '60' },
+  // A directory: the local-store gateway writes a V8 CPU profile there when it stops.
+  'cpu-prof-dir': { type: 'string' },
 } as const;
 
 /** One client key, signing proofs the way a client does (RFC 9449 §4.2), ES256. */
@@ -222,6 +224,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   const warmupS = positiveInt(values, 'warmup');
   const connections = positiveInt(values, 'connections');
   const windowS = positiveInt(values, 'window');
+  const profileDir = values['cpu-prof-dir'];
   if (windowS < 5 || windowS > 300) fail('--window: dpop.proofWindowSeconds is 5..300');
   if (durationS + 5 > windowS) fail('--window: a phase and its batch must fit in the window');
   if (availableParallelism() < 2 || spawnSync('taskset', ['-V']).status !== 0) {
@@ -258,6 +261,9 @@ export async function run(argv: readonly string[]): Promise<number> {
       dir: join(work, 'local'),
       upstream: upstream.info.url,
       overrides: settings({ oauth: { replayStore: 'local' } }),
+      ...(profileDir === undefined
+        ? {}
+        : { nodeArgs: ['--cpu-prof', `--cpu-prof-dir=${profileDir}`] }),
     });
     const shared = await startGateway(children, {
       name: 'gateway-redis',

@@ -22,7 +22,7 @@ import { type AssertionReplayStore, usesReplayStore } from '../oauth/assertionRe
 import type { ClientAuthenticationDeps } from '../oauth/clientAuthentication.js';
 import { ClientKeys } from '../oauth/clientKeys.js';
 import { assertionAudiences } from '../oauth/endpointUrls.js';
-import { LocalReplayStore } from '../oauth/localReplayStore.js';
+import { LocalReplayStore, localReplayStore } from '../oauth/localReplayStore.js';
 import { oauthSettingsOf } from '../oauth/oauthSettings.js';
 import { RedisReplayStore } from '../oauth/redisReplayStore.js';
 import type { Logger } from '../observability/logger.js';
@@ -201,7 +201,7 @@ async function openReplayStore(
   clock: Clock,
   logger: Logger,
 ): Promise<AssertionReplayStore> {
-  if (config.oauth.replayStore === 'local') return new LocalReplayStore(clock);
+  if (config.oauth.replayStore === 'local') return localReplayStore(config, clock, logger);
   const redis = createRedisClient(config.redis, { role: 'replay' });
   // Reported once per state change, not per reconnection attempt; a claim while Redis is
   // down answers 503 (fail closed).

@@ -35,7 +35,7 @@ import {
   tokenLimitFamilies,
 } from '../limits/tokenEndpointLimits.js';
 import { usesReplayStore } from '../oauth/assertionReplayStore.js';
-import { LocalReplayStore } from '../oauth/localReplayStore.js';
+import { localReplayStore } from '../oauth/localReplayStore.js';
 import { aggregateExposition, createClusterMetrics } from '../observability/clusterMetrics.js';
 import {
   createLoggers,
@@ -106,7 +106,7 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
 
   const replay =
     usesReplayStore(config) && config.oauth.replayStore === 'local'
-      ? new LocalReplayStore(clock)
+      ? localReplayStore(config, clock, logger)
       : null;
 
   let draining = false;

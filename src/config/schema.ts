@@ -326,6 +326,13 @@ export const configSchema = {
           default: [],
         },
         replayStore: { enum: ['local', 'redis'] },
+        // The local store's bound (localReplayStore.ts): ~115 bytes of heap an entry.
+        replayStoreMaxEntries: {
+          type: 'integer',
+          minimum: 1000,
+          maximum: 10_000_000,
+          default: 500_000,
+        },
         mtlsBaseUrl: { type: 'string', minLength: 1, maxLength: 512 },
       },
     },

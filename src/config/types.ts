@@ -275,6 +275,11 @@ export interface OAuthConfig {
    */
   readonly replayStore: 'local' | 'redis';
   /**
+   * Most `jti`s the `local` store holds (~115 bytes of heap each); full, it refuses new
+   * ones with 503. A DPoP proof's is held 2 × `dpop.proofWindowSeconds`.
+   */
+  readonly replayStoreMaxEntries: number;
+  /**
    * `https://host[:port]` where the OAuth endpoints are also served with client
    * certificates (RFC 8705 §5): published as `mtls_endpoint_aliases`. Absent: none.
    */

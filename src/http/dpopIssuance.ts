@@ -44,7 +44,7 @@ export async function issuanceKey(
   const now = epochSeconds(dpop.clock);
   const nonces = dpop.nonces;
   try {
-    const proof = await checkDpopProof(scope.dpopProof, {
+    const proof = checkDpopProof(scope.dpopProof, {
       method: scope.method,
       url: scope.origin + (scope.target?.path ?? ''),
       now,

@@ -75,11 +75,13 @@ export const dpopOff: Step<AccessRequest> = {
 export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
   const { algorithms, windowSeconds, replay, clock, nonces } = deps;
   const nonceValid = nonces === null ? undefined : (nonce: string) => nonces.accepts(nonce);
-  const check = async (request: AccessRequest, jkt: string): Promise<void> => {
+  // Synchronous up to the replay claim: a promise only when the store answers with one
+  // (Redis, the primary's store over IPC), none with the local store.
+  const check = (request: AccessRequest, jkt: string): void | Promise<void> => {
     const now = epochSeconds(clock);
-    let proof: Awaited<ReturnType<typeof checkDpopProof>>;
+    let proof: ReturnType<typeof checkDpopProof>;
     try {
-      proof = await checkDpopProof(request.dpopProof as string, {
+      proof = checkDpopProof(request.dpopProof as string, {
         method: request.method,
         url: request.origin + (request.target?.path ?? ''),
         now,
@@ -98,9 +100,12 @@ export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
         'The DPoP proof is signed by another key than the token is bound to.',
       );
     }
-    const fresh = await replay.claim(`dpop:${jkt}`, proof.jti, (now + 2 * windowSeconds) * 1000);
-    if (!fresh) throw proofRefused('dpop-replayed', 'This DPoP proof was used before.');
-    request.proven = true;
+    const claimed = replay.claim(`dpop:${jkt}`, proof.jti, (now + 2 * windowSeconds) * 1000);
+    const settle = (fresh: boolean): void => {
+      if (!fresh) throw proofRefused('dpop-replayed', 'This DPoP proof was used before.');
+      request.proven = true;
+    };
+    return typeof claimed === 'boolean' ? settle(claimed) : claimed.then(settle);
   };
   return {
     name: 'dpop proof',

@@ -20,16 +20,20 @@
  * header does not) — and only after that key verified a proof. Every header check runs
  * before the lookup, so a refused header never reaches it; a header differing by one
  * byte is another entry, never the cached key.
+ *
+ * The checks before the signature are the token verifier's (`tokenVerifier.ts`): the one
+ * canonical base64url spelling of each part (`compactJws.ts`), `alg` fitting the key's
+ * type and size (`signatureParameters.ts`: the curve, RSA of 2048 bits or more), the
+ * signature's length for the key (`signatureLength.ts`); then Node's synchronous
+ * `crypto.verify` (`jwsSignature.ts`), where jose's `compactVerify` went through WebCrypto
+ * on the thread pool at about twice the CPU (bench/RESULTS.md). The check is synchronous:
+ * the step waits only for a replay store that does.
  */
-import { createHash } from 'node:crypto';
-import {
-  type CryptoKey,
-  calculateJwkThumbprint,
-  compactVerify,
-  importJWK,
-  type JWK,
-  type KeyObject,
-} from 'jose';
+import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { signatureParameters } from '../keys/signatureParameters.js';
+import { assertCompactJws, base64urlLength, signatureSegmentLength } from './compactJws.js';
+import { verifyJwsSignature } from './jwsSignature.js';
+import { signatureLength } from './signatureLength.js';
 
 /** The asymmetric algorithms a proof may use (RFC 9449 §4.2: no symmetric, no `none`). */
 export const DPOP_ALGORITHMS = ['ES256', 'ES384', 'EdDSA', 'PS256', 'RS256'] as const;
@@ -84,14 +88,12 @@ export interface CheckedProof {
   readonly iat: number;
 }
 
-const JWS = /^[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+\.[A-Za-z0-9_-]+$/;
-
 /** Proof keys kept per process: far more clients than one gateway sees at once. */
 export const PROOF_KEY_CACHE_SIZE = 1000;
 
-/** A proof header's key, imported for its `alg`, and the key's RFC 7638 thumbprint. */
+/** A proof header's key, checked fit for its `alg`, and the key's RFC 7638 thumbprint. */
 interface ProofKey {
-  readonly key: CryptoKey | KeyObject;
+  readonly key: KeyObject;
   readonly jkt: string;
 }
 
@@ -136,15 +138,22 @@ export class ProofKeyCache {
 
 const processProofKeys = new ProofKeyCache();
 
-export async function checkDpopProof(
+export function checkDpopProof(
   proof: string,
   expect: ProofExpectation,
   keys: ProofKeyCache = processProofKeys,
-): Promise<CheckedProof> {
-  if (proof.length > MAX_PROOF_LENGTH || !JWS.test(proof)) {
+): CheckedProof {
+  if (proof.length > MAX_PROOF_LENGTH) {
     throw new DpopProofError('dpop-malformed', 'The DPoP proof is not a compact JWS.');
   }
-  const headerPart = proof.slice(0, proof.indexOf('.'));
+  try {
+    // One spelling per proof (RFC 7515 §7.1, RFC 4648 §3.5), as for access tokens.
+    assertCompactJws(proof);
+  } catch {
+    throw new DpopProofError('dpop-malformed', 'The DPoP proof is not a compact JWS.');
+  }
+  const firstDot = proof.indexOf('.');
+  const headerPart = proof.slice(0, firstDot);
   const header = jsonPart(headerPart);
   if (header.typ !== 'dpop+jwt') {
     throw new DpopProofError('dpop-typ', 'The DPoP proof must be typed dpop+jwt.');
@@ -153,6 +162,14 @@ export async function checkDpopProof(
   if (typeof alg !== 'string' || !(expect.algorithms as readonly string[]).includes(alg)) {
     throw new DpopProofError('dpop-alg', 'The DPoP proof uses an algorithm not accepted here.');
   }
+  // No extension is understood in a proof, so any `crit` is one we must refuse
+  // (RFC 7515 §4.1.11); jose accepted `crit: ["b64"]`.
+  if (Object.hasOwn(header, 'crit')) {
+    throw new DpopProofError(
+      'dpop-malformed',
+      'The DPoP proof uses an unsupported feature (crit).',
+    );
+  }
   const jwk = header.jwk;
   if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) {
     throw new DpopProofError('dpop-jwk', 'The DPoP proof carries no public key (jwk).');
@@ -160,19 +177,20 @@ export async function checkDpopProof(
   for (const member of PRIVATE_MEMBERS) {
     if (member in jwk) throw new DpopProofError('dpop-jwk', 'The DPoP proof key must be public.');
   }
-  let payload: Uint8Array;
   let proofKey = keys.get(headerPart);
-  try {
-    const key = proofKey?.key ?? (await importJWK(jwk as JWK, alg));
-    if (key instanceof Uint8Array) throw new Error('symmetric');
-    ({ payload } = await compactVerify(proof, key, { algorithms: [alg] }));
-    if (proofKey === undefined) {
-      proofKey = { key, jkt: await calculateJwkThumbprint(jwk as JWK, 'sha256') };
-      keys.set(headerPart, proofKey);
-    }
-  } catch {
+  const key = proofKey?.key ?? importProofKey(jwk as Record<string, unknown>, alg);
+  // Any other length is another spelling of the signature or none (`signatureLength.ts`).
+  if (signatureSegmentLength(proof) !== base64urlLength(signatureLength(alg, key))) {
     throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
   }
+  if (!verifyJwsSignature(proof, alg, key)) {
+    throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
+  }
+  if (proofKey === undefined) {
+    proofKey = { key, jkt: jwkThumbprint(jwk as Record<string, unknown>) };
+    keys.set(headerPart, proofKey);
+  }
+  const payload = Buffer.from(proof.slice(firstDot + 1, proof.lastIndexOf('.')), 'base64url');
   const claims = jsonBytes(payload);
   if (claims.htm !== expect.method) {
     throw new DpopProofError('dpop-htm', 'The DPoP proof is for another method.');
@@ -202,6 +220,49 @@ export async function checkDpopProof(
     }
   }
   return { jkt: proofKey.jkt, jti, iat };
+}
+
+/**
+ * The header's `jwk` as a public KeyObject fit for `alg`: a key Node cannot read (a point
+ * off the curve, a member missing) is one that cannot have signed (dpop-signature, as
+ * jose's import was); a key of another type or size than `alg` names (an RSA key for
+ * ES256, RSA under 2048 bits, RFC 7518 §3.3) is refused as dpop-alg.
+ */
+function importProofKey(jwk: Record<string, unknown>, alg: string): KeyObject {
+  let key: KeyObject;
+  try {
+    key = createPublicKey({ key: jwk as never, format: 'jwk' });
+  } catch {
+    throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
+  }
+  try {
+    signatureParameters(alg, key);
+  } catch {
+    throw new DpopProofError('dpop-alg', 'The DPoP proof key does not fit its algorithm.');
+  }
+  return key;
+}
+
+/** The members RFC 7638 §3.2 hashes, by key type, in lexicographic order. */
+const THUMBPRINT_MEMBERS: Readonly<Record<string, readonly string[]>> = {
+  EC: ['crv', 'kty', 'x', 'y'],
+  OKP: ['crv', 'kty', 'x'],
+  RSA: ['e', 'kty', 'n'],
+};
+
+/**
+ * RFC 7638 SHA-256 thumbprint: the required members only, in lexicographic order, no
+ * whitespace (§3.1, §3.3), as jose's `calculateJwkThumbprint`. The key was read from
+ * these members, so they are strings.
+ */
+function jwkThumbprint(jwk: Record<string, unknown>): string {
+  const members = THUMBPRINT_MEMBERS[jwk.kty as string] ?? [];
+  const required: Record<string, unknown> = {};
+  for (const member of members) required[member] = jwk[member];
+  if (members.length === 0 || members.some((member) => typeof jwk[member] !== 'string')) {
+    throw new DpopProofError('dpop-jwk', 'The DPoP proof key is not a complete JWK.');
+  }
+  return createHash('sha256').update(JSON.stringify(required)).digest('base64url');
 }
 
 /** `ath` (RFC 9449 §4.2): base64url of the SHA-256 of the access token's ASCII. */

@@ -69,6 +69,7 @@ const EVERY_SETTING = {
     assertionMaxLifetimeSeconds: 1,
     assertionAudiences: [],
     replayStore: 'local',
+    replayStoreMaxEntries: 1000,
     mtlsBaseUrl: 'https://mtls.example',
   },
   quotas: {

@@ -420,6 +420,7 @@ describe('validateConfig', () => {
         assertionMaxLifetimeSeconds: 300,
         assertionAudiences: [],
         replayStore: 'local',
+        replayStoreMaxEntries: 500_000,
       },
       routes: [],
       upstream: { default: null, timeoutMs: 30_000, connections: 128 },

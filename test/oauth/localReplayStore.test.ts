@@ -35,3 +35,34 @@ test('when full it sweeps expired entries, and refuses (503) rather than forget 
   );
   assert.equal(store.claim('a', '2', 5000), false, 'a live entry was kept');
 });
+
+test('a small store refuses new jtis while full, says so once, and accepts again once they expire', () => {
+  const clock = new ManualClock(1_000_000);
+  const full: number[] = [];
+  const store = new LocalReplayStore(clock, 2, (maxEntries) => full.push(maxEntries));
+  const proofUntil = () => clock.now() + 120_000; // 2 × a 60 s proof window
+  assert.equal(store.claim('dpop:k', 'a', proofUntil()), true);
+  assert.equal(store.claim('dpop:k', 'b', proofUntil()), true);
+  for (const jti of ['c', 'd', 'e']) {
+    assert.throws(
+      () => store.claim('dpop:k', jti, proofUntil()),
+      (err: unknown) => err instanceof PortariaError && err.status === 503,
+    );
+  }
+  assert.deepEqual(full, [2], 'reported once, not per refusal');
+  assert.equal(store.claim('dpop:k', 'a', proofUntil()), false, 'a replay is still a replay');
+  clock.advance(60_000);
+  assert.throws(
+    () => store.claim('dpop:k', 'c', proofUntil()),
+    PortariaError,
+    'nothing expired yet',
+  );
+  clock.set(1_120_000);
+  assert.equal(store.claim('dpop:k', 'c', proofUntil()), true, 'the expired entries made room');
+  assert.equal(store.claim('dpop:k', 'd', proofUntil()), true);
+  assert.equal(store.size, 2);
+  // Full again: a new episode, reported again.
+  assert.throws(() => store.claim('dpop:k', 'e', proofUntil()), PortariaError);
+  assert.deepEqual(full, [2, 2]);
+  assert.throws(() => new LocalReplayStore(clock, 0), RangeError);
+});
