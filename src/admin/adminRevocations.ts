@@ -27,7 +27,7 @@ import { isJsonMediaType } from '../lib/mediaType.js';
 export const REVOCATIONS_PATH = '/admin/v1/revocations';
 export const ADMIN_BODY_LIMIT_BYTES = 16 * 1024;
 /** The admin API's challenge on every 401: its own realm, no error code. */
-const ADMIN_CHALLENGE = 'Bearer realm="portaria-admin"';
+export const ADMIN_CHALLENGE = 'Bearer realm="portaria-admin"';
 
 const ALLOW = 'GET, HEAD, POST';
 const NO_STORE = { 'cache-control': 'no-store' } as const;
@@ -142,7 +142,8 @@ function addressOf(req: IncomingMessage): string {
   return req.socket.remoteAddress ?? '';
 }
 
-function authenticate(req: IncomingMessage, adminToken: string): void {
+/** The admin token of `Authorization: Bearer …`, compared in constant time; else 401. */
+export function authenticate(req: IncomingMessage, adminToken: string): void {
   const header = req.headers.authorization;
   if (header === undefined) {
     throw unauthorized('token-missing', 'no-authorization', 'An admin token is required.');

@@ -5,12 +5,14 @@
  *                   503 otherwise (readiness: take me out of the load balancer); a ready
  *                   body may carry `degraded` (e.g. a stale Redis revocation list);
  *   GET /metrics  — Prometheus text exposition;
- *   /admin/v1/revocations — the revocation API behind the admin token (adminRevocations.ts).
+ *   /admin/v1/revocations — the revocation API behind the admin token (adminRevocations.ts);
+ *   /admin/v1/quotas/{subject} — a partner's quota counters, read and reset (adminQuotas.ts).
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { PortariaError } from '../errors.js';
 import { reachesHeaderLines, tooManyHeaderLines } from '../http/framingChecks.js';
 import { instanceOf, sendJson, sendRefusal, sendServerError } from '../http/replies.js';
+import { handleQuotas, QUOTAS_PATH, type QuotaAdminDeps } from './adminQuotas.js';
 import {
   handleRevocations,
   REVOCATIONS_PATH,
@@ -32,6 +34,8 @@ export interface AdminDeps {
   readonly maxHeaderLines: number;
   /** The revocation API; absent (or no admin token): it answers 404. */
   readonly revocations?: RevocationAdminDeps;
+  /** The quota API; absent (no policy, or no admin token): it answers 404. */
+  readonly quotas?: QuotaAdminDeps;
 }
 
 export function createAdminHandler(deps: AdminDeps) {
@@ -51,6 +55,9 @@ async function handleAdmin(
   }
   if (path === REVOCATIONS_PATH) {
     return handleRevocations(req, res, deps.revocations, deps.problemTypeBase);
+  }
+  if (path.startsWith(QUOTAS_PATH)) {
+    return handleQuotas(req, res, path, deps.quotas, deps.problemTypeBase);
   }
   const known = path === '/healthz' || path === '/readyz' || path === '/metrics';
   if (!known) {

@@ -4,6 +4,7 @@
  * metrics text, the revocation store and readiness come from.
  */
 import type { Server } from 'node:http';
+import type { QuotaAdminDeps } from '../admin/adminQuotas.js';
 import type { RevocationAdminStore } from '../admin/adminRevocations.js';
 import { type AdminDeps, createAdminHandler } from '../admin/adminRoutes.js';
 import type { Config } from '../config/types.js';
@@ -23,6 +24,8 @@ export interface AdminServerDeps {
   readonly clock: Clock;
   readonly metrics: Pick<Metrics, 'revoked'>;
   readonly logger: Logger;
+  /** The quota API's reads and resets; absent: no policy, the API answers 404. */
+  readonly quotas?: Pick<QuotaAdminDeps, 'usage' | 'reset'> | undefined;
 }
 
 export function createAdminServer(config: Config, deps: AdminServerDeps): Server {
@@ -39,6 +42,15 @@ export function createAdminServer(config: Config, deps: AdminServerDeps): Server
         onRevoked: (kind) => metrics.revoked(kind),
         audit: (level, event, detail) => logger[level](detail, event),
       },
+      ...(deps.quotas === undefined
+        ? {}
+        : {
+            quotas: {
+              ...deps.quotas,
+              adminToken: deps.adminToken,
+              audit: (level, event, detail) => logger[level](detail, event),
+            },
+          }),
       problemTypeBase: config.problemTypeBase,
       maxHeaderLines: config.server.maxHeaderLines,
       ready: deps.ready,

@@ -36,7 +36,7 @@ import { listenBoth } from './listening.js';
 import { initialLiveState } from './liveState.js';
 import { openLogsAndMetrics } from './logsAndMetrics.js';
 import { createOAuthEndpoints, oauthDiscovery } from './oauthEndpoints.js';
-import { openMeter, quotaStepDeps } from './quotaWiring.js';
+import { openMeter, quotaAdmin, quotaStepDeps } from './quotaWiring.js';
 import { createReadiness, type Readiness } from './readiness.js';
 import { takeReloadBaselines } from './reloadBaselines.js';
 import { watchReloadSources } from './reloads.js';
@@ -270,6 +270,14 @@ export async function createApp(options: AppOptions): Promise<App> {
         clock,
         metrics,
         logger,
+        quotas:
+          meter === null
+            ? undefined
+            : quotaAdmin(
+                meter,
+                () => state.quotaPolicies,
+                () => state.routes.routes.map((route) => route.id),
+              ),
       });
   const sources = watchReloadSources({
     config,

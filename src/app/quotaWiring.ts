@@ -7,13 +7,18 @@
  * primary's over IPC (one set of counters for the group, as the token limits); `redis` is
  * one Lua script per check, shared by every replica (`limits/redisMeter.ts`).
  */
+
+import type { QuotaAdminDeps, QuotaUsage } from '../admin/adminQuotas.js';
 import type { Config } from '../config/types.js';
+import { PortariaError } from '../errors.js';
 import type { Clock } from '../lib/clock.js';
 import { createMeter } from '../limits/createMeter.js';
 import type { Meter } from '../limits/meter.js';
 import type { Logger } from '../observability/logger.js';
 import type { Metrics } from '../observability/metrics.js';
-import type { QuotaStepDeps } from '../pipeline/quotaStep.js';
+import { type MeteringPolicy, meteringPolicies } from '../pipeline/meteringPolicies.js';
+import { meterKey, type QuotaStepDeps } from '../pipeline/quotaStep.js';
+import { compileRouteTable } from '../proxy/routeTable.js';
 import type { LiveState } from './liveState.js';
 
 /** Whether any policy is configured: else nothing is metered and no meter is opened. */
@@ -76,4 +81,76 @@ export function quotaStepDeps(
     fieldsOnRefusal: config.quotas.headers !== 'off',
     onDecision: (policy, route, outcome) => metrics.quotaDecision(policy, route, outcome),
   };
+}
+
+/**
+ * The admin quota API over `meter` (adminQuotas.ts): a subject's counters are every
+ * policy's key for it, per route for `per: client-route` policies (the routes of
+ * `routeIds`). Listed: the counters in use (a full bucket and an unused window are the
+ * same as none).
+ */
+export function quotaAdmin(
+  meter: Meter,
+  policies: () => ReadonlyMap<string, MeteringPolicy>,
+  routeIds: () => readonly string[],
+): Pick<QuotaAdminDeps, 'usage' | 'reset'> {
+  const keysOf = (subject: string) => {
+    const keys: { metering: MeteringPolicy; route: string | null; key: string }[] = [];
+    for (const metering of policies().values()) {
+      for (const route of metering.perRoute ? routeIds() : [null]) {
+        keys.push({ metering, route, key: meterKey(subject, route) });
+      }
+    }
+    return keys;
+  };
+  return {
+    async usage(subject) {
+      const usage: QuotaUsage[] = [];
+      for (const { metering, route, key } of keysOf(subject)) {
+        const reading = await meter.peek(metering.policy, key);
+        if (reading.unavailable === true) throw storeUnavailable();
+        const inUse =
+          (reading.rate !== null && reading.rate.remaining < reading.rate.limit) ||
+          (reading.quota !== null && reading.quota.remaining < reading.quota.limit);
+        if (inUse) {
+          usage.push({
+            policy: metering.policy.name,
+            route,
+            rate: reading.rate,
+            quota: reading.quota,
+          });
+        }
+      }
+      return usage;
+    },
+    async reset(subject) {
+      const keys = keysOf(subject);
+      try {
+        for (const { metering, key } of keys) await meter.reset(metering.policy, key);
+      } catch {
+        throw storeUnavailable();
+      }
+      return keys.length;
+    },
+  };
+}
+
+function storeUnavailable(): PortariaError {
+  return new PortariaError('service-unavailable', 'The quota store cannot answer; retry later.', {
+    reason: 'quota-store-unavailable',
+  });
+}
+
+/** The admin quota API over the start's policies and routes (a group's primary reads the configuration once). */
+export function quotaAdminOfConfig(
+  config: Config,
+  meter: Meter,
+): Pick<QuotaAdminDeps, 'usage' | 'reset'> {
+  const policies = meteringPolicies(config.quotas);
+  const routes = compileRouteTable(config).routes.map((route) => route.id);
+  return quotaAdmin(
+    meter,
+    () => policies,
+    () => routes,
+  );
 }

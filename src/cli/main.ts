@@ -13,6 +13,7 @@ import { runConfigCommand } from './configCommand.js';
 import { alignHelp } from './helpText.js';
 import { runKeysCommand } from './keysCommand.js';
 import { packageVersion } from './packageVersion.js';
+import { runQuotaCommand } from './quotaCommand.js';
 import { runRevokeCommand } from './revokeCommand.js';
 
 const HELP = alignHelp(`Usage: portaria <group> <command> [options]
@@ -23,6 +24,7 @@ Groups:
   clients   add, list, enable, disable, remove clients and rotate their secrets
   keys      generate, rotate, list and remove token-signing keys
   revoke    revoke a token (--jti) or a client's tokens (--client), list revocations
+  quota     show or reset a partner's quota counters (show SUBJECT, reset SUBJECT)
   config    check a configuration and the files it names without starting the gateway
   help      show help: "portaria help", "portaria help clients", "portaria help keys list"
 
@@ -36,7 +38,7 @@ Gateway settings: --config FILE / $PORTARIA_CONFIG, the gateway's configuration 
   still win). Without one:
 Files: --clients-file / $PORTARIA_CLIENTS__FILE (default ./data/clients.json),
   --keys-dir / $PORTARIA_KEYS__DIR (default ./data/keys).
-Admin API (revoke): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
+Admin API (revoke, quota): --admin-url / $PORTARIA_ADMIN_URL (default http://127.0.0.1:9091),
   --token-file / $PORTARIA_ADMIN__TOKEN_FILE.
 Lists (clients list, keys list, revoke list) take -o json (--output json).
 These options go after the command; only --config may also come before the group.
@@ -48,6 +50,7 @@ const GROUPS: Readonly<
   clients: runClientsCommand,
   keys: runKeysCommand,
   revoke: runRevokeCommand,
+  quota: runQuotaCommand,
   config: runConfigCommand,
 };
 

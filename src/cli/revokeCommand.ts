@@ -156,20 +156,25 @@ export async function revokeClientTokens(
   return describe(await post(target, { clientId }));
 }
 
-interface AdminTarget {
+export interface AdminTarget {
   readonly endpoint: string;
   readonly token: string;
 }
 
-/** The admin API's revocations URL and the admin token, from the options, configuration or environment. */
-async function adminTarget(
+/**
+ * An admin API URL (`path`, the revocations endpoint by default) and the admin token, from
+ * the options, configuration or environment.
+ */
+export async function adminTarget(
   command: string,
   parsed: ParsedCommand,
   ctx: CliContext,
   config: Config | null,
+  path = '/admin/v1/revocations',
 ): Promise<AdminTarget> {
   const endpoint = adminEndpoint(
     command,
+    path,
     stringValue(parsed, 'admin-url') ??
       (config === null ? undefined : adminUrlOf(config)) ??
       envValue(ctx, 'PORTARIA_ADMIN_URL') ??
@@ -189,7 +194,7 @@ async function adminTarget(
   return { endpoint, token: await readToken(tokenFile) };
 }
 
-async function call(target: AdminTarget, init: RequestInit): Promise<Response> {
+export async function call(target: AdminTarget, init: RequestInit): Promise<Response> {
   try {
     return await fetch(target.endpoint, {
       ...init,
@@ -321,7 +326,7 @@ function requestBody(
   throw new UsageError(CMD, '--before: not an RFC 3339 date-time or epoch seconds');
 }
 
-function adminEndpoint(command: string, base: string): string {
+function adminEndpoint(command: string, path: string, base: string): string {
   let url: URL;
   try {
     url = new URL(base);
@@ -334,7 +339,7 @@ function adminEndpoint(command: string, base: string): string {
   if (url.username !== '' || url.password !== '' || url.search !== '' || url.hash !== '') {
     throw new UsageError(command, '--admin-url: must not carry credentials, a query or a fragment');
   }
-  return `${url.origin}${url.pathname.replace(/\/+$/, '')}/admin/v1/revocations`;
+  return `${url.origin}${url.pathname.replace(/\/+$/, '')}${path}`;
 }
 
 async function readToken(file: string): Promise<string> {
@@ -364,7 +369,7 @@ function networkReason(err: unknown): string {
 }
 
 /** The problem's `detalhe` and status, or just the status when the body is not a problem. */
-function refusal(status: number, text: string): string {
+export function refusal(status: number, text: string): string {
   let detail: unknown;
   try {
     detail = (JSON.parse(text) as { detalhe?: unknown }).detalhe;

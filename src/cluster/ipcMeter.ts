@@ -103,6 +103,12 @@ export class PrimaryMeter {
     await this.#meter?.close();
   }
 
+  /** The group's counters themselves (the primary's admin API reads and resets them). */
+  get local(): Meter {
+    this.#meter ??= new LocalMeter(this.#maxKeys, this.#clock);
+    return this.#meter;
+  }
+
   #call(method: unknown, policy: unknown, key: unknown): unknown {
     if (typeof key !== 'string') return null;
     const compiled = this.#compiled(policy);

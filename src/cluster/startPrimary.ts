@@ -19,6 +19,7 @@
 
 import type { Worker } from 'node:cluster';
 import { createAdminServer } from '../app/adminServer.js';
+import { metersRequests, openMeter, quotaAdminOfConfig } from '../app/quotaWiring.js';
 import { openRevocationStore } from '../app/revocationStores.js';
 import { listenOn, urlOf } from '../app/servers.js';
 import { allOrEveryProblem, checkRevocationFile } from '../app/startupChecks.js';
@@ -103,6 +104,12 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
 
   // Policies travel with each call (ipcMeter.ts): the meter needs no quota config.
   const quotas = new PrimaryMeter(config.quotas.maxTrackedKeys, clock);
+  // The admin quota API's meter: the group's counters, or a Redis connection of its own.
+  const adminMeter = !metersRequests(config)
+    ? null
+    : config.quotas.store === 'local'
+      ? quotas.local
+      : await openMeter(config, { clock, logger, metrics });
 
   const replay =
     usesReplayStore(config) && config.oauth.replayStore === 'local'
@@ -189,11 +196,14 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
     clock,
     metrics,
     logger,
+    // The start's policies and routes: the primary reads the configuration once.
+    quotas: adminMeter === null ? undefined : quotaAdminOfConfig(config, adminMeter),
   });
   const closeStores = async () => {
     await revocation.close();
     await limiter?.close();
     await quotas.close();
+    if (config.quotas.store === 'redis') await adminMeter?.close();
     await replay?.close();
   };
   try {
