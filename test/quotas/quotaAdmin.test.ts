@@ -59,12 +59,15 @@ describe('quota admin API and CLI', () => {
     assert.equal(shown.status, 200);
     assert.equal(shown.headers.get('cache-control'), 'no-store');
     const body = (await shown.json()) as { counters: Record<string, unknown>[] };
-    const byPolicy = Object.fromEntries(body.counters.map((c) => [c.policy, c]));
+    const byPolicy = Object.fromEntries(body.counters.map((c) => [c.policy, c])) as Record<
+      string,
+      { route: string | null; quota: { remaining: number }; rate: { remaining: number } }
+    >;
     assert.deepEqual(Object.keys(byPolicy).sort(), ['burst', 'daily']);
-    assert.equal((byPolicy.daily?.quota as { remaining: number }).remaining, 0);
+    assert.equal(byPolicy.daily?.quota.remaining, 0);
     assert.equal(byPolicy.daily?.route, null);
     assert.equal(byPolicy.burst?.route, 'reports');
-    assert.equal((byPolicy.burst?.rate as { remaining: number }).remaining, 4);
+    assert.equal(byPolicy.burst?.rate.remaining, 4);
 
     const reset = await admin(gw, CLIENT_ID, { method: 'DELETE' });
     assert.equal(reset.status, 200);
