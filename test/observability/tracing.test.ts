@@ -746,4 +746,26 @@ describe('tracing', () => {
       assert.ok(!exported.includes(secret), `exported spans contain ${secret.slice(0, 12)}…`);
     }
   });
+  test('a metered request: the server span names its quota policy and decision, allowed and refused', async (t) => {
+    const { gw, receiver } = await tracedGateway(t, {
+      settings: (upstream) => ({
+        quotas: { policies: { daily: { quota: { limit: 1, window: 'day' } } } },
+        routes: [{ id: 'orders', prefix: '/v1/orders', upstream, quota: 'daily' }],
+        upstream: { default: null },
+      }),
+    });
+    const token = await gw.token();
+    const send = () =>
+      fetch(`${gw.url}/v1/orders/1`, { headers: { authorization: `Bearer ${token}` } });
+    assert.equal((await send()).status, 200);
+    assert.equal((await send()).status, 429);
+    for (const outcome of ['allowed', 'refused']) {
+      const span = await serverSpan(
+        receiver,
+        'orders',
+        (s) => s.attributes['portaria.quota.outcome'] === outcome,
+      );
+      assert.equal(span.attributes['portaria.quota.policy'], 'daily');
+    }
+  });
 });
