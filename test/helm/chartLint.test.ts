@@ -277,6 +277,19 @@ describe('fail guards', () => {
       /set redis.url, redis.existingSecret, redis.sentinel.nodes or redis.cluster.nodes/,
     ],
     [
+      'several replicas with quota policies counted per pod',
+      {
+        replicaCount: 2,
+        ...redis,
+        config: {
+          revocation: { store: 'redis' },
+          oauth: { replayStore: 'redis' },
+          quotas: { policies: { daily: { quota: { limit: 10, window: 'day' } } } },
+        },
+      },
+      /with config\.quotas\.policies needs config\.quotas\.store: redis/,
+    ],
+    [
       'several replicas with DPoP nonces and no shared nonce secret',
       {
         replicaCount: 2,

@@ -332,6 +332,10 @@ Impossible combinations stop the render with a message naming the values to chan
 {{- if and (ne (include "portaria.replayStore" .) "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
 {{- fail "replicaCount > 1 or autoscaling.enabled needs config.oauth.replayStore: redis (a local replay store lets a client assertion be used once per replica)" -}}
 {{- end -}}
+{{- $quotas := .Values.config.quotas | default dict -}}
+{{- if and $quotas.policies (ne ($quotas.store | default "local") "redis") (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
+{{- fail "replicaCount > 1 or autoscaling.enabled with config.quotas.policies needs config.quotas.store: redis (local counters are per pod: each replica would let a partner's whole quota through)" -}}
+{{- end -}}
 {{- $dpop := .Values.config.dpop | default dict -}}
 {{- $nonces := $dpop.nonces | default dict -}}
 {{- if and $dpop.enabled $nonces.enabled (not $nonces.secretFile) (or .Values.autoscaling.enabled (gt (.Values.replicaCount | int) 1)) -}}
