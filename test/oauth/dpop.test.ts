@@ -6,12 +6,12 @@
  * where sender-constrained ones are required.
  */
 import assert from 'node:assert/strict';
-import type { webcrypto } from 'node:crypto';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { calculateJwkThumbprint, decodeJwt, exportJWK, importPKCS8, importSPKI } from 'jose';
+import { calculateJwkThumbprint, decodeJwt, exportJWK } from 'jose';
 import * as oauth from 'oauth4webapi';
+import { dpopKeys } from '../helpers/dpopKeys.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -20,19 +20,7 @@ import {
   startGateway,
   TOKEN_PATH,
 } from '../helpers/fixture.js';
-import { newKeyPair } from '../helpers/keyPairs.js';
 import { accessLineOf } from '../helpers/wait.js';
-
-/** An ES256 key pair as WebCrypto keys (through PEM: test/helpers/keyPairs.ts). */
-async function dpopKeys(): Promise<webcrypto.CryptoKeyPair> {
-  const pair = newKeyPair('ec', { namedCurve: 'P-256' });
-  const privatePem = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-  const publicPem = pair.publicKey.export({ type: 'spki', format: 'pem' }) as string;
-  return {
-    privateKey: (await importPKCS8(privatePem, 'ES256')) as webcrypto.CryptoKey,
-    publicKey: (await importSPKI(publicPem, 'ES256', { extractable: true })) as webcrypto.CryptoKey,
-  } as webcrypto.CryptoKeyPair;
-}
 
 interface Setup {
   gw: Gateway;

@@ -10,10 +10,11 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { decodeJwt, exportJWK, importPKCS8, importSPKI, SignJWT } from 'jose';
+import { decodeJwt, exportJWK, SignJWT } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { ManualClock } from '../../src/lib/clock.js';
 import { accessTokenHash } from '../../src/verify/dpopProof.js';
+import { dpopKeys } from '../helpers/dpopKeys.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -22,19 +23,8 @@ import {
   startGateway,
   TOKEN_PATH,
 } from '../helpers/fixture.js';
-import { newKeyPair } from '../helpers/keyPairs.js';
 import { tempDir } from '../helpers/process.js';
 import { accessLineOf } from '../helpers/wait.js';
-
-async function dpopKeys(): Promise<webcrypto.CryptoKeyPair> {
-  const pair = newKeyPair('ec', { namedCurve: 'P-256' });
-  const privatePem = pair.privateKey.export({ type: 'pkcs8', format: 'pem' }) as string;
-  const publicPem = pair.publicKey.export({ type: 'spki', format: 'pem' }) as string;
-  return {
-    privateKey: (await importPKCS8(privatePem, 'ES256')) as webcrypto.CryptoKey,
-    publicKey: (await importSPKI(publicPem, 'ES256', { extractable: true })) as webcrypto.CryptoKey,
-  } as webcrypto.CryptoKeyPair;
-}
 
 interface Options {
   readonly secretFile?: string;
