@@ -19,6 +19,7 @@
  *   dpop                  a DPoP route (a fresh proof per request) vs a bearer route; replay store local vs Redis
  *   authorizer            nginx auth_request → Portaria (decision cache off / on) vs proxy mode vs HAProxy
  *   decisions             the authorizer asked directly: gRPC (Envoy ext_authz Check) vs the HTTP entry
+ *   quotas                a metered route vs an unmetered one; quota store local vs Redis
  */
 import { splitMode } from './lib/modeArgs.js';
 
@@ -39,6 +40,7 @@ const MODES: Readonly<Record<string, () => Promise<Mode>>> = {
   dpop: () => import('./modes/dpop.js'),
   authorizer: () => import('./modes/authorizer.js'),
   decisions: () => import('./modes/decisions.js'),
+  quotas: () => import('./modes/quotas.js'),
 };
 
 const { mode = 'forwarding', rest } = splitMode(process.argv.slice(2));

@@ -29,19 +29,24 @@ export function rateLimitFields(
   policy: QuotaPolicy,
   reading: MeterReading,
 ): RateLimitFields | null {
-  const policies: string[] = [];
-  const limits: string[] = [];
-  if (policy.rate !== null && reading.rate !== null) {
+  // Formatted on every metered answer (`quotas.headers: always`): plain concatenation, no
+  // arrays or join, since this is on the per-request path (bench --mode quotas).
+  const rate = policy.rate !== null && reading.rate !== null ? reading.rate : null;
+  const quota = policy.quota !== null && reading.quota !== null ? reading.quota : null;
+  let policies = '';
+  let limits = '';
+  if (rate !== null && policy.rate !== null) {
     const item = `"${policy.name}-rate"`;
     const fillSeconds = Math.ceil(policy.rate.burst / policy.rate.ratePerSecond - 1e-9);
-    policies.push(`${item};q=${reading.rate.limit};w=${Math.max(1, fillSeconds)}`);
-    limits.push(`${item};r=${reading.rate.remaining};t=${reading.rate.resetSeconds}`);
+    policies = `${item};q=${rate.limit};w=${Math.max(1, fillSeconds)}`;
+    limits = `${item};r=${rate.remaining};t=${rate.resetSeconds}`;
   }
-  if (policy.quota !== null && reading.quota !== null) {
+  if (quota !== null) {
     const item = `"${policy.name}-quota"`;
-    policies.push(`${item};q=${reading.quota.limit};w=${reading.quota.windowSeconds}`);
-    limits.push(`${item};r=${reading.quota.remaining};t=${reading.quota.resetSeconds}`);
+    const sep = rate === null ? '' : ', ';
+    policies += `${sep}${item};q=${quota.limit};w=${quota.windowSeconds}`;
+    limits += `${sep}${item};r=${quota.remaining};t=${quota.resetSeconds}`;
   }
-  if (policies.length === 0) return null;
-  return { policy: policies.join(', '), limit: limits.join(', ') };
+  if (rate === null && quota === null) return null;
+  return { policy: policies, limit: limits };
 }
