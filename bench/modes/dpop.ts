@@ -42,6 +42,7 @@ import { accessTokenHash, checkDpopProof, DPOP_ALGORITHMS } from '../../src/veri
 import { newKeyPair } from '../../test/helpers/keyPairs.js';
 import { BENCH_CLIENT_ID, BENCH_CLIENT_SECRET, TOKEN_PATH } from '../lib/benchClaims.js';
 import { startBenchRedis } from '../lib/benchRedis.js';
+import { closedLoad, type LoadDone } from '../lib/closedLoad.js';
 import { pinTo } from '../lib/cpuPinning.js';
 import { ChildSet, startGateway, startUpstream } from '../lib/gateways.js';
 import { fail, parseModeArgs, positiveInt } from '../lib/modeArgs.js';
@@ -105,10 +106,8 @@ interface Target {
   readonly dpop: boolean;
 }
 
-interface Done {
-  requests: number;
-  failures: number;
-  statuses: Map<number, number>;
+interface Done extends LoadDone {
+  /** Proofs signed during the phase (the batch ran out). */
   inline: number;
 }
 
@@ -120,35 +119,20 @@ async function load(
   seconds: number,
   connections: number,
 ): Promise<Done> {
-  const deadline = performance.now() + seconds * 1000;
-  const done: Done = { requests: 0, failures: 0, statuses: new Map(), inline: 0 };
   let next = 0;
+  let inline = 0;
+  const bearer = { authorization: `Bearer ${target.token}` };
   const headers = (): Record<string, string> => {
-    if (!target.dpop) return { authorization: `Bearer ${target.token}` };
+    if (!target.dpop) return bearer;
     let proof = proofs[next++];
     if (proof === undefined) {
-      done.inline += 1;
+      inline += 1;
       proof = signer.proof('GET', target.url, target.token);
     }
     return { authorization: `DPoP ${target.token}`, dpop: proof };
   };
-  const lane = async () => {
-    while (performance.now() < deadline) {
-      const res = await target.pool.request({
-        method: 'GET',
-        path: target.path,
-        headers: headers(),
-      });
-      await res.body.dump();
-      if (res.statusCode === 200) done.requests++;
-      else {
-        done.failures++;
-        done.statuses.set(res.statusCode, (done.statuses.get(res.statusCode) ?? 0) + 1);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: connections }, lane));
-  return done;
+  const done = await closedLoad(target.pool, target.path, headers, seconds, connections);
+  return { ...done, inline };
 }
 
 /** A DPoP-bound token from the contract's token operation, with a proof for that POST (§5). */

@@ -27,6 +27,7 @@ import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Pool } from 'undici';
 import { startBenchRedis } from '../lib/benchRedis.js';
+import { closedLoad, type LoadDone } from '../lib/closedLoad.js';
 import { pinTo } from '../lib/cpuPinning.js';
 import { ChildSet, startGateway, startUpstream } from '../lib/gateways.js';
 import { parseModeArgs, positiveInt } from '../lib/modeArgs.js';
@@ -59,30 +60,10 @@ interface Target {
   readonly metered: boolean;
 }
 
-interface Done {
-  requests: number;
-  failures: number;
-  statuses: Map<number, number>;
-}
-
 /** `connections` lanes of back-to-back GETs for `seconds`. */
-async function load(target: Target, seconds: number, connections: number): Promise<Done> {
-  const deadline = performance.now() + seconds * 1000;
-  const done: Done = { requests: 0, failures: 0, statuses: new Map() };
+function load(target: Target, seconds: number, connections: number): Promise<LoadDone> {
   const headers = { authorization: `Bearer ${target.token}` };
-  const lane = async () => {
-    while (performance.now() < deadline) {
-      const res = await target.pool.request({ method: 'GET', path: target.path, headers });
-      await res.body.dump();
-      if (res.statusCode === 200) done.requests++;
-      else {
-        done.failures++;
-        done.statuses.set(res.statusCode, (done.statuses.get(res.statusCode) ?? 0) + 1);
-      }
-    }
-  };
-  await Promise.all(Array.from({ length: connections }, lane));
-  return done;
+  return closedLoad(target.pool, target.path, () => headers, seconds, connections);
 }
 
 /** Throws unless the metered route answers with both fields and the plain one with neither. */
