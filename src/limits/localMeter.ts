@@ -30,12 +30,20 @@ export class LocalMeter implements Meter {
     const nowMs = this.#clock.now();
     const span = spanOf(policy, nowMs);
     const entryKey = entryKeyOf(policy, key);
-    const state = bringUpToDate(policy, this.#entries.get(entryKey), span, nowMs);
+    // `get` makes the entry the most recent: an allowed request updates it in place.
+    const stored = this.#entries.get(entryKey);
+    const state = bringUpToDate(policy, stored, span, nowMs);
     const allowed = hasRoom(policy, state);
     // A refused request consumes nothing: the stored state stays as it was.
     if (allowed) {
       consume(policy, state);
-      this.#entries.set(entryKey, state);
+      if (stored === undefined) this.#entries.set(entryKey, state);
+      else {
+        stored.tokens = state.tokens;
+        stored.updatedMs = state.updatedMs;
+        stored.windowStartMs = state.windowStartMs;
+        stored.count = state.count;
+      }
     }
     return readingOf(policy, state, span, nowMs, allowed);
   }

@@ -121,13 +121,17 @@ function wallBounds(window: 'day' | 'month', wallMs: number): [number, number] {
 
 const UNIT_MS = { minute: 60_000, hour: 3600_000 } as const;
 
-/** Per zone and window, the last span computed: most calls fall in it. */
-const lastSpans = new Map<string, WindowSpan>();
+/** Per window and zone, the last span computed: most calls fall in it (two lookups, no key built). */
+const lastSpans = new Map<QuotaWindow, Map<string, WindowSpan>>();
 
 /** The `window` of `timeZone` containing `nowMs`. The zone must pass `isTimeZone`. */
 export function windowOf(window: QuotaWindow, timeZone: string, nowMs: number): WindowSpan {
-  const cacheKey = `${window} ${timeZone}`;
-  const last = lastSpans.get(cacheKey);
+  let zones = lastSpans.get(window);
+  if (zones === undefined) {
+    zones = new Map();
+    lastSpans.set(window, zones);
+  }
+  const last = zones.get(timeZone);
   if (last !== undefined && nowMs >= last.startMs && nowMs < last.endMs) return last;
   const formatter = formatterOf(timeZone);
   const wholeSecond = Math.floor(nowMs / 1000) * 1000;
@@ -147,6 +151,6 @@ export function windowOf(window: QuotaWindow, timeZone: string, nowMs: number): 
     endMs = Math.max(instantOfWall(formatter, wallEnd, nowMs), nowMs + 1);
   }
   const span = Object.freeze({ startMs, endMs });
-  lastSpans.set(cacheKey, span);
+  zones.set(timeZone, span);
   return span;
 }

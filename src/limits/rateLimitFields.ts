@@ -30,23 +30,42 @@ export function rateLimitFields(
   reading: MeterReading,
 ): RateLimitFields | null {
   // Formatted on every metered answer (`quotas.headers: always`): plain concatenation, no
-  // arrays or join, since this is on the per-request path (bench --mode quotas).
+  // arrays or join, and `RateLimit-Policy` kept per policy (bench --mode quotas).
   const rate = policy.rate !== null && reading.rate !== null ? reading.rate : null;
   const quota = policy.quota !== null && reading.quota !== null ? reading.quota : null;
-  let policies = '';
-  let limits = '';
-  if (rate !== null && policy.rate !== null) {
-    const item = `"${policy.name}-rate"`;
-    const fillSeconds = Math.ceil(policy.rate.burst / policy.rate.ratePerSecond - 1e-9);
-    policies = `${item};q=${rate.limit};w=${Math.max(1, fillSeconds)}`;
-    limits = `${item};r=${rate.remaining};t=${rate.resetSeconds}`;
-  }
-  if (quota !== null) {
-    const item = `"${policy.name}-quota"`;
-    const sep = rate === null ? '' : ', ';
-    policies += `${sep}${item};q=${quota.limit};w=${quota.windowSeconds}`;
-    limits += `${sep}${item};r=${quota.remaining};t=${quota.resetSeconds}`;
-  }
   if (rate === null && quota === null) return null;
-  return { policy: policies, limit: limits };
+  let limits = '';
+  if (rate !== null) limits = `"${policy.name}-rate";r=${rate.remaining};t=${rate.resetSeconds}`;
+  if (quota !== null) {
+    const sep = rate === null ? '' : ', ';
+    limits += `${sep}"${policy.name}-quota";r=${quota.remaining};t=${quota.resetSeconds}`;
+  }
+  return {
+    policy: policyField(policy, rate !== null, quota?.windowSeconds ?? null),
+    limit: limits,
+  };
+}
+
+/** The last `RateLimit-Policy` value of each policy: it changes only with the window's length. */
+const policyFields = new WeakMap<
+  QuotaPolicy,
+  { readonly rate: boolean; readonly windowSeconds: number | null; readonly value: string }
+>();
+
+function policyField(policy: QuotaPolicy, rate: boolean, windowSeconds: number | null): string {
+  const last = policyFields.get(policy);
+  if (last !== undefined && last.rate === rate && last.windowSeconds === windowSeconds) {
+    return last.value;
+  }
+  let value = '';
+  if (rate && policy.rate !== null) {
+    const fillSeconds = Math.ceil(policy.rate.burst / policy.rate.ratePerSecond - 1e-9);
+    value = `"${policy.name}-rate";q=${policy.rate.burst};w=${Math.max(1, fillSeconds)}`;
+  }
+  if (windowSeconds !== null && policy.quota !== null) {
+    const sep = value === '' ? '' : ', ';
+    value += `${sep}"${policy.name}-quota";q=${policy.quota.limit};w=${windowSeconds}`;
+  }
+  policyFields.set(policy, { rate, windowSeconds, value });
+  return value;
 }

@@ -43,7 +43,19 @@ const DURATION_BUCKETS = [
 export type MetricsSnapshot = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 
 /** The quota step's outcomes (`pipeline/quotaStep.ts`). */
-export type QuotaOutcomeLabel = 'allowed' | 'refused' | 'unavailable-open' | 'unavailable-closed';
+export const QUOTA_OUTCOMES = [
+  'allowed',
+  'refused',
+  'unavailable-open',
+  'unavailable-closed',
+] as const;
+export type QuotaOutcomeLabel = (typeof QUOTA_OUTCOMES)[number];
+const QUOTA_OUTCOME_INDEX: Readonly<Record<QuotaOutcomeLabel, number>> = {
+  allowed: 0,
+  refused: 1,
+  'unavailable-open': 2,
+  'unavailable-closed': 3,
+};
 
 export interface Metrics {
   /** The Prometheus text exposition of every metric, and its content type. */
@@ -461,11 +473,25 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
     labelNames: ['outcome'] as const,
     registers,
   });
-  const quotaDecisions = new Counter({
+  // Counted in plain arrays and handed to prom-client at scrape time, as the request
+  // counter is: `labels(…).inc()` hashes its label values on every metered request.
+  const quotaCounts = new Map<string, Map<string, number[]>>();
+  new Counter({
     name: 'portaria_quota_decisions_total',
     help: 'Metered requests by quota policy, route and outcome: allowed, refused (429), unavailable-open (the quota store could not answer; let through), unavailable-closed (503).',
     labelNames: ['policy', 'route', 'outcome'] as const,
     registers,
+    collect() {
+      this.reset();
+      for (const [policy, routes] of quotaCounts) {
+        for (const [route, counts] of routes) {
+          for (let i = 0; i < QUOTA_OUTCOMES.length; i++) {
+            const n = counts[i] as number;
+            if (n > 0) this.inc({ policy, route, outcome: QUOTA_OUTCOMES[i] }, n);
+          }
+        }
+      }
+    },
   });
   const staleRefusals = new Counter({
     name: 'portaria_revocation_stale_refusals_total',
@@ -637,7 +663,18 @@ export function createMetrics(options: MetricsOptions = { maxClientLabels: 0 }):
       redisConnections.set(role, connected);
     },
     quotaDecision(policy, route, outcome) {
-      quotaDecisions.labels(policy, route, outcome).inc();
+      let routes = quotaCounts.get(policy);
+      if (routes === undefined) {
+        routes = new Map();
+        quotaCounts.set(policy, routes);
+      }
+      let counts = routes.get(route);
+      if (counts === undefined) {
+        counts = QUOTA_OUTCOMES.map(() => 0);
+        routes.set(route, counts);
+      }
+      const i = QUOTA_OUTCOME_INDEX[outcome];
+      counts[i] = (counts[i] as number) + 1;
     },
     tokenLimitRefusal(reason) {
       limitRefusals.labels(reason).inc();

@@ -44,6 +44,36 @@ describe('rateLimitFields', () => {
     ]);
   });
 
+  test("one policy across days of different lengths: each answer states its own day's w", () => {
+    // New York: 2026-03-08 has 23 hours, 2026-03-09 24 (the field is kept per policy).
+    const clock = new ManualClock(Date.parse('2026-03-08T14:00:00Z'));
+    const meter = new LocalMeter(10, clock);
+    const short = rateLimitFields(GOLD, meter.check(GOLD, 'acme'));
+    clock.set(Date.parse('2026-03-09T14:00:00Z'));
+    const next = rateLimitFields(GOLD, meter.check(GOLD, 'acme'));
+    clock.set(Date.parse('2026-03-08T15:00:00Z'));
+    const back = rateLimitFields(GOLD, meter.check(GOLD, 'acme'));
+    assert.deepEqual(
+      [short, next, back].map((f) => parsed(f?.policy ?? '')[1]),
+      [
+        ['gold-quota', { q: 1000, w: 23 * 3600 }],
+        ['gold-quota', { q: 1000, w: 24 * 3600 }],
+        ['gold-quota', { q: 1000, w: 23 * 3600 }],
+      ],
+    );
+    // Another policy of the same name and shape but other numbers is never served the first's.
+    const silver = quotaPolicy(
+      'gold',
+      { ratePerSecond: 1, burst: 2 },
+      { limit: 10, window: 'day', timeZone: 'America/New_York' },
+    );
+    const other = rateLimitFields(silver, meter.check(silver, 'acme'));
+    assert.deepEqual(parsed(other?.policy ?? ''), [
+      ['gold-rate', { q: 2, w: 2 }],
+      ['gold-quota', { q: 10, w: 23 * 3600 }],
+    ]);
+  });
+
   test('a refused request: r=0, and t equals the wait of the part that refused', () => {
     const clock = new ManualClock(Date.parse('2026-05-04T10:00:30Z'));
     const meter = new LocalMeter(10, clock);
