@@ -7,7 +7,7 @@
  * `SET NX PX` shared by every replica). Both fail closed: a store that cannot tell
  * (full, or Redis unreachable) answers 503, never "not seen".
  */
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { Config } from '../config/types.js';
 import { PortariaError } from '../errors.js';
 
@@ -31,9 +31,7 @@ export interface AssertionReplayStore {
 
 /** One fixed-length key per (client, jti): neither is ours to bound, and the pair is unambiguous. */
 export function replayKey(clientId: string, jti: string): string {
-  return createHash('sha256')
-    .update(`${clientId.length}:${clientId}\u0000${jti}`)
-    .digest('base64url');
+  return hash('sha256', `${clientId.length}:${clientId}\u0000${jti}`, 'base64url');
 }
 
 export function replayStoreUnavailable(): PortariaError {

@@ -14,12 +14,13 @@
  *   - with server nonces on, `nonce` is one of ours (§8).
  * The result is the key's RFC 7638 thumbprint (`jkt`, what `cnf` binds) and the `jti`.
  *
- * A client signs its proofs with one key (the header's `jwk`, §4.2): the imported key and its thumbprint are
- * kept in a bounded cache keyed by the proof's raw protected-header segment — the exact
- * `typ`, `alg` and `jwk` the signature covers, nothing volatile (the claims vary, the
- * header does not) — and only after that key verified a proof. Every header check runs
- * before the lookup, so a refused header never reaches it; a header differing by one
- * byte is another entry, never the cached key.
+ * A client signs its proofs with one key (the header's `jwk`, §4.2): the header's `alg`,
+ * the imported key and its thumbprint are kept in a bounded cache keyed by the proof's raw
+ * protected-header segment — the exact `typ`, `alg` and `jwk` the signature covers,
+ * nothing volatile (the claims vary, the header does not) — and only after that header
+ * passed every check and its key verified a proof. A hit skips decoding the header again
+ * (only the `alg` allowlist, which a reload changes, is asked again); a header differing
+ * by one byte is another entry, never the cached key.
  *
  * The checks before the signature are the token verifier's (`tokenVerifier.ts`): the one
  * canonical base64url spelling of each part (`compactJws.ts`), `alg` fitting the key's
@@ -29,7 +30,7 @@
  * on the thread pool at about twice the CPU (bench/RESULTS.md). The check is synchronous:
  * the step waits only for a replay store that does.
  */
-import { createHash, createPublicKey, type KeyObject } from 'node:crypto';
+import { createPublicKey, hash, type KeyObject } from 'node:crypto';
 import { signatureParameters } from '../keys/signatureParameters.js';
 import { assertCompactJws, base64urlLength, signatureSegmentLength } from './compactJws.js';
 import { verifyJwsSignature } from './jwsSignature.js';
@@ -92,7 +93,9 @@ export interface CheckedProof {
 export const PROOF_KEY_CACHE_SIZE = 1000;
 
 /** A proof header's key, checked fit for its `alg`, and the key's RFC 7638 thumbprint. */
-interface ProofKey {
+interface ProofKey extends CheckedHeader {
+  /** Null: the key stands for it. */
+  readonly jwk: null;
   readonly key: KeyObject;
   readonly jkt: string;
 }
@@ -154,48 +157,34 @@ export function checkDpopProof(
   }
   const firstDot = proof.indexOf('.');
   const headerPart = proof.slice(0, firstDot);
-  const header = jsonPart(headerPart);
-  if (header.typ !== 'dpop+jwt') {
-    throw new DpopProofError('dpop-typ', 'The DPoP proof must be typed dpop+jwt.');
-  }
-  const alg = header.alg;
-  if (typeof alg !== 'string' || !(expect.algorithms as readonly string[]).includes(alg)) {
-    throw new DpopProofError('dpop-alg', 'The DPoP proof uses an algorithm not accepted here.');
-  }
-  // No extension is understood in a proof, so any `crit` is one we must refuse
-  // (RFC 7515 §4.1.11); jose accepted `crit: ["b64"]`.
-  if (Object.hasOwn(header, 'crit')) {
-    throw new DpopProofError(
-      'dpop-malformed',
-      'The DPoP proof uses an unsupported feature (crit).',
-    );
-  }
-  const jwk = header.jwk;
-  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) {
-    throw new DpopProofError('dpop-jwk', 'The DPoP proof carries no public key (jwk).');
-  }
-  for (const member of PRIVATE_MEMBERS) {
-    if (member in jwk) throw new DpopProofError('dpop-jwk', 'The DPoP proof key must be public.');
-  }
-  let proofKey = keys.get(headerPart);
-  const key = proofKey?.key ?? importProofKey(jwk as Record<string, unknown>, alg);
+  // A header seen before passed every header check and verified a proof: only the
+  // allowlist (configuration, which a reload changes) is asked again.
+  const cached = keys.get(headerPart);
+  const header =
+    cached === undefined ? checkedHeader(headerPart, expect.algorithms) : allowed(cached, expect);
+  const key = cached?.key ?? importProofKey(header.jwk as Record<string, unknown>, header.alg);
   // Any other length is another spelling of the signature or none (`signatureLength.ts`).
-  if (signatureSegmentLength(proof) !== base64urlLength(signatureLength(alg, key))) {
+  if (signatureSegmentLength(proof) !== base64urlLength(signatureLength(header.alg, key))) {
     throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
   }
-  if (!verifyJwsSignature(proof, alg, key)) {
+  if (!verifyJwsSignature(proof, header.alg, key)) {
     throw new DpopProofError('dpop-signature', 'The DPoP proof signature does not verify.');
   }
-  if (proofKey === undefined) {
-    proofKey = { key, jkt: jwkThumbprint(jwk as Record<string, unknown>) };
-    keys.set(headerPart, proofKey);
+  let jkt = cached?.jkt;
+  if (jkt === undefined) {
+    jkt = jwkThumbprint(header.jwk as Record<string, unknown>);
+    keys.set(headerPart, { alg: header.alg, jwk: null, key, jkt });
   }
   const payload = Buffer.from(proof.slice(firstDot + 1, proof.lastIndexOf('.')), 'base64url');
-  const claims = jsonBytes(payload);
+  const claims = jsonText(payload.toString('utf8'));
   if (claims.htm !== expect.method) {
     throw new DpopProofError('dpop-htm', 'The DPoP proof is for another method.');
   }
-  if (typeof claims.htu !== 'string' || normalisedUri(claims.htu) !== normalisedUri(expect.url)) {
+  const htu = claims.htu;
+  if (
+    typeof htu !== 'string' ||
+    (htu !== expect.url && normalisedUri(htu) !== normalisedUri(expect.url))
+  ) {
     throw new DpopProofError('dpop-htu', 'The DPoP proof is for another URI.');
   }
   const iat = claims.iat;
@@ -219,7 +208,52 @@ export function checkDpopProof(
       throw new DpopProofError('dpop-nonce', 'The DPoP proof must carry a current server nonce.');
     }
   }
-  return { jkt: proofKey.jkt, jti, iat };
+  return { jkt, jti, iat };
+}
+
+/** A protected header's `alg` and `jwk` (null once cached: its key stands for it). */
+interface CheckedHeader {
+  readonly alg: string;
+  readonly jwk: object | null;
+}
+
+/** A cached header's `alg`, still of the allowlist. */
+function allowed(cached: ProofKey, expect: ProofExpectation): CheckedHeader {
+  if (!(expect.algorithms as readonly string[]).includes(cached.alg)) {
+    throw new DpopProofError('dpop-alg', 'The DPoP proof uses an algorithm not accepted here.');
+  }
+  return cached;
+}
+
+/**
+ * The checks of a protected header not seen before (RFC 9449 §4.3 items 3–6): typed
+ * `dpop+jwt`, an `alg` of the allowlist, no `crit`, a `jwk` holding no private member.
+ */
+function checkedHeader(headerPart: string, algorithms: readonly string[]): CheckedHeader {
+  const header = jsonPart(headerPart);
+  if (header.typ !== 'dpop+jwt') {
+    throw new DpopProofError('dpop-typ', 'The DPoP proof must be typed dpop+jwt.');
+  }
+  const alg = header.alg;
+  if (typeof alg !== 'string' || !algorithms.includes(alg)) {
+    throw new DpopProofError('dpop-alg', 'The DPoP proof uses an algorithm not accepted here.');
+  }
+  // No extension is understood in a proof, so any `crit` is one we must refuse
+  // (RFC 7515 §4.1.11); jose accepted `crit: ["b64"]`.
+  if (Object.hasOwn(header, 'crit')) {
+    throw new DpopProofError(
+      'dpop-malformed',
+      'The DPoP proof uses an unsupported feature (crit).',
+    );
+  }
+  const jwk = header.jwk;
+  if (jwk === null || typeof jwk !== 'object' || Array.isArray(jwk)) {
+    throw new DpopProofError('dpop-jwk', 'The DPoP proof carries no public key (jwk).');
+  }
+  for (const member of PRIVATE_MEMBERS) {
+    if (member in jwk) throw new DpopProofError('dpop-jwk', 'The DPoP proof key must be public.');
+  }
+  return { alg, jwk };
 }
 
 /**
@@ -262,12 +296,13 @@ function jwkThumbprint(jwk: Record<string, unknown>): string {
   if (members.length === 0 || members.some((member) => typeof jwk[member] !== 'string')) {
     throw new DpopProofError('dpop-jwk', 'The DPoP proof key is not a complete JWK.');
   }
-  return createHash('sha256').update(JSON.stringify(required)).digest('base64url');
+  return hash('sha256', JSON.stringify(required), 'base64url');
 }
 
 /** `ath` (RFC 9449 §4.2): base64url of the SHA-256 of the access token's ASCII. */
 export function accessTokenHash(token: string): string {
-  return createHash('sha256').update(token, 'ascii').digest('base64url');
+  // The one-shot hash (UTF-8 of the string): a token that verified is ASCII.
+  return hash('sha256', token, 'base64url');
 }
 
 /**
@@ -288,13 +323,13 @@ export function normalisedUri(uri: string): string {
 }
 
 function jsonPart(part: string): Record<string, unknown> {
-  return jsonBytes(Buffer.from(part, 'base64url'));
+  return jsonText(Buffer.from(part, 'base64url').toString('utf8'));
 }
 
-function jsonBytes(bytes: Uint8Array): Record<string, unknown> {
+function jsonText(text: string): Record<string, unknown> {
   let value: unknown;
   try {
-    value = JSON.parse(Buffer.from(bytes).toString('utf8'));
+    value = JSON.parse(text);
   } catch {
     throw new DpopProofError('dpop-malformed', 'The DPoP proof is not JSON.');
   }

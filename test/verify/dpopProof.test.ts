@@ -212,6 +212,19 @@ describe('DPoP proofs', () => {
     );
   });
 
+  test('a cached header is refused once its alg leaves the allowlist (a reload narrowed it)', async () => {
+    const keys = new ProofKeyCache(10);
+    await checkDpopProof(await proof(), expect(), keys);
+    assert.equal(keys.size, 1);
+    await refused(
+      async () => checkDpopProof(await proof(), expect({ algorithms: ['EdDSA', 'PS256'] }), keys),
+      'dpop-alg',
+    );
+    // Back on the allowlist, the same header verifies from its entry again.
+    const again = await checkDpopProof(await proof({ jti: 'z' }), expect(), keys);
+    assert.equal(again.jti, 'z');
+  });
+
   test('a jwk differing from a cached one by one member is never taken for it', async () => {
     const keys = new ProofKeyCache(10);
     const jwk = await exportJWK(publicKey);
