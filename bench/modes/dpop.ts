@@ -14,26 +14,33 @@
  * request in flight each, on the other CPU with the upstream, the log sinks and Redis,
  * in phases whose order rotates every round; the gateways' CPU per request is read from
  * /proc for each phase. Every proof is unique (its `jti`) and made for the phase's URL and
- * token: a batch of ES256 proofs (`iat` now) is signed just before each phase starts, so
- * the signing is off the measured path; a proof still valid when used needs the phase to
- * end within `--window` seconds (`dpop.proofWindowSeconds`) of the batch, and a lane that
+ * token: a batch of proofs (`iat` now; `--alg` ES256, PS256 with a 2048-bit key, or
+ * EdDSA) is signed just before each phase starts, so the signing is off the measured
+ * path; a proof still valid when used needs the phase to end within `--window` seconds
+ * (`dpop.proofWindowSeconds`) of the start of its batch, and a lane that
  * runs out of the batch signs its own (counted, reported). The window is 60 s, not 300:
  * the local replay store keeps each `jti` for twice the window in at most 100,000 entries
  * and refuses new proofs (503) when full, which a 300 s window reaches within the run.
  *
- * Before the load, in this process: what Node itself does per proof — one ES256
- * `crypto.verify` on a cached key object, and one `checkDpopProof` (the whole proof
+ * Before the load, in this process: what Node itself does per proof — one
+ * `crypto.verify` of `--alg` on a cached key object, and one `checkDpopProof` (the whole proof
  * check, without the replay store) — so the gateway's extra CPU per DPoP request can be
  * split into the signature, the rest of the check, and the step and replay store around.
  * Targets: dpop ≥ 0.5 × bearer in req/s (one signature check per request).
  *
  *   npm run bench -- --mode dpop [--rounds 6] [--duration 5] [--warmup 3] [--connections 16]
- *     [--window 60] [--cpu-prof-dir DIR]
+ *     [--window 60] [--alg ES256|PS256|EdDSA] [--cpu-prof-dir DIR]
  *
  * Needs redis-server, taskset and 2 CPUs.
  */
 import { spawnSync } from 'node:child_process';
-import { type KeyObject, randomBytes, sign, verify as verifySignature } from 'node:crypto';
+import {
+  constants,
+  type KeyObject,
+  randomBytes,
+  sign,
+  verify as verifySignature,
+} from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,25 +62,51 @@ const OPTIONS = {
   warmup: { type: 'string', default: '3' },
   connections: { type: 'string', default: '16' },
   window: { type: 'string', default: '60' },
+  // The proofs' algorithm (the clients' key type): ES256, PS256 or EdDSA.
+  alg: { type: 'string', default: 'ES256' },
   // A directory: the local-store gateway writes a V8 CPU profile there when it stops.
   'cpu-prof-dir': { type: 'string' },
 } as const;
 
-/** One client key, signing proofs the way a client does (RFC 9449 §4.2), ES256. */
+/** The proof algorithms the mode can sign with: the common three of RFC 9449 clients. */
+const PROOF_ALGORITHMS = ['ES256', 'PS256', 'EdDSA'] as const;
+type ProofAlgorithm = (typeof PROOF_ALGORITHMS)[number];
+
+/** How each signs and verifies with Node (RFC 7518 §3.4–3.5, RFC 8037 §3.1). */
+const SIGNING: Record<
+  ProofAlgorithm,
+  { pair: () => ReturnType<typeof newKeyPair>; digest: string | null; options: object }
+> = {
+  ES256: {
+    pair: () => newKeyPair('ec', { namedCurve: 'P-256' }),
+    digest: 'sha256',
+    options: { dsaEncoding: 'ieee-p1363' },
+  },
+  PS256: {
+    pair: () => newKeyPair('rsa', { modulusLength: 2048 }),
+    digest: 'sha256',
+    options: { padding: constants.RSA_PKCS1_PSS_PADDING, saltLength: 32 },
+  },
+  EdDSA: { pair: () => newKeyPair('ed25519'), digest: null, options: {} },
+};
+
+/** One client key, signing proofs the way a client does (RFC 9449 §4.2). */
 class ProofSigner {
   readonly #key: KeyObject;
   readonly publicKey: KeyObject;
+  readonly alg: ProofAlgorithm;
   readonly #header: string;
   readonly #prefix = randomBytes(6).toString('base64url');
   #count = 0;
 
-  constructor() {
-    const { privateKey, publicKey } = newKeyPair('ec', { namedCurve: 'P-256' });
+  constructor(alg: ProofAlgorithm) {
+    const { privateKey, publicKey } = SIGNING[alg].pair();
+    this.alg = alg;
     this.#key = privateKey;
     this.publicKey = publicKey;
     const jwk = publicKey.export({ format: 'jwk' });
     // One header for every proof, as a client library builds it.
-    this.#header = part({ typ: 'dpop+jwt', alg: 'ES256', jwk });
+    this.#header = part({ typ: 'dpop+jwt', alg, jwk });
   }
 
   proof(method: string, url: string, token?: string): string {
@@ -86,10 +119,8 @@ class ProofSigner {
       ...(token === undefined ? {} : { ath: accessTokenHash(token) }),
     };
     const input = `${this.#header}.${part(claims)}`;
-    const signature = sign('sha256', Buffer.from(input), {
-      key: this.#key,
-      dsaEncoding: 'ieee-p1363',
-    });
+    const { digest, options } = SIGNING[this.alg];
+    const signature = sign(digest, Buffer.from(input), { key: this.#key, ...options });
     return `${input}.${signature.toString('base64url')}`;
   }
 }
@@ -169,18 +200,19 @@ async function perCall(ms: number, fn: () => unknown): Promise<{ cpuUs: number; 
   return { cpuUs: (used.user + used.system) / calls, wallUs: wall / calls };
 }
 
-/** What Node does per proof on this CPU: one ES256 verify, one whole proof check. */
-async function baselines(): Promise<string> {
-  const signer = new ProofSigner();
+/** What Node does per proof on this CPU: one signature verify, one whole proof check. */
+async function baselines(alg: ProofAlgorithm): Promise<string> {
+  const signer = new ProofSigner(alg);
   const url = 'http://127.0.0.1:1/v1/dpop/42';
   const token = 'bench.token.value';
   const sample = signer.proof('GET', url, token);
   const [header, payload, signature] = sample.split('.') as [string, string, string];
   const input = Buffer.from(`${header}.${payload}`);
   const sig = Buffer.from(signature, 'base64url');
-  const key = { key: signer.publicKey, dsaEncoding: 'ieee-p1363' } as const;
-  if (!verifySignature('sha256', input, key, sig)) throw new Error('baseline: verify failed');
-  const verify = await perCall(1000, () => verifySignature('sha256', input, key, sig));
+  const { digest, options } = SIGNING[alg];
+  const key = { key: signer.publicKey, ...options };
+  if (!verifySignature(digest, input, key, sig)) throw new Error('baseline: verify failed');
+  const verify = await perCall(1000, () => verifySignature(digest, input, key, sig));
   const proofs = Array.from({ length: 20_000 }, () => signer.proof('GET', url, token));
   let i = 0;
   const expect = {
@@ -195,7 +227,7 @@ async function baselines(): Promise<string> {
     checkDpopProof(proofs[i++ % proofs.length] as string, expect),
   );
   return (
-    `Node on this CPU, one ES256 crypto.verify (cached KeyObject): ${verify.cpuUs.toFixed(1)} µs CPU ` +
+    `Node on this CPU, one ${alg} crypto.verify (cached KeyObject): ${verify.cpuUs.toFixed(1)} µs CPU ` +
     `(${(1e6 / verify.wallUs).toFixed(0)}/s); one checkDpopProof (same key, no replay store): ` +
     `${check.cpuUs.toFixed(1)} µs CPU, ${check.wallUs.toFixed(1)} µs wall`
   );
@@ -211,6 +243,8 @@ export async function run(argv: readonly string[]): Promise<number> {
   const profileDir = values['cpu-prof-dir'];
   if (windowS < 5 || windowS > 300) fail('--window: dpop.proofWindowSeconds is 5..300');
   if (durationS + 5 > windowS) fail('--window: a phase and its batch must fit in the window');
+  const alg = values.alg as ProofAlgorithm;
+  if (!PROOF_ALGORITHMS.includes(alg)) fail(`--alg: one of ${PROOF_ALGORITHMS.join(', ')}`);
   if (availableParallelism() < 2 || spawnSync('taskset', ['-V']).status !== 0) {
     process.stderr.write('the dpop mode needs 2 CPUs and taskset (util-linux)\n');
     return 2;
@@ -218,7 +252,7 @@ export async function run(argv: readonly string[]): Promise<number> {
   // This process first: every child (Redis too) inherits its CPUs; the gateways then move.
   const last = availableParallelism() - 1;
   pinTo(last === 1 ? '0' : `0-${last - 1}`, process.pid);
-  process.stdout.write(`${await baselines()}\n`);
+  process.stdout.write(`${await baselines(alg)}\n`);
 
   const work = await mkdtemp(join(tmpdir(), 'portaria-dpop-bench-'));
   const children = new ChildSet();
@@ -260,7 +294,7 @@ export async function run(argv: readonly string[]): Promise<number> {
     });
     pinTo(String(last), local.pid, shared.pid);
 
-    const signer = new ProofSigner();
+    const signer = new ProofSigner(alg);
     const poolOf = (url: string) => {
       const pool = new Pool(url, { connections });
       pools.push(pool);
@@ -297,20 +331,28 @@ export async function run(argv: readonly string[]): Promise<number> {
         dpop: true,
       },
     ];
-    const batch = (target: Target, count: number) =>
-      target.dpop
-        ? Array.from({ length: count }, () => signer.proof('GET', target.url, target.token))
-        : [];
+    // Signed in slices, yielding between them: a long batch (PS256 signs in ~0.5 ms) must
+    // not block the pools' event loop past the gateway's keep-alive timeout, or a lane
+    // writes to a socket whose close was never read.
+    const batch = async (target: Target, count: number): Promise<string[]> => {
+      const proofs: string[] = [];
+      while (target.dpop && proofs.length < count) {
+        const slice = Math.min(count, proofs.length + 200);
+        while (proofs.length < slice) proofs.push(signer.proof('GET', target.url, target.token));
+        await new Promise<void>((resolve) => setImmediate(resolve));
+      }
+      return proofs;
+    };
 
     // Each route takes its token and refuses the wrong use: a replayed proof, a bearer
     // token on the sender-constrained route.
     for (const target of targets) {
-      const check = await load(target, signer, batch(target, 20), 0.2, 1);
+      const check = await load(target, signer, await batch(target, 20), 0.2, 1);
       if (check.failures > 0 || check.requests === 0) {
         throw new Error(`${target.name}: the gateway refused the bench's token or proof`);
       }
       if (target.dpop) {
-        const once = batch(target, 1);
+        const once = await batch(target, 1);
         const replay = await load(target, signer, [...once, ...once], 0.05, 1);
         if (replay.requests < 1 || replay.statuses.get(401) !== 1) {
           throw new Error(`${target.name}: a replayed proof was not refused once`);
@@ -323,13 +365,16 @@ export async function run(argv: readonly string[]): Promise<number> {
       }
     }
 
-    // A batch covers the fastest phase seen so far, with room; the warm-up sizes it.
+    // A batch covers the fastest DPoP phase seen so far, with room; the warm-up sizes it.
     let fastest = 1000;
     process.stdout.write(`warm-up ${warmupS} s each\n`);
     for (const target of targets) {
+      const proofs = await batch(target, 5000 * warmupS);
       const started = performance.now();
-      const done = await load(target, signer, batch(target, 5000 * warmupS), warmupS, connections);
-      fastest = Math.max(fastest, done.requests / ((performance.now() - started) / 1000));
+      const done = await load(target, signer, proofs, warmupS, connections);
+      if (target.dpop) {
+        fastest = Math.max(fastest, done.requests / ((performance.now() - started) / 1000));
+      }
     }
     const names = targets.map((t) => t.name);
     const perRound: Record<string, { rate: number; us: number }>[] = [];
@@ -339,14 +384,22 @@ export async function run(argv: readonly string[]): Promise<number> {
       const order = targets.map((_, i) => targets[(i + r) % targets.length] as Target);
       const seen: Record<string, { rate: number; us: number }> = {};
       for (const target of order) {
-        const proofs = batch(target, Math.ceil(fastest * durationS * 1.5) + 500);
+        const signing = performance.now();
+        const proofs = await batch(target, Math.ceil(fastest * durationS * 1.5) + 500);
+        // Every proof's iat is its signing time: the last request must come within the window.
+        const signedS = (performance.now() - signing) / 1000;
+        if (signedS + durationS + 2 > windowS) {
+          fail(
+            `--window: signing a batch took ${signedS.toFixed(0)} s; raise --window or lower --duration`,
+          );
+        }
         const before = processCpuUs(target.pid);
         const started = performance.now();
         const done = await load(target, signer, proofs, durationS, connections);
         const seconds = (performance.now() - started) / 1000;
         const us = (processCpuUs(target.pid) - before) / done.requests;
         seen[target.name] = { rate: done.requests / seconds, us };
-        if (target.name === 'bearer') fastest = Math.max(fastest, done.requests / seconds);
+        if (target.dpop) fastest = Math.max(fastest, done.requests / seconds);
         failures += done.failures;
         inline += done.inline;
         if (done.failures > 0) {
@@ -373,7 +426,7 @@ export async function run(argv: readonly string[]): Promise<number> {
       s[n] as { rate: number; us: number };
     const dpopBearer = med((s) => ratio(s, 'dpop', 'bearer'));
     process.stdout.write(
-      `\nmedians of ${rounds} rounds (gateway CPU per request from /proc, ${connections} connections):\n` +
+      `\nmedians of ${rounds} rounds (${alg} proofs, gateway CPU per request from /proc, ${connections} connections):\n` +
         `  bearer      ${med((s) => at(s, 'bearer').rate).toFixed(0)}/s  ${med((s) => at(s, 'bearer').us).toFixed(1)} µs\n` +
         `  dpop        ${med((s) => at(s, 'dpop').rate).toFixed(0)}/s  ${med((s) => at(s, 'dpop').us).toFixed(1)} µs\n` +
         `  dpop-redis  ${med((s) => at(s, 'dpop-redis').rate).toFixed(0)}/s  ${med((s) => at(s, 'dpop-redis').us).toFixed(1)} µs\n` +
