@@ -122,6 +122,7 @@ export const FAILURE_REASONS = [
   'peer-not-trusted', // the peer asking is not one of server.trustedProxies
   'original-request', // the original method or URI is missing, repeated or malformed
   'no-decision-entry', // no decision entry has this path
+  'refusal-lapsed', // a second ask about a refused request that would now be allowed (503)
   'upgrade-on-open-path', // an upgrade on the token, JWKS or OpenAPI path
   'upgrade-with-body', // an upgrade request with a body
   'upgrade-offer-chunked', // an upgrade offer with a chunked body

@@ -76,6 +76,7 @@ export function createAuthorizer(config: Config, deps: AuthorizerWiringDeps): Au
     identity: compileIdentityHeaders(config.identityHeaders),
     cache: config.authorizer.cacheDecisions,
     clock: deps.clock,
+    rateLimitFieldsOnAllow: config.quotas.headers === 'always',
   });
   const gateway = new DecisionGateway({
     authorizer: config.authorizer,

@@ -34,6 +34,7 @@ import { instanceOf, sendRefusal, sendServerError } from '../http/replies.js';
 import type { RequestAccounting } from '../http/requestAccounting.js';
 import type { GatewayResponse, RequestScope } from '../http/requestScope.js';
 import { methodClass } from '../observability/metrics.js';
+import { proofReplayed } from '../pipeline/dpopProofStep.js';
 import { cacheControlFor, type DecisionEntryDeps, decisionAccounting } from './decisions.js';
 import {
   type DecisionEntry,
@@ -43,6 +44,20 @@ import {
   type OriginalRequest,
   traefikOriginal,
 } from './originalRequest.js';
+
+/**
+ * Set by the proxy when it asks again about a request refused a moment ago, to hand the
+ * client the refusal's answer (nginx's `error_page`, docs/examples): such an ask counts
+ * nothing and is never allowed (a 503 to retry, when the refusal no longer holds).
+ */
+export const SECOND_ASK_HEADER = 'x-portaria-second-ask';
+
+/** 503 to a second ask every step passed: the first ask's refusal no longer holds. */
+const refusalLapsed = (): PortariaError =>
+  new PortariaError('service-unavailable', 'The request was refused a moment ago; retry it.', {
+    reason: 'refusal-lapsed',
+    headers: { 'retry-after': '1' },
+  });
 
 /** Envoy's HTTP filter removes the headers this response header names (comma-separated). */
 const ENVOY_HEADERS_TO_REMOVE = 'x-envoy-auth-headers-to-remove';
@@ -130,6 +145,7 @@ export class DecisionGateway {
       });
     }
     scope.decision = entry;
+    scope.secondAsk = req.headers[SECOND_ASK_HEADER] !== undefined;
     for (const step of this.#before) step(req, scope);
     originalRequestInto(scope, this.#original(entry, req));
     this.#accounting.startTrace(scope, req);
@@ -152,6 +168,13 @@ export class DecisionGateway {
 
   #allow(req: IncomingMessage, res: GatewayResponse): void {
     const scope = res.scope;
+    if (scope.secondAsk) {
+      // The first ask was refused and nothing of it passed: allowing now would hand the
+      // client an empty 200 for a request never forwarded. Its proof replayed, or the
+      // refusal lapsed between the asks (a bucket refilled, a revocation list caught up).
+      this.#fail(res, scope.proofSpent ? proofReplayed() : refusalLapsed());
+      return;
+    }
     const decisions = this.#deps.decisions;
     const identity = decisions.identityHeaders(scope);
     for (let i = 0; i < identity.length; i += 2) {
@@ -160,6 +183,12 @@ export class DecisionGateway {
     if (scope.decision === 'envoy') {
       const remove = decisions.headersToRemove(identity, Object.keys(req.headers));
       if (remove.length > 0) res.setHeader(ENVOY_HEADERS_TO_REMOVE, remove.join(','));
+    }
+    // For the client's answer: nginx's auth_request_set + add_header, Envoy's
+    // allowed_client_headers_on_success (docs/examples).
+    const fields = decisions.rateLimitHeaders(scope);
+    for (let i = 0; i < fields.length; i += 2) {
+      res.setHeader(fields[i] as string, fields[i + 1] as string);
     }
     const seconds = decisions.cacheSeconds(scope);
     // nginx's proxy cache stores no `private` answer but follows X-Accel-Expires over

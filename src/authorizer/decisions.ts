@@ -11,7 +11,9 @@
  *     `private, max-age=N` with N at most `authorizer.cacheDecisions.maxAgeSeconds` and
  *     never past the token's `exp` (docs/authorizer.md#cacheable-decisions). A refusal is
  *     never cacheable (the entries write `no-store`), nor is a metered request's allow
- *     (each request must be counted).
+ *     (each request must be counted);
+ *   - with `quotas.headers: always`, a metered request's `RateLimit` and `RateLimit-Policy`
+ *     for the proxy to add to the client's answer (the upstream's).
  */
 import type { AuthorizerConfig } from '../config/types.js';
 import type { Principal } from '../domain/principal.js';
@@ -24,6 +26,7 @@ import type { Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { AccessRequest } from '../pipeline/accessRequest.js';
 import type { ProtectedStep } from '../pipeline/protectedSteps.js';
+import { answerFields } from '../pipeline/quotaStep.js';
 import { runSteps } from '../pipeline/runSteps.js';
 import type { IdentityHeaders } from '../proxy/identityHeaders.js';
 
@@ -49,6 +52,8 @@ export interface DecisionsDeps {
   readonly identity: IdentityHeaders;
   readonly cache: AuthorizerConfig['cacheDecisions'];
   readonly clock: Clock;
+  /** `quotas.headers: always`: an allow carries the metered request's RateLimit fields. */
+  readonly rateLimitFieldsOnAllow?: boolean;
 }
 
 /** The access lines, metrics and spans of an entry's decisions. */
@@ -67,12 +72,14 @@ export class Decisions {
   readonly #identity: IdentityHeaders;
   readonly #maxAge: number;
   readonly #clock: Clock;
+  readonly #fieldsOnAllow: boolean;
 
   constructor(deps: DecisionsDeps) {
     this.#steps = deps.steps;
     this.#identity = deps.identity;
     this.#maxAge = deps.cache.enabled ? deps.cache.maxAgeSeconds : 0;
     this.#clock = deps.clock;
+    this.#fieldsOnAllow = deps.rateLimitFieldsOnAllow === true;
   }
 
   /** The protected steps over the original request; a refusal is thrown as a PortariaError. */
@@ -85,6 +92,13 @@ export class Decisions {
     const out: string[] = [];
     this.#identity.write(out, request.principal as Principal, request.certificate);
     return out as string[];
+  }
+
+  /** `[name, value, …]`: the RateLimit fields an allowed metered request's answer gets. */
+  rateLimitHeaders(request: AccessRequest): string[] {
+    if (!this.#fieldsOnAllow || request.quota === null) return [];
+    const fields = answerFields(request);
+    return fields === null ? [] : ['ratelimit-policy', fields.policy, 'ratelimit', fields.limit];
   }
 
   /**

@@ -83,6 +83,8 @@ export interface CheckResponse {
   readonly ok_response?: {
     readonly headers: readonly HeaderValueOption[];
     readonly headers_to_remove: readonly string[];
+    /** Added to the client's answer (Envoy 1.22+): the RateLimit fields of a metered request. */
+    readonly response_headers_to_add?: readonly HeaderValueOption[];
   };
   readonly denied_response?: {
     readonly status: { readonly code: number };
@@ -280,11 +282,17 @@ export class GrpcCheck {
     for (let i = 0; i < identity.length; i += 2) {
       set.push(overwrite(identity[i] as string, identity[i + 1] as string));
     }
+    const fields = decisions.rateLimitHeaders(scope);
+    const answer: HeaderValueOption[] = [];
+    for (let i = 0; i < fields.length; i += 2) {
+      answer.push(overwrite(fields[i] as string, fields[i + 1] as string));
+    }
     return {
       status: { code: RPC.ok },
       ok_response: {
         headers: set,
         headers_to_remove: decisions.headersToRemove(identity, Object.keys(headers.all)),
+        ...(answer.length === 0 ? {} : { response_headers_to_add: answer }),
       },
     };
   }

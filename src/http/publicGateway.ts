@@ -28,15 +28,13 @@ import { JWKS_PATH, OPENAPI_PATH } from '../documents/openPaths.js';
 import type { StaticDocument } from '../documents/staticDocument.js';
 import { TOKEN_PATH } from '../domain/requestPath.js';
 import { type FailureReason, isPortariaError, PortariaError } from '../errors.js';
-import { rateLimitFields } from '../limits/rateLimitFields.js';
 import type { AccessLog, Logger } from '../observability/logger.js';
 import type { MethodClass, Metrics } from '../observability/metrics.js';
 import type { Tracing } from '../observability/tracing.js';
 import type { ClientRequiresBinding } from '../pipeline/certificateBinding.js';
 import type { DpopStepDeps } from '../pipeline/dpopProofStep.js';
-import type { QuotaDecision } from '../pipeline/meteringPolicies.js';
 import { type ProtectedStep, protectedSteps } from '../pipeline/protectedSteps.js';
-import type { QuotaStepDeps } from '../pipeline/quotaStep.js';
+import { answerFields, type QuotaStepDeps } from '../pipeline/quotaStep.js';
 import { runSteps } from '../pipeline/runSteps.js';
 import type { Forwarder, ForwardFailure } from '../proxy/forwarder.js';
 import type { RouteTable } from '../proxy/routeTable.js';
@@ -277,9 +275,8 @@ export class PublicGateway {
   #forward(req: IncomingMessage, res: GatewayResponse): void {
     const scope = res.scope;
     continueBody(res);
-    const reading = scope.quota?.reading;
-    if (reading != null && this.#deps.rateLimitFieldsAlways === true) {
-      const fields = rateLimitFields((scope.quota as QuotaDecision).policy, reading);
+    if (scope.quota !== null && this.#deps.rateLimitFieldsAlways === true) {
+      const fields = answerFields(scope);
       if (fields !== null) {
         scope.addedResponseFields = ['ratelimit-policy', fields.policy, 'ratelimit', fields.limit];
       }

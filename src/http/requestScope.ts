@@ -51,6 +51,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   dpopProofLines = 0;
   /** `scheme://host` as the client used it, for a proof's `htu` (the DPoP opening step). */
   origin = '';
+  /** A decision entry's second ask about a refused request (nothing counted, never allowed). */
+  secondAsk = false;
   /** The accepted credentials' scheme and token (credentials step). */
   scheme: AuthScheme | undefined = undefined;
   token = '';
@@ -60,6 +62,8 @@ export class RequestScope implements ForwardContext, AccessRecord, AccessRequest
   bound = false;
   /** The token is DPoP-bound and the request's proof holds its key (DPoP step). */
   proven = false;
+  /** A second ask's proof was used before (DPoP step). */
+  proofSpent = false;
   /** The route that serves the path (route step). */
   route: CompiledRoute | null = null;
   /** The quota step's decision (a metered request). */

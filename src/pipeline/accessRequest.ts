@@ -40,6 +40,12 @@ export interface AccessRequest {
    * when a proof came.
    */
   readonly origin: string;
+  /**
+   * The proxy asks again about a request it was refused a moment ago, for the refusal's
+   * answer (nginx's `error_page`, docs/authorizer.md): no quota is consumed, a proof its
+   * first ask spent is not refused before the later steps, and it is never allowed.
+   */
+  readonly secondAsk: boolean;
 
   // What the steps find.
   /** The scheme of the accepted credentials (credentials step). */
@@ -52,6 +58,8 @@ export interface AccessRequest {
   bound: boolean;
   /** The token is DPoP-bound and this request's proof holds its key (DPoP step). */
   proven: boolean;
+  /** A second ask's proof was used before (DPoP step): its answer if no later step refuses. */
+  proofSpent: boolean;
   /** Its client id: the access line's and the decision's. */
   clientId: string | undefined;
   /** The route serving the path (route step), and its bounded label. */

@@ -72,6 +72,11 @@ export const dpopOff: Step<AccessRequest> = {
   },
 };
 
+/** 401 `dpop-replayed`: the proof's `jti` was used before (RFC 9449 §11.1). */
+export function proofReplayed(): PortariaError {
+  return proofRefused('dpop-replayed', 'This DPoP proof was used before.');
+}
+
 export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
   const { algorithms, windowSeconds, replay, clock, nonces } = deps;
   const nonceValid = nonces === null ? undefined : (nonce: string) => nonces.accepts(nonce);
@@ -102,7 +107,11 @@ export function dpopProofStep(deps: DpopStepDeps): Step<AccessRequest> {
     }
     const claimed = replay.claim(`dpop:${jkt}`, proof.jti, (now + 2 * windowSeconds) * 1000);
     const settle = (fresh: boolean): void => {
-      if (!fresh) throw proofRefused('dpop-replayed', 'This DPoP proof was used before.');
+      // A second ask repeats its first ask's proof, which that ask may have spent before a
+      // later step refused it: the later step's refusal is the answer, and only when no
+      // step refuses is the spent proof (docs/authorizer.md, the double ask).
+      if (!fresh && request.secondAsk) request.proofSpent = true;
+      else if (!fresh) throw proofReplayed();
       request.proven = true;
     };
     return typeof claimed === 'boolean' ? settle(claimed) : claimed.then(settle);

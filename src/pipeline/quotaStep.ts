@@ -20,7 +20,7 @@ import type { Principal } from '../domain/principal.js';
 import { PortariaError } from '../errors.js';
 import type { Meter } from '../limits/meter.js';
 import type { MeterReading, QuotaPolicy } from '../limits/quotaPolicy.js';
-import { rateLimitFields } from '../limits/rateLimitFields.js';
+import { type RateLimitFields, rateLimitFields } from '../limits/rateLimitFields.js';
 import type { CompiledRoute } from '../proxy/routeTable.js';
 import type { AccessRequest } from './accessRequest.js';
 import type { MeteringPolicy, QuotaOutcome } from './meteringPolicies.js';
@@ -62,14 +62,16 @@ export function quotaStep(deps: QuotaStepDeps): Step<AccessRequest> {
   const { meter, policies, clientQuota, whenStoreDown, fieldsOnRefusal, onDecision } = deps;
   const decide = (request: AccessRequest, policy: QuotaPolicy, reading: MeterReading): void => {
     const routeId = request.routeId;
+    // A second ask is the same request again: counted once, at its first ask.
+    const record = !request.secondAsk;
     if (reading.unavailable === true) {
       if (whenStoreDown === 'open') {
         request.quota = { policy, outcome: 'unavailable-open', reading: null };
-        onDecision(policy.name, routeId, 'unavailable-open');
+        if (record) onDecision(policy.name, routeId, 'unavailable-open');
         return;
       }
       request.quota = { policy, outcome: 'unavailable-closed', reading: null };
-      onDecision(policy.name, routeId, 'unavailable-closed');
+      if (record) onDecision(policy.name, routeId, 'unavailable-closed');
       throw new PortariaError(
         'service-unavailable',
         'The request quota cannot be checked now; retry later.',
@@ -78,11 +80,11 @@ export function quotaStep(deps: QuotaStepDeps): Step<AccessRequest> {
     }
     if (reading.allowed) {
       request.quota = { policy, outcome: 'allowed', reading };
-      onDecision(policy.name, routeId, 'allowed');
+      if (record) onDecision(policy.name, routeId, 'allowed');
       return;
     }
     request.quota = { policy, outcome: 'refused', reading };
-    onDecision(policy.name, routeId, 'refused');
+    if (record) onDecision(policy.name, routeId, 'refused');
     throw quotaExceeded(policy, reading, fieldsOnRefusal);
   };
   return {
@@ -102,7 +104,10 @@ export function quotaStep(deps: QuotaStepDeps): Step<AccessRequest> {
         subjectOf(principal, metering.claim),
         metering.perRoute ? route.id : null,
       );
-      const reading = meter.check(metering.policy, key);
+      // A second ask counts nothing: it reads where the partner stands.
+      const reading = request.secondAsk
+        ? meter.peek(metering.policy, key)
+        : meter.check(metering.policy, key);
       if (reading instanceof Promise) {
         return reading.then((answer) => decide(request, metering.policy, answer));
       }
@@ -110,6 +115,18 @@ export function quotaStep(deps: QuotaStepDeps): Step<AccessRequest> {
       return undefined;
     },
   };
+}
+
+/**
+ * The RateLimit fields of an allowed metered request's answer (`quotas.headers: always`),
+ * from the reading the step left on it; null when it was not metered or the store could
+ * not answer. Proxy mode adds them to the upstream's answer, the decision entries hand
+ * them to the proxy for the client's.
+ */
+export function answerFields(request: Pick<AccessRequest, 'quota'>): RateLimitFields | null {
+  const decision = request.quota;
+  if (decision === null || decision.reading === null) return null;
+  return rateLimitFields(decision.policy, decision.reading);
 }
 
 /** 429 (RFC 6585 §4) with `Retry-After` in whole seconds (at least 1) and, unless off, the fields. */

@@ -18,12 +18,20 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { type Client, credentials, status as grpcStatus } from '@grpc/grpc-js';
 import { decodeJwt } from 'jose';
+import { parseList } from 'structured-headers';
 import { parseAllDocuments } from 'yaml';
 import { serviceClient } from '../../src/authorizer/envoyProtos.js';
 import { configSchema } from '../../src/config/schema.js';
 import { certificateThumbprint } from '../../src/domain/clientCertificate.js';
 import { type IssuedCertificate, TestCa } from '../helpers/certificates.js';
-import { DEFAULT_CLIENTS, type Gateway, startGateway } from '../helpers/fixture.js';
+import { dpopBoundToken, dpopKeys, dpopProof } from '../helpers/dpopKeys.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  DEFAULT_CLIENTS,
+  type Gateway,
+  startGateway,
+} from '../helpers/fixture.js';
 import { runGateway } from '../helpers/process.js';
 import { accessLineOf } from '../helpers/wait.js';
 import { namedClientCertificate } from '../oauth/mtlsCertificates.js';
@@ -54,7 +62,11 @@ interface HeaderOption {
 interface CheckResponse {
   status: { code: number } | null;
   http_response: 'ok_response' | 'denied_response';
-  ok_response: { headers: HeaderOption[]; headers_to_remove: string[] } | null;
+  ok_response: {
+    headers: HeaderOption[];
+    headers_to_remove: string[];
+    response_headers_to_add: HeaderOption[];
+  } | null;
   denied_response: {
     status: { code: string | number };
     headers: HeaderOption[];
@@ -177,6 +189,82 @@ describe('Envoy ext_authz over gRPC', () => {
     assert.equal(line['http.request.method'], 'GET');
     assert.equal(line['http.response.status_code'], 200);
     assert.equal(line['client.address'], '203.0.113.7');
+  });
+
+  test('a metered route: the RateLimit fields for the client on allow (response_headers_to_add), RESOURCE_EXHAUSTED 429 past the limit', async (t) => {
+    const gw = await startGateway(t, {
+      settings: authorizerSettings({
+        quotas: { policies: { standard: { quota: { limit: 2, window: 'day' } } } },
+        routes: [
+          { id: 'orders', prefix: '/v1/orders', scopes: ['orders:read'], quota: 'standard' },
+        ],
+      }),
+    });
+    const client = clientOf(t, gw);
+    const auth = { authorization: `Bearer ${await gw.token()}` };
+    const remaining: unknown[] = [];
+    for (const id of ['1', '2']) {
+      const response = await call(client, checkRequest('GET', `/v1/orders/${id}`, auth));
+      assert.equal(response.status?.code, 0);
+      const ok = response.ok_response;
+      assert.ok(ok);
+      // For the client's answer, never the upstream's request.
+      const answer = headerMap(ok.response_headers_to_add);
+      assert.equal(headerMap(ok.headers).ratelimit, undefined);
+      const policy = parseList(answer['ratelimit-policy'] ?? '');
+      assert.deepEqual(
+        policy.map(([item, params]) => [item, Object.fromEntries(params)]),
+        [['standard-quota', { q: 2, w: 86400 }]],
+      );
+      const [[item, params]] = parseList(answer.ratelimit ?? '') as [
+        [unknown, Map<string, unknown>],
+      ];
+      assert.equal(item, 'standard-quota');
+      remaining.push(params.get('r'));
+    }
+    assert.deepEqual(remaining, [1, 0]);
+    const refused = denied(await call(client, checkRequest('GET', '/v1/orders/3', auth)));
+    assert.equal(refused.rpc, 8);
+    assert.equal(refused.status, 'TooManyRequests');
+    assert.ok(Number(refused.headers['retry-after']) >= 1);
+    assert.match(refused.headers.ratelimit ?? '', /^"standard-quota";r=0;t=\d+$/);
+    assert.equal(refused.body?.tipo, 'urn:portaria:problem:quota-exceeded');
+  });
+
+  test('DPoP: a fresh proof for the scheme and host Envoy names passes; a replayed, misaddressed or missing proof is denied with the DPoP challenge', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings({ dpop: { enabled: true } }) });
+    const client = clientOf(t, gw);
+    const keys = await dpopKeys();
+    const token = await dpopBoundToken(gw.url, keys, CLIENT_ID, CLIENT_SECRET);
+    // checkRequest names https://api.example.com as the client's origin.
+    const url = 'https://api.example.com/v1/orders/42';
+    const proof = await dpopProof(keys, 'GET', url, { token });
+    const ask = (sent: Record<string, string>, path = '/v1/orders/42') =>
+      call(client, checkRequest('GET', path, { authorization: `DPoP ${token}`, ...sent }));
+    const allowed = await ask({ dpop: proof });
+    assert.equal(allowed.status?.code, 0, JSON.stringify(allowed.denied_response));
+    assert.equal(headerMap(allowed.ok_response?.headers ?? [])['x-client-id'], CLIENT_ID);
+    const refusal = async (sent: Record<string, string>, reason: string, path?: string) => {
+      const id = `grpc-dpop-${reason}`;
+      const answer = denied(await ask({ ...sent, 'x-request-id': id }, path));
+      assert.equal(answer.rpc, grpcStatus.UNAUTHENTICATED, reason);
+      assert.match(answer.headers['www-authenticate'] ?? '', /^DPoP algs="[^"]*ES256[^"]*"/);
+      assert.equal((await accessLineOf(gw.logs, id))['portaria.reason'], reason);
+    };
+    await refusal({ dpop: proof }, 'dpop-replayed');
+    await refusal(
+      { dpop: await dpopProof(keys, 'GET', url, { token }) },
+      'dpop-htu',
+      '/v1/orders/7',
+    );
+    await refusal({}, 'dpop-proof-missing');
+    const bearer = denied(
+      await call(
+        client,
+        checkRequest('GET', '/v1/orders/42', { authorization: `Bearer ${token}` }),
+      ),
+    );
+    assert.equal(bearer.rpc, grpcStatus.UNAUTHENTICATED);
   });
 
   test('no token: UNAUTHENTICATED, denied 401 with the challenge and the problem details', async (t) => {

@@ -8,7 +8,17 @@
 import assert from 'node:assert/strict';
 import { readFile, writeFile } from 'node:fs/promises';
 import { describe, test } from 'node:test';
-import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
+import { SECOND_ASK_HEADER } from '../../src/authorizer/decisionGateway.js';
+import { ManualClock } from '../../src/lib/clock.js';
+import { dpopBoundToken, dpopKeys, dpopProof } from '../helpers/dpopKeys.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  type Gateway,
+  problemOf,
+  startGateway,
+} from '../helpers/fixture.js';
+import { sample, scrape } from '../helpers/metrics.js';
 import { accessLineOf } from '../helpers/wait.js';
 
 function authorizerSettings(extra: Record<string, unknown> = {}) {
@@ -197,6 +207,136 @@ describe('HTTP decisions', () => {
     assert.equal(res.headers.get('vary'), 'Authorization');
     const refused = await nginx(gw, 'GET', '/v1/orders');
     assert.equal(refused.headers.get('cache-control'), 'no-store');
+  });
+
+  test('a metered route: allows carry the RateLimit fields and are never cacheable; past the limit 429', async (t) => {
+    const settings = (headers: string) =>
+      authorizerSettings({
+        authorizer: {
+          host: '127.0.0.1',
+          port: 0,
+          grpc: { enabled: false },
+          cacheDecisions: { enabled: true, maxAgeSeconds: 30 },
+        },
+        quotas: { policies: { standard: { quota: { limit: 2, window: 'day' } } }, headers },
+        routes: [
+          { id: 'orders', prefix: '/v1/orders', scopes: ['orders:read'], quota: 'standard' },
+          { id: 'admin', prefix: '/v1/admin', scopes: ['orders:read'] },
+        ],
+      });
+    const gw = await startGateway(t, { settings: settings('always') });
+    const auth = { authorization: `Bearer ${await gw.token()}` };
+    for (const left of [1, 0]) {
+      const res = await nginx(gw, 'GET', '/v1/orders/1', auth);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('cache-control'), 'no-store');
+      assert.equal(res.headers.get('ratelimit-policy'), '"standard-quota";q=2;w=86400');
+      assert.match(
+        res.headers.get('ratelimit') ?? '',
+        new RegExp(`^"standard-quota";r=${left};t=\\d+$`),
+      );
+    }
+    const refused = await nginx(gw, 'GET', '/v1/orders/1', auth);
+    assert.equal(refused.status, 429);
+    assert.equal((await problemOf(refused)).tipo, 'urn:portaria:problem:quota-exceeded');
+    assert.ok(Number(refused.headers.get('retry-after')) >= 1);
+    assert.match(refused.headers.get('ratelimit') ?? '', /^"standard-quota";r=0;t=\d+$/);
+    // An unmetered route: no fields, and cacheable as configured.
+    const open = await nginx(gw, 'GET', '/v1/admin/1', auth);
+    assert.equal(open.status, 200);
+    assert.equal(open.headers.get('ratelimit'), null);
+    assert.match(open.headers.get('cache-control') ?? '', /^private, max-age=\d+$/);
+
+    // headers: refusals — the allow carries none; Envoy's entry the same as nginx's.
+    const quiet = await startGateway(t, { settings: settings('refusals') });
+    const token = await quiet.token();
+    const allowed = await fetch(`${quiet.authorizerUrl}/envoy/v1/orders/1`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(allowed.status, 200);
+    assert.equal(allowed.headers.get('ratelimit'), null);
+    assert.equal(allowed.headers.get('ratelimit-policy'), null);
+  });
+
+  test("nginx's second ask about a refusal counts nothing and never allows: 503 refusal-lapsed once the refusal no longer holds", async (t) => {
+    const clock = new ManualClock(Date.UTC(2026, 11, 3, 12, 0, 10));
+    const gw = await startGateway(t, {
+      clock,
+      settings: authorizerSettings({
+        quotas: { policies: { 'per-minute': { quota: { limit: 1, window: 'minute' } } } },
+        routes: [
+          { id: 'orders', prefix: '/v1/orders', scopes: ['orders:read'], quota: 'per-minute' },
+        ],
+      }),
+    });
+    const auth = { authorization: `Bearer ${await gw.token()}` };
+    const second = { ...auth, [SECOND_ASK_HEADER]: '1' };
+    assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 200);
+    const refused = await nginx(gw, 'GET', '/v1/orders/1', auth);
+    assert.equal(refused.status, 429);
+    // Asked again for the refusal's answer: the same refusal.
+    const again = await nginx(gw, 'GET', '/v1/orders/1', second);
+    assert.equal(again.status, 429);
+    assert.equal((await problemOf(again)).tipo, 'urn:portaria:problem:quota-exceeded');
+    // The next minute: the refusal has lapsed, but nginx will not forward a request it
+    // already turned down; the second ask is refused, and uses no quota.
+    clock.advance(60_000);
+    const lapsed = await nginx(gw, 'GET', '/v1/orders/1', second);
+    assert.equal(lapsed.status, 503);
+    assert.equal(lapsed.headers.get('retry-after'), '1');
+    assert.equal(lapsed.headers.get('cache-control'), 'no-store');
+    const line = await accessLineOf(gw.logs, lapsed.headers.get('x-request-id') as string);
+    assert.equal(line['portaria.reason'], 'refusal-lapsed');
+    assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 200);
+    assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 429);
+    const counted = await scrape(gw.adminUrl);
+    const series = (outcome: string) =>
+      sample(
+        counted,
+        `portaria_quota_decisions_total{policy="per-minute",route="orders",outcome="${outcome}"}`,
+      );
+    assert.equal(series('allowed'), 2);
+    assert.equal(series('refused'), 2);
+  });
+
+  test('DPoP through the nginx entry: a fresh proof for the origin the proxy names passes once; a second ask gets the refusal of its first', async (t) => {
+    const gw = await startGateway(t, { settings: authorizerSettings({ dpop: { enabled: true } }) });
+    const keys = await dpopKeys();
+    const token = await dpopBoundToken(gw.url, keys, CLIENT_ID, CLIENT_SECRET);
+    // The trusted proxy names the origin the client used (X-Forwarded-Proto and -Host).
+    const origin = { 'x-forwarded-proto': 'https', 'x-forwarded-host': 'api.example.com' };
+    const ask = (uri: string, proof: string, extra: Record<string, string> = {}) =>
+      nginx(gw, 'GET', uri, { authorization: `DPoP ${token}`, dpop: proof, ...origin, ...extra });
+    const reasonOf = async (answer: Response): Promise<unknown> => {
+      await answer.arrayBuffer();
+      const line = await accessLineOf(gw.logs, answer.headers.get('x-request-id') as string);
+      return line['portaria.reason'];
+    };
+    const proof = await dpopProof(keys, 'GET', 'https://api.example.com/v1/orders/1', { token });
+    const allowed = await ask('/v1/orders/1?page=2', proof);
+    assert.equal(allowed.status, 200);
+    assert.equal(allowed.headers.get('x-client-id'), CLIENT_ID);
+    const replayed = await ask('/v1/orders/1', proof);
+    assert.equal(replayed.status, 401);
+    assert.match(replayed.headers.get('www-authenticate') ?? '', /^DPoP algs="/);
+    assert.equal(await reasonOf(replayed), 'dpop-replayed');
+    // nginx asks again about that refusal: every other step passes, the proof is spent.
+    const replayedAgain = await ask('/v1/orders/1', proof, { [SECOND_ASK_HEADER]: '1' });
+    assert.equal(replayedAgain.status, 401);
+    assert.equal(await reasonOf(replayedAgain), 'dpop-replayed');
+    const elsewhere = await dpopProof(keys, 'GET', 'https://api.example.com/v1/orders/1', {
+      token,
+    });
+    assert.equal(await reasonOf(await ask('/v1/orders/2', elsewhere)), 'dpop-htu');
+
+    // Refused after the proof step (no route serves the path): the second ask, with the
+    // same proof, gets the same refusal, not "replayed".
+    const lost = await dpopProof(keys, 'GET', 'https://api.example.com/v2/else', { token });
+    const first = await ask('/v2/else', lost);
+    assert.equal(first.status, 404);
+    const secondAsk = await ask('/v2/else', lost, { [SECOND_ASK_HEADER]: '1' });
+    assert.equal(secondAsk.status, 404);
+    assert.equal((await problemOf(secondAsk)).status, 404);
   });
 
   test('a revoked token is refused at the next decision', async (t) => {

@@ -16,7 +16,15 @@ import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { decodeJwt } from 'jose';
-import { type Gateway, startGateway, startUpstream, type Upstream } from '../helpers/fixture.js';
+import { dpopBoundToken, dpopKeys, dpopProof } from '../helpers/dpopKeys.js';
+import {
+  CLIENT_ID,
+  CLIENT_SECRET,
+  type Gateway,
+  startGateway,
+  startUpstream,
+  type Upstream,
+} from '../helpers/fixture.js';
 import { type NginxServer, startNginx } from '../helpers/nginxServer.js';
 import { parsedLogs, waitFor } from '../helpers/wait.js';
 
@@ -48,6 +56,10 @@ interface Options {
   readonly decisions?: string;
   /** A change to the rendered configuration (a variant the example's comments describe). */
   readonly edit?: (config: string) => string;
+  /** The orders route metered at this many requests a day (`quotas.headers: always`). */
+  readonly quotaLimit?: number;
+  /** `dpop.enabled`. */
+  readonly dpop?: boolean;
 }
 
 async function behindNginx(t: TestContext, options: Options = {}): Promise<Setup> {
@@ -73,9 +85,23 @@ async function behindNginx(t: TestContext, options: Options = {}): Promise<Setup
       },
       upstream: { default: null },
       routes: [
-        { id: 'orders', prefix: '/v1/orders', scopes: ['orders:read'] },
+        {
+          id: 'orders',
+          prefix: '/v1/orders',
+          scopes: ['orders:read'],
+          ...(options.quotaLimit === undefined ? {} : { quota: 'daily' }),
+        },
         { id: 'admin', prefix: '/v1/admin', scopes: ['admin'] },
       ],
+      ...(options.dpop === true ? { dpop: { enabled: true } } : {}),
+      ...(options.quotaLimit === undefined
+        ? {}
+        : {
+            quotas: {
+              policies: { daily: { quota: { limit: options.quotaLimit, window: 'day' } } },
+              headers: 'always',
+            },
+          }),
     }),
   });
   const file = options.file ?? PLAIN;
@@ -170,6 +196,58 @@ function problem(answer: Answer): Record<string, unknown> {
 }
 
 const bearer = (token: string) => ({ authorization: `Bearer ${token}` });
+
+test('a metered route: the client gets the RateLimit fields through nginx, then Portaria’s 429, which never reaches the application', async (t) => {
+  const { gw, upstream, nginx } = await behindNginx(t, { quotaLimit: 2 });
+  const token = await gw.token();
+  for (const left of [1, 0]) {
+    const res = await send(nginx, '/v1/orders/42', bearer(token));
+    assert.equal(res.status, 200);
+    assert.equal(res.headers['x-upstream'], 'yes');
+    assert.deepEqual(valuesOf(res.rawHeaders, 'ratelimit-policy'), ['"daily-quota";q=2;w=86400']);
+    const [limit] = valuesOf(res.rawHeaders, 'ratelimit');
+    assert.match(limit ?? '', new RegExp(`^"daily-quota";r=${left};t=\\d+$`));
+  }
+  assert.equal(upstream.received.length, 2);
+  // Nothing is counted by the refusal's second ask: it is refused the same way.
+  const refused = await send(nginx, '/v1/orders/42', bearer(token));
+  assert.equal(refused.status, 429);
+  assert.equal(problem(refused).tipo, 'urn:portaria:problem:quota-exceeded');
+  assert.ok(Number(refused.headers['retry-after']) >= 1);
+  assert.match(refused.headers.ratelimit as string, /^"daily-quota";r=0;t=\d+$/);
+  assert.equal(upstream.received.length, 2);
+  // A route without a quota: nginx sends no empty fields.
+  const open = await send(nginx, '/v1/admin/x', bearer(token));
+  assert.equal(open.status, 403);
+  assert.deepEqual(valuesOf(open.rawHeaders, 'ratelimit'), []);
+});
+
+test('DPoP behind nginx: a proof passes once; a refusal after the proof check reaches the client as itself, not as a replay', async (t) => {
+  const { gw, upstream, nginx } = await behindNginx(t, { dpop: true });
+  const keys = await dpopKeys();
+  const token = await dpopBoundToken(gw.url, keys, CLIENT_ID, CLIENT_SECRET);
+  // The configuration sends `Host $host` (no port) and `X-Forwarded-Proto $scheme`.
+  const htu = (path: string) => `http://127.0.0.1${path}`;
+  const sent = (proof: string) => ({ authorization: `DPoP ${token}`, dpop: proof });
+  const proof = await dpopProof(keys, 'GET', htu('/v1/orders/42'), { token });
+  const allowed = await send(nginx, '/v1/orders/42', sent(proof));
+  assert.equal(allowed.status, 200);
+  assert.equal(allowed.headers['x-upstream'], 'yes');
+  const replayed = await send(nginx, '/v1/orders/42', sent(proof));
+  assert.equal(replayed.status, 401);
+  assert.match(
+    replayed.headers['www-authenticate'] as string,
+    /^DPoP algs=".*error="invalid_dpop_proof"/,
+  );
+  // A missing scope is found after the proof is spent: nginx asks again, with the same
+  // proof, for the 403 to hand the client.
+  const admin = await dpopProof(keys, 'GET', htu('/v1/admin/x'), { token });
+  const refused = await send(nginx, '/v1/admin/x', sent(admin));
+  assert.equal(refused.status, 403, refused.body);
+  assert.equal(problem(refused).status, 403);
+  assert.match(refused.headers['www-authenticate'] as string, /^DPoP .*error="insufficient_scope"/);
+  assert.equal(upstream.received.length, 1);
+});
 
 test('an allowed request reaches the application with Portaria’s identity, never the client’s', async (t) => {
   const { gw, upstream, nginx } = await behindNginx(t);

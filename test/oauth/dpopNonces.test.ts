@@ -5,16 +5,14 @@
  * file accepting each other's nonces while one with another secret does not.
  */
 import assert from 'node:assert/strict';
-import type { webcrypto } from 'node:crypto';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { decodeJwt, exportJWK, SignJWT } from 'jose';
+import { decodeJwt } from 'jose';
 import * as oauth from 'oauth4webapi';
 import { ManualClock } from '../../src/lib/clock.js';
-import { accessTokenHash } from '../../src/verify/dpopProof.js';
-import { dpopKeys } from '../helpers/dpopKeys.js';
+import { dpopKeys, dpopProof as proofOf } from '../helpers/dpopKeys.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -48,26 +46,6 @@ async function nonceGateway(t: TestContext, options: Options = {}): Promise<Gate
       routes: [{ id: 'orders', prefix: '/v1/orders', upstream, scopes: ['orders:read'] }],
     }),
   });
-}
-
-/** A proof made by hand (jose), for a test that needs to choose its nonce and time. */
-async function proofOf(
-  keys: webcrypto.CryptoKeyPair,
-  method: string,
-  url: string,
-  claims: { nonce?: string; iat: number; token?: string },
-): Promise<string> {
-  const jwk = await exportJWK(keys.publicKey);
-  return new SignJWT({
-    htm: method,
-    htu: url,
-    jti: randomUUID(),
-    ...(claims.nonce === undefined ? {} : { nonce: claims.nonce }),
-    ...(claims.token === undefined ? {} : { ath: accessTokenHash(claims.token) }),
-  })
-    .setProtectedHeader({ typ: 'dpop+jwt', alg: 'ES256', jwk })
-    .setIssuedAt(claims.iat)
-    .sign(keys.privateKey);
 }
 
 const as = (gw: Gateway): oauth.AuthorizationServer => ({

@@ -6,8 +6,8 @@
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { type TestContext, test } from 'node:test';
-import { calculateJwkThumbprint, exportJWK, SignJWT } from 'jose';
-import { accessTokenHash } from '../../src/verify/dpopProof.js';
+import { calculateJwkThumbprint, exportJWK } from 'jose';
+import { dpopProof } from '../helpers/dpopKeys.js';
 import { CLIENT_ID, CLIENT_SECRET, type Gateway, startGateway } from '../helpers/fixture.js';
 import { newKeyPair } from '../helpers/keyPairs.js';
 import { redisConfig } from '../helpers/redisFixtures.js';
@@ -29,23 +29,8 @@ async function replica(t: TestContext, redis: RedisServer, keysDir?: string): Pr
 }
 
 /** A proof of `key` for `method url` (a fresh jti unless given), naming `token` when given. */
-async function proof(
-  method: string,
-  url: string,
-  token?: string,
-  jti: string = crypto.randomUUID(),
-): Promise<string> {
-  const jwk = await exportJWK(key.publicKey);
-  return new SignJWT({
-    htm: method,
-    htu: url,
-    iat: Math.floor(Date.now() / 1000),
-    jti,
-    ...(token === undefined ? {} : { ath: accessTokenHash(token) }),
-  })
-    .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
-    .sign(key.privateKey);
-}
+const proof = (method: string, url: string, token?: string, jti?: string): Promise<string> =>
+  dpopProof(key, method, url, { token, jti });
 
 test('a DPoP proof accepted by one replica is refused by the other; sent to both at once, it passes once', async (t) => {
   const redis = await startRedis(t);

@@ -5,10 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
-import { exportJWK, SignJWT } from 'jose';
 import { ConfigError } from '../../src/config/configError.js';
 import { validateConfig } from '../../src/config/validateConfig.js';
-import { accessTokenHash } from '../../src/verify/dpopProof.js';
+import { dpopProof } from '../helpers/dpopKeys.js';
 import {
   CLIENT_ID,
   CLIENT_SECRET,
@@ -99,17 +98,7 @@ describe('profile fapi2', () => {
     assert.equal((await problemOf(bare)).tipo, 'urn:portaria:problem:invalid-request');
 
     const key = newKeyPair('ec', { namedCurve: 'P-256' });
-    const jwk = await exportJWK(key.publicKey);
-    const proof = (htm: string, htu: string, token?: string) =>
-      new SignJWT({
-        htm,
-        htu,
-        iat: Math.floor(Date.now() / 1000),
-        jti: crypto.randomUUID(),
-        ...(token === undefined ? {} : { ath: accessTokenHash(token) }),
-      })
-        .setProtectedHeader({ alg: 'ES256', typ: 'dpop+jwt', jwk })
-        .sign(key.privateKey);
+    const proof = (htm: string, htu: string, token?: string) => dpopProof(key, htm, htu, { token });
     const issued = await contract({ dpop: await proof('POST', `${gw.url}${TOKEN_PATH}`) });
     assert.equal(issued.status, 200);
     const body = (await issued.json()) as Record<string, string>;
