@@ -44,6 +44,8 @@ export interface AccessRecord {
   readonly interactionId?: string | undefined;
   /** A decision's entry (`nginx`, `traefik`, `envoy`, `envoy-grpc`): the line is a decision's. */
   readonly decision?: string | undefined;
+  /** The proxy's second ask about a refused request (nginx's error_page): counted once already. */
+  readonly secondAsk?: boolean;
   /** A metered request's quota decision: its policy (a configured name) and outcome (closed set). */
   readonly quota?: {
     readonly policy: { readonly name: string };
@@ -71,6 +73,7 @@ export const ACCESS_FIELDS = {
   reason: 'portaria.reason',
   interactionId: 'portaria.fapi.interaction_id',
   decision: 'portaria.decision.entry',
+  secondAsk: 'portaria.decision.second_ask',
   quotaPolicy: 'portaria.quota.policy',
   quotaOutcome: 'portaria.quota.outcome',
   truncated: 'portaria.truncated',
@@ -88,7 +91,7 @@ export const ACCESS_BOUNDS = {
   clientId: 256,
   exceptionType: 64,
   exceptionMessage: 256,
-  exceptionStacktrace: 768,
+  exceptionStacktrace: 512,
 } as const;
 
 /** Fields bounded where they are made (request id, route id, reason code); cut here too. */
@@ -234,6 +237,7 @@ export function accessFieldsJson(r: AccessRecord): string {
   }
   // A fixed name (the entries' own): written as it is.
   if (r.decision !== undefined) line += `${m.decision}"${r.decision}"`;
+  if (r.secondAsk === true) line += `${m.secondAsk}true`;
   // Both bounded where they are made: a policy name (63 characters of [a-z0-9-]), a fixed outcome.
   const quota = r.quota;
   if (quota != null) {
@@ -294,6 +298,7 @@ export function accessFieldsObject(r: AccessRecord, error?: unknown): Record<str
     fields[f.interactionId] = text(f.interactionId, r.interactionId, INTERACTION_ID_BYTES);
   }
   if (r.decision !== undefined) fields[f.decision] = r.decision;
+  if (r.secondAsk === true) fields[f.secondAsk] = true;
   if (r.quota != null) {
     fields[f.quotaPolicy] = r.quota.policy.name;
     fields[f.quotaOutcome] = r.quota.outcome;

@@ -287,6 +287,7 @@ describe('HTTP decisions', () => {
     assert.equal(lapsed.headers.get('cache-control'), 'no-store');
     const line = await accessLineOf(gw.logs, lapsed.headers.get('x-request-id') as string);
     assert.equal(line['portaria.reason'], 'refusal-lapsed');
+    assert.equal(line['portaria.decision.second_ask'], true);
     assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 200);
     assert.equal((await nginx(gw, 'GET', '/v1/orders/1', auth)).status, 429);
     const counted = await scrape(gw.adminUrl);

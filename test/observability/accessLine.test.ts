@@ -50,7 +50,13 @@ const worstRecord = accessRecord({
   responseBytes: Number.MAX_SAFE_INTEGER,
   upstreamMs: 123456789.123456,
   clientId: WORST,
+  certificateSha256: 'f'.repeat(64),
+  certificateVerdict: 'not-yet-valid',
   reason: 'upstream-timeout',
+  interactionId: '0'.repeat(36),
+  decision: 'envoy-grpc',
+  secondAsk: true,
+  quota: { policy: { name: 'q'.repeat(63) }, outcome: 'unavailable-closed' },
 });
 
 describe('bounds', () => {
