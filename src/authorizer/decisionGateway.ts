@@ -47,8 +47,9 @@ import {
 
 /**
  * Set by the proxy when it asks again about a request refused a moment ago, to hand the
- * client the refusal's answer (nginx's `error_page`, docs/examples): such an ask counts
- * nothing and is never allowed (a 503 to retry, when the refusal no longer holds).
+ * client the refusal's answer (nginx's `error_page`, docs/examples): such an ask uses no
+ * quota and is never allowed — when every step passes, 401 for a proof its first ask
+ * spent, else a 503 to retry (the refusal no longer holds).
  */
 export const SECOND_ASK_HEADER = 'x-portaria-second-ask';
 
