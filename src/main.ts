@@ -130,7 +130,11 @@ async function main(): Promise<number> {
     const workers = cluster.isPrimary ? workerCount(config.server.workers, MAX_WORKERS) : 1;
     if (workers > 1 && !demo) {
       const { startPrimary } = await import('./cluster/startPrimary.js');
-      const primary = await startPrimary(config, workers);
+      const primary = await startPrimary(
+        config,
+        workers,
+        file ? { reread: () => loadConfig({ file, env, cwd }) } : {},
+      );
       stopOnSignals(primary);
       onSighup = () => {
         primary.logger.info({ signal: 'SIGHUP' }, 'signal received: reloading every worker');

@@ -141,16 +141,46 @@ function storeUnavailable(): PortariaError {
   });
 }
 
-/** The admin quota API over the start's policies and routes (a group's primary reads the configuration once). */
+/**
+ * The admin quota API of a group's primary, which applies no reload itself (its workers
+ * do): with `reread` (the configuration file read again) each call sees the policies and
+ * routes the workers reloaded; a file that does not read or validate leaves the last good
+ * ones, as it leaves the workers'. Without it (no file), the start's.
+ */
 export function quotaAdminOfConfig(
   config: Config,
   meter: Meter,
+  reread?: () => Promise<Config>,
 ): Pick<QuotaAdminDeps, 'usage' | 'reset'> {
-  const policies = meteringPolicies(config.quotas);
-  const routes = compileRouteTable(config).routes.map((route) => route.id);
-  return quotaAdmin(
+  let policies = meteringPolicies(config.quotas);
+  let routes = routeIdsOf(config);
+  const admin = quotaAdmin(
     meter,
     () => policies,
     () => routes,
   );
+  if (reread === undefined) return admin;
+  const refresh = async (): Promise<void> => {
+    try {
+      const next = await reread();
+      policies = meteringPolicies(next.quotas);
+      routes = routeIdsOf(next);
+    } catch {
+      // The workers refuse the same file and keep their last good configuration.
+    }
+  };
+  return {
+    async usage(subject) {
+      await refresh();
+      return admin.usage(subject);
+    },
+    async reset(subject) {
+      await refresh();
+      return admin.reset(subject);
+    },
+  };
+}
+
+function routeIdsOf(config: Config): string[] {
+  return compileRouteTable(config).routes.map((route) => route.id);
 }

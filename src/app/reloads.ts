@@ -33,6 +33,7 @@ import {
 } from '../tls/tlsMaterial.js';
 import type { VerifiedTokenCache } from '../verify/verifiedTokenCache.js';
 import type { LiveState } from './liveState.js';
+import { metersRequests } from './quotaWiring.js';
 
 export interface ReloadDeps {
   readonly config: Config;
@@ -190,5 +191,7 @@ function settingsNeedingRestart(current: Config, next: Config): string[] {
   const { policies: _p, ...quotasNow } = current.quotas;
   const { policies: _q, ...quotasNext } = next.quotas;
   if (JSON.stringify(quotasNow) !== JSON.stringify(quotasNext)) changed.push('quotas');
+  // Started without a policy, the gateway has no meter and no quota step to reload into.
+  if (!metersRequests(current) && metersRequests(next)) changed.push('quotas.policies');
   return changed;
 }

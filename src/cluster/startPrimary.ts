@@ -73,7 +73,16 @@ function groupSecrets(config: Config): Record<string, string> {
   return { [GROUP_NONCE_SECRET_ENV]: newGroupSecret() };
 }
 
-export async function startPrimary(config: Config, workers: number): Promise<Primary> {
+export interface PrimaryOptions {
+  /** The configuration file read again (absent without a file): the admin quota API's view. */
+  readonly reread?: () => Promise<Config>;
+}
+
+export async function startPrimary(
+  config: Config,
+  workers: number,
+  options: PrimaryOptions = {},
+): Promise<Primary> {
   const clock = systemClock;
   const output: DestinationStream = config.log.pretty
     ? await prettyDestination()
@@ -196,8 +205,9 @@ export async function startPrimary(config: Config, workers: number): Promise<Pri
     clock,
     metrics,
     logger,
-    // The start's policies and routes: the primary reads the configuration once.
-    quotas: adminMeter === null ? undefined : quotaAdminOfConfig(config, adminMeter),
+    // The policies and routes the workers reload, read again from the file.
+    quotas:
+      adminMeter === null ? undefined : quotaAdminOfConfig(config, adminMeter, options.reread),
   });
   const closeStores = async () => {
     await revocation.close();

@@ -16,7 +16,7 @@ import {
   startGateway,
 } from '../helpers/fixture.js';
 import { metric } from '../helpers/metrics.js';
-import { accessLineOf } from '../helpers/wait.js';
+import { accessLineOf, parsedLogs, waitFor } from '../helpers/wait.js';
 
 type Items = Record<string, Record<string, unknown>>;
 
@@ -223,6 +223,29 @@ describe('quotas', () => {
     assert.equal(after.status, 200, 'the third of three, the two before still counted');
     assert.equal((fieldOf(after, 'ratelimit') as Items)['standard-quota']?.r, 0);
     assert.equal((await get(gw, '/v1/orders/5', token)).status, 429);
+  });
+
+  test('the first policies need a restart: a reload into a gateway started without any says so, and meters nothing', async (t) => {
+    const gw = await meteredGateway(t, {
+      configFile: true,
+      policies: {},
+      routes: (upstream) => [{ id: 'orders', prefix: '/v1/orders', upstream }],
+    });
+    const token = await gw.token();
+    const config = JSON.parse(await readFile(gw.configFile as string, 'utf8'));
+    config.quotas.policies = { standard: { quota: { limit: 1, window: 'day' } } };
+    config.routes[0].quota = 'standard';
+    await writeFile(gw.configFile as string, JSON.stringify(config));
+    await gw.app.reload();
+    const warned = await waitFor('the restart warning', () =>
+      parsedLogs(gw.logs).find((l) => l.msg === 'these settings change only on restart'),
+    );
+    assert.deepEqual(warned.settings, ['quotas.policies']);
+    for (const id of [1, 2]) {
+      const res = await get(gw, `/v1/orders/${id}`, token);
+      assert.equal(res.status, 200);
+      assert.equal(res.headers.get('ratelimit'), null);
+    }
   });
 
   test('a route or a client naming a policy that does not exist stops the start, naming it', async (t) => {

@@ -5,9 +5,17 @@
  * never a hang.
  */
 import assert from 'node:assert/strict';
+import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { describe, type TestContext, test } from 'node:test';
-import { send, startGroup, startUpstream, tokenFor } from '../cluster/groupGateway.js';
+import {
+  ADMIN_TOKEN,
+  send,
+  startGroup,
+  startUpstream,
+  tokenFor,
+  waitForLines,
+} from '../cluster/groupGateway.js';
 import { type Gateway, problemOf, startGateway } from '../helpers/fixture.js';
 import { metric } from '../helpers/metrics.js';
 import { type RedisServer, startRedis } from '../helpers/redisServer.js';
@@ -73,6 +81,51 @@ describe('shared quotas', () => {
       after.every((s) => s === 429),
       after.join(' '),
     );
+  });
+
+  test("a group's admin quota API sees the policies and routes its workers reloaded", {
+    timeout: 60_000,
+  }, async (t) => {
+    const upstream = await startUpstream(t);
+    const group = await startGroup(t, 2, {
+      upstream: { default: { upstream: upstream.url, quota: 'daily' } },
+      quotas: { policies: { daily: { quota: { limit: 10, window: 'day' } } } },
+    });
+    const token = JSON.parse((await tokenFor(group)).body).token_de_acesso as string;
+    const file = group.files.configFile;
+    const config = JSON.parse(await readFile(file, 'utf8'));
+    config.quotas.policies.hourly = { quota: { limit: 5, window: 'hour' }, per: 'client-route' };
+    config.routes = [
+      { id: 'reports', prefix: '/v1/reports', upstream: upstream.url, quota: 'hourly' },
+    ];
+    await writeFile(file, JSON.stringify(config));
+    group.child.kill('SIGHUP');
+    await waitForLines(
+      group,
+      'every worker reloaded its routes',
+      (l) => l.msg === 'reloaded' && l.source === 'routes',
+      2,
+    );
+    const res = await send(`${group.files.publicUrl}/v1/reports/1`, {
+      headers: { authorization: `Bearer ${token}` },
+    });
+    assert.equal(res.status, 200);
+    const admin = (method: string) =>
+      send(`${group.files.adminUrl}/admin/v1/quotas/acme`, {
+        method,
+        headers: { authorization: `Bearer ${ADMIN_TOKEN}` },
+      });
+    const shown = JSON.parse((await admin('GET')).body) as {
+      counters: { policy: string; route: string | null; quota: { remaining: number } }[];
+    };
+    assert.deepEqual(
+      shown.counters.map((c) => [c.policy, c.route, c.quota.remaining]),
+      [['hourly', 'reports', 4]],
+    );
+    const reset = await admin('DELETE');
+    assert.equal(reset.status, 200, reset.body);
+    const after = JSON.parse((await admin('GET')).body) as { counters: unknown[] };
+    assert.deepEqual(after.counters, []);
   });
 
   test('two gateways on one Redis: exactly 15 of 40 parallel requests pass, spread over both', {
