@@ -7,7 +7,7 @@
  */
 import type { RedisConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
-import { createRedisClient } from '../redis/redisClient.js';
+import { connectOnce } from '../redis/redisClient.js';
 import type { Limiter, LimiterSettings } from './limiter.js';
 import { LocalLimiter } from './localLimiter.js';
 import { RedisLimiter, type RedisLimiterHooks } from './redisLimiter.js';
@@ -27,20 +27,9 @@ export async function createLimiter<Label extends string>(
   const local = new LocalLimiter(settings, clock);
   if (options.store === 'local') return local;
 
-  const redis = createRedisClient(options.redis, { role: 'limits' });
-  // Without a listener ioredis prints every connection error; the limiter reports the
-  // transitions through its hooks instead.
-  let lastError = '';
-  redis.on('error', (error: Error) => {
-    lastError = error.message;
-  });
-  let down = false;
-  try {
-    await redis.connect();
-  } catch (error) {
-    down = true;
-    options.hooks.stateChanged('down', lastError || (error as Error).message);
-  }
+  const { redis, down } = await connectOnce(options.redis, { role: 'limits' }, (reason) =>
+    options.hooks.stateChanged('down', reason),
+  );
   return new RedisLimiter({
     settings,
     redisConfig: options.redis,

@@ -7,7 +7,7 @@
  */
 import type { RedisConfig } from '../config/types.js';
 import type { Clock } from '../lib/clock.js';
-import { createRedisClient } from '../redis/redisClient.js';
+import { connectOnce } from '../redis/redisClient.js';
 import { LocalMeter } from './localMeter.js';
 import type { Meter } from './meter.js';
 import { RedisMeter, type RedisMeterHooks } from './redisMeter.js';
@@ -23,25 +23,14 @@ export interface MeterOptions {
 
 export async function createMeter(options: MeterOptions): Promise<Meter> {
   if (options.store === 'local') return new LocalMeter(options.maxKeys, options.clock);
-  const redis = createRedisClient(options.redis, { role: 'quota' });
-  // Without a listener ioredis prints every connection error; the hooks report transitions.
-  let lastError = '';
-  redis.on('error', (error: Error) => {
-    lastError = error.message;
-  });
-  let down = false;
-  try {
-    await redis.connect();
-  } catch (error) {
-    down = true;
-    options.hooks.stateChanged('down', lastError || (error as Error).message);
-  }
-  const meter = new RedisMeter({
+  const { redis, down } = await connectOnce(options.redis, { role: 'quota' }, (reason) =>
+    options.hooks.stateChanged('down', reason),
+  );
+  return new RedisMeter({
     redis,
     redisConfig: options.redis,
     clock: options.clock,
     hooks: options.hooks,
     down,
   });
-  return meter;
 }

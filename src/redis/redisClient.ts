@@ -25,6 +25,31 @@ export interface RedisClientOptions {
   readonly offlineQueue?: boolean;
 }
 
+/**
+ * A client of `options.role` whose first connection is tried once, before the gateway
+ * listens: `down` when it failed (`onDown` gets the reason), and ioredis keeps
+ * reconnecting in the background. The error listener keeps ioredis from printing every
+ * connection error: callers report transitions through their own hooks.
+ */
+export async function connectOnce(
+  config: RedisConfig,
+  options: RedisClientOptions,
+  onDown: (reason: string) => void,
+): Promise<{ readonly redis: RedisClient; readonly down: boolean }> {
+  const redis = createRedisClient(config, options);
+  let lastError = '';
+  redis.on('error', (error: Error) => {
+    lastError = error.message;
+  });
+  try {
+    await redis.connect();
+    return { redis, down: false };
+  } catch (error) {
+    onDown(lastError || (error as Error).message);
+    return { redis, down: true };
+  }
+}
+
 /** Capped exponential back-off between reconnection attempts (ms). */
 function backoff(attempt: number): number {
   return Math.min(50 * 2 ** Math.min(attempt, 10), 2000);
