@@ -47,16 +47,22 @@ async function get(url: string, token: string): Promise<Response> {
   return res;
 }
 
+/** Two workers, everything under `upstream.default` metered by `daily` (10 a day), and a token. */
+async function meteredGroup(t: TestContext) {
+  const upstream = await startUpstream(t);
+  const group = await startGroup(t, 2, {
+    upstream: { default: { upstream: upstream.url, quota: 'daily' } },
+    quotas: { policies: { daily: { quota: { limit: 10, window: 'day' } } } },
+  });
+  const token = JSON.parse((await tokenFor(group)).body).token_de_acesso as string;
+  return { upstream, group, token };
+}
+
 describe('shared quotas', () => {
   test('a group of two workers counts in its primary: 10 of 30 parallel requests pass, and the other worker refuses too', {
     timeout: 60_000,
   }, async (t) => {
-    const upstream = await startUpstream(t);
-    const group = await startGroup(t, 2, {
-      upstream: { default: { upstream: upstream.url, quota: 'daily' } },
-      quotas: { policies: { daily: { quota: { limit: 10, window: 'day' } } } },
-    });
-    const token = JSON.parse((await tokenFor(group)).body).token_de_acesso as string;
+    const { group, token } = await meteredGroup(t);
     const request = () =>
       send(`${group.files.publicUrl}/v1/orders/1`, {
         headers: { authorization: `Bearer ${token}` },
@@ -86,12 +92,7 @@ describe('shared quotas', () => {
   test("a group's admin quota API sees the policies and routes its workers reloaded", {
     timeout: 60_000,
   }, async (t) => {
-    const upstream = await startUpstream(t);
-    const group = await startGroup(t, 2, {
-      upstream: { default: { upstream: upstream.url, quota: 'daily' } },
-      quotas: { policies: { daily: { quota: { limit: 10, window: 'day' } } } },
-    });
-    const token = JSON.parse((await tokenFor(group)).body).token_de_acesso as string;
+    const { upstream, group, token } = await meteredGroup(t);
     const file = group.files.configFile;
     const config = JSON.parse(await readFile(file, 'utf8'));
     config.quotas.policies.hourly = { quota: { limit: 5, window: 'hour' }, per: 'client-route' };
